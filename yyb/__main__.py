@@ -1,0 +1,3 @@
+from yyb.cli import main
+
+main()

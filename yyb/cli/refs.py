@@ -1,0 +1,89 @@
+"""Ref plumbing: update-ref, show-ref, rev-parse, log."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from yyb.cli.context import open_store
+from yyb.store.objects import ZERO_OID
+from yyb.store.refs import ANY
+
+
+@click.command("update-ref")
+@click.option("-m", "reason", default="", metavar="REASON", help="Why the ref moves (one line).")
+@click.option("--old", metavar="OID",
+              help="Move only if the ref holds OID now (64 zeros: only if it does not exist).")
+@click.option("-d", "--delete", is_flag=True, help="Delete the ref (its update log is kept).")
+@click.argument("ref")
+@click.argument("oid", required=False)
+@click.pass_context
+def update_ref(ctx, reason, old, delete, ref, oid):
+    """Point REF at OID, appending a yyb_ref_update.v1 record to REF's update chain.
+
+    Prints the oid of that update record.
+    """
+    if delete == (oid is not None):
+        raise click.UsageError("give either OID or --delete")
+    store = open_store(ctx)
+    expected = ANY
+    if old is not None:
+        expected = None if old == ZERO_OID else store.rev_parse(old)
+    new = None if delete else store.rev_parse(oid)
+    click.echo(store.refs.update(ref, new, old=expected, reason=reason))
+
+
+@click.command("show-ref")
+@click.argument("patterns", nargs=-1)
+@click.pass_context
+def show_ref(ctx, patterns):
+    """List refs as '<oid> <name>', sorted; exit 1 if none match.
+
+    A PATTERN with * ? [ is a glob over the full name; otherwise it matches a full name, whole
+    trailing components, or a leading folder.
+    """
+    store = open_store(ctx)
+    shown = 0
+    for name, value in store.refs.iter_refs():
+        if patterns and not any(store.refs.matches(name, p) for p in patterns):
+            continue
+        sys.stdout.write(f"{value} {name}\n")
+        shown += 1
+    return 0 if shown else 1
+
+
+@click.command("rev-parse")
+@click.argument("names", nargs=-1, required=True)
+@click.pass_context
+def rev_parse(ctx, names):
+    """Print the full oid each NAME (oid, 4+ hex abbreviation, or ref) stands for."""
+    store = open_store(ctx)
+    for name in names:
+        click.echo(store.rev_parse(name))
+
+
+@click.command("log")
+@click.option("--json", "as_json", is_flag=True, help="One JSON array of updates.")
+@click.argument("ref")
+@click.pass_context
+def log(ctx, as_json, ref):
+    """Show REF's update chain, newest first.
+
+    Each line: '<update-oid> <old> <new> <time_ms>' then a tab and the reason; an absent
+    value is 64 zeros.
+    """
+    store = open_store(ctx)
+    entries = []
+    for oid, record in store.refs.log(ref):
+        if as_json:
+            entries.append({"oid": oid, **{k: record[k] for k in
+                                           ("ref", "old", "new", "time_ms", "reason")}})
+        else:
+            old = record["old"] or ZERO_OID
+            new = record["new"] or ZERO_OID
+            sys.stdout.write(f"{oid} {old} {new} {record['time_ms']}\t{record['reason']}\n")
+    if as_json:
+        json.dump(entries, sys.stdout, indent=2)
+        sys.stdout.write("\n")

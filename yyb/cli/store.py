@@ -1,0 +1,31 @@
+"""Store management: create a store, show where it is."""
+
+from __future__ import annotations
+
+import click
+
+from yyb.cli.context import store_path
+from yyb.store.repo import Store
+
+
+@click.group("store")
+def store():
+    """Create or locate the object store."""
+
+
+@store.command("init")
+@click.argument("directory", required=False)
+@click.pass_context
+def init(ctx, directory):
+    """Create a store at DIRECTORY (default: the store --store / YYB_STORE names, or the
+    per-repository default); an existing store is left as it is. Prints its path."""
+    created, new = Store.init(directory or store_path(ctx))
+    click.echo(created.path)
+    click.echo("created a new store" if new else "store exists; nothing changed", err=True)
+
+
+@store.command("path")
+@click.pass_context
+def path(ctx):
+    """Print the path of the store this command line would use."""
+    click.echo(store_path(ctx))

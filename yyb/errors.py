@@ -1,0 +1,187 @@
+"""Every error yyb raises, each with the exit code the CLI turns it into.
+
+The hierarchy::
+
+    YybError                      exit 1  an operation or a check failed
+    ├── UsageError                exit 2  the request itself is malformed (bad input)
+    │   ├── InvalidOid                    not a (possibly abbreviated) hex object id
+    │   ├── AmbiguousOid                  an abbreviation matches several objects
+    │   ├── InvalidRefName                a ref name that the rules in docs/format.md refuse
+    │   ├── InvalidRecord                 a value that cannot become a canonical record
+    │   ├── SchemaViolation               a record its schema refuses (also read-side, see below)
+    │   └── StoreNotFound                 no store where one was named or expected
+    ├── NotFound                          a named object or ref does not exist
+    │   ├── ObjectMissing
+    │   └── RefNotFound
+    ├── CorruptObject                     stored bytes that are not a valid object
+    │   ├── ChecksumMismatch              bytes that do not hash to their name
+    │   └── NonCanonical                  a record body with more than one possible encoding
+    ├── RefError
+    │   ├── RefLocked                     another writer holds (or a crash left) `<ref>.lock`
+    │   ├── RefMismatch                   compare-and-swap found another old value
+    │   ├── RefConflict                   a ref name that collides with a folder of refs (or v.v.)
+    │   └── CorruptRef                    a ref file or ref log that does not hold what it must
+    └── StoreIOError                      the file system refused a write (full, read-only, ...)
+
+Errors carry structured attributes (``oid``, ``path``, ``ref``, ``field``) so that callers
+never parse messages. The library raises; only ``yyb.cli`` prints or exits.
+"""
+
+from __future__ import annotations
+
+
+class YybError(Exception):
+    """Root of every error yyb raises on purpose."""
+
+    exit_code = 1
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(YybError):
+    """The request is malformed: wrong arguments, bad input files, unknown names."""
+
+    exit_code = 2
+
+
+class InvalidOid(UsageError):
+    def __init__(self, text: str):
+        super().__init__(f"not an object id: {text!r} (expected 4 to 64 lowercase hex digits)")
+        self.text = text
+
+
+class AmbiguousOid(UsageError):
+    def __init__(self, prefix: str, candidates: list[str]):
+        shown = " ".join(candidates[:10])
+        more = f" and {len(candidates) - 10} more" if len(candidates) > 10 else ""
+        super().__init__(f"ambiguous object id {prefix}: candidates {shown}{more}")
+        self.prefix = prefix
+        self.candidates = candidates
+
+
+class InvalidRefName(UsageError):
+    def __init__(self, ref: str, reason: str):
+        super().__init__(f"invalid ref name {ref!r}: {reason}")
+        self.ref = ref
+        self.reason = reason
+
+
+class InvalidRecord(UsageError):
+    """A value that cannot be encoded as a canonical record; ``path`` is a JSON path."""
+
+    def __init__(self, path: str, reason: str):
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class SchemaViolation(UsageError):
+    """A record that its schema refuses; ``path`` is the JSON path of the offending value."""
+
+    def __init__(self, schema_version: str, path: str, reason: str, oid: str | None = None):
+        where = f"{oid}: " if oid else ""
+        super().__init__(f"{where}{schema_version}: {path}: {reason}")
+        self.schema_version = schema_version
+        self.path = path
+        self.reason = reason
+        self.oid = oid
+
+
+class StoreNotFound(UsageError):
+    def __init__(self, path: str, reason: str):
+        super().__init__(f"{reason}: {path}")
+        self.path = path
+
+
+class NotFound(YybError):
+    pass
+
+
+class ObjectMissing(NotFound):
+    def __init__(self, oid: str):
+        super().__init__(f"object not found: {oid}")
+        self.oid = oid
+
+
+class RefNotFound(NotFound):
+    def __init__(self, ref: str):
+        super().__init__(f"no such ref or object: {ref}")
+        self.ref = ref
+
+
+class CorruptObject(YybError):
+    """Stored bytes that are not a valid object; ``code`` names the problem for fsck."""
+
+    code = "corrupt"
+
+    def __init__(self, oid: str | None, reason: str, code: str | None = None):
+        super().__init__(f"corrupt object {oid}: {reason}" if oid else f"corrupt object: {reason}")
+        self.oid = oid
+        self.reason = reason
+        if code is not None:
+            self.code = code
+
+
+class ChecksumMismatch(CorruptObject):
+    code = "hash-mismatch"
+
+    def __init__(self, expected: str, got: str):
+        super().__init__(expected, f"bytes hash to {got}")
+        self.expected = expected
+        self.got = got
+
+
+class NonCanonical(CorruptObject):
+    """A record body that decodes but is not the one canonical encoding of its value."""
+
+    code = "non-canonical"
+
+
+class RefError(YybError):
+    pass
+
+
+class RefLocked(RefError):
+    def __init__(self, ref: str, lock_path: str):
+        super().__init__(
+            f"ref {ref} is locked: {lock_path} exists (another update is running, or one "
+            "crashed; remove the lock file only after checking no yyb process is writing)"
+        )
+        self.ref = ref
+        self.path = lock_path
+
+
+class RefMismatch(RefError):
+    def __init__(self, ref: str, expected: str | None, actual: str | None):
+        super().__init__(
+            f"ref {ref} is at {actual or '(absent)'}, not the expected {expected or '(absent)'}"
+        )
+        self.ref = ref
+        self.expected = expected
+        self.actual = actual
+
+
+class RefConflict(RefError):
+    def __init__(self, ref: str, other: str):
+        super().__init__(f"ref {ref} cannot exist beside ref {other} (one names the other's folder)")
+        self.ref = ref
+        self.other = other
+
+
+class CorruptRef(RefError):
+    def __init__(self, ref: str, reason: str):
+        super().__init__(f"ref {ref}: {reason} (run yyb doctor)")
+        self.ref = ref
+        self.reason = reason
+
+
+class StoreIOError(YybError):
+    def __init__(self, path: str, reason: str):
+        super().__init__(f"cannot write {path}: {reason}")
+        self.path = path
+        self.reason = reason

@@ -1,0 +1,249 @@
+"""Canonical MessagePack: the one encoding of a record body (docs/format.md, "Records").
+
+A value is canonical-encodable when it is built from maps with string keys, arrays, strings,
+bytes, integers in [-2**63, 2**64), booleans and nil, nested at most ``MAX_DEPTH`` containers
+deep. Maps are written with keys sorted by their UTF-8 bytes; every integer, string, binary,
+array and map header takes its shortest form. Decoding re-encodes and refuses any body whose
+bytes differ, so a value has exactly one body and one object id.
+
+JSON is the human view of a record: bytes appear as ``{"$bin": "<base64>"}``, which is why a
+map whose only key is ``$bin`` is not allowed inside a record.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Any
+
+import msgpack
+
+from yyb.errors import InvalidRecord, NonCanonical
+
+MAX_DEPTH = 64
+INT_MIN = -(2**63)
+INT_MAX = 2**64 - 1
+BIN_KEY = "$bin"
+
+_packer_options = {"use_bin_type": True, "strict_types": True, "datetime": False}
+
+
+def json_path(path: tuple) -> str:
+    """Render a path of keys and indexes as a JSON path such as ``$.fields.tags[2]``."""
+    out = ["$"]
+    for part in path:
+        if isinstance(part, int):
+            out.append(f"[{part}]")
+        elif part.isidentifier():
+            out.append(f".{part}")
+        else:
+            out.append(f"[{json.dumps(part)}]")
+    return "".join(out)
+
+
+class _Fault(Exception):
+    """Internal: a problem found at ``path``; turned into the caller's error type."""
+
+    def __init__(self, path: tuple, reason: str):
+        self.path = path
+        self.reason = reason
+
+
+def _sorted_key(key: Any, path: tuple) -> bytes:
+    if type(key) is not str:
+        raise _Fault(path, f"map key {key!r} is not a string")
+    try:
+        return key.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _Fault(path, f"map key {key!r} is not valid Unicode (lone surrogate)") from None
+
+
+def _canon(value: Any, depth: int, path: tuple) -> Any:
+    """Validate ``value`` and return a copy whose maps iterate in canonical key order."""
+    t = type(value)
+    if t is str:
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise _Fault(path, "string is not valid Unicode (lone surrogate)") from None
+        return value
+    if t is int:
+        if not INT_MIN <= value <= INT_MAX:
+            raise _Fault(path, "integer out of range [-2**63, 2**64)")
+        return value
+    if t is bool or value is None or t is bytes:
+        return value
+    if t is dict:
+        if depth >= MAX_DEPTH:
+            raise _Fault(path, f"nesting deeper than {MAX_DEPTH} levels")
+        if len(value) == 1 and BIN_KEY in value:
+            raise _Fault(path, f'a map whose only key is "{BIN_KEY}" is reserved for bytes')
+        keyed = sorted((_sorted_key(k, path), k) for k in value)
+        return {k: _canon(value[k], depth + 1, (*path, k)) for _, k in keyed}
+    if t is list or t is tuple:
+        if depth >= MAX_DEPTH:
+            raise _Fault(path, f"nesting deeper than {MAX_DEPTH} levels")
+        return [_canon(item, depth + 1, (*path, i)) for i, item in enumerate(value)]
+    if t is float:
+        raise _Fault(path, "floats are not allowed (use integers: micro-units, milliseconds)")
+    if t is bytearray or t is memoryview:
+        return bytes(value)
+    raise _Fault(path, f"values of type {t.__name__} cannot be stored in a record")
+
+
+def encode(value: dict) -> bytes:
+    """Return the canonical MessagePack body of a record value.
+
+    Raises:
+        InvalidRecord: the value holds something a record cannot (the error names its path).
+    """
+    if type(value) is not dict:
+        raise InvalidRecord("$", "a record must be a map")
+    try:
+        canon = _canon(value, 0, ())
+    except _Fault as fault:
+        raise InvalidRecord(json_path(fault.path), fault.reason) from None
+    return msgpack.packb(canon, **_packer_options)
+
+
+class _PairsCheck:
+    """object_pairs_hook that refuses duplicate and unsorted keys while msgpack decodes."""
+
+    def __call__(self, pairs: list) -> dict:
+        previous = None
+        for key, _ in pairs:
+            if type(key) is not str:
+                raise _Fault((), f"map key {key!r} is not a string")
+            encoded = key.encode("utf-8")
+            if previous is not None:
+                if encoded == previous:
+                    raise _Fault((), f"duplicate map key {key!r}")
+                if encoded < previous:
+                    raise _Fault((), f"map keys not sorted by UTF-8 bytes ({key!r} is out of order)")
+            previous = encoded
+        return dict(pairs)
+
+
+def _reject_ext(code: int, data: bytes) -> Any:
+    raise _Fault((), f"ext type {code} is not allowed")
+
+
+def decode(body: bytes, oid: str | None = None) -> dict:
+    """Decode a record body and prove it canonical.
+
+    Raises:
+        NonCanonical: the body is malformed, holds a forbidden type, or re-encodes to other bytes.
+    """
+    try:
+        value = msgpack.unpackb(
+            body,
+            raw=False,
+            use_list=True,
+            strict_map_key=False,
+            object_pairs_hook=_PairsCheck(),
+            ext_hook=_reject_ext,
+            timestamp=0,
+        )
+    except _Fault as fault:
+        raise NonCanonical(oid, fault.reason) from None
+    except msgpack.ExtraData:
+        raise NonCanonical(oid, "trailing bytes after the top-level map") from None
+    except UnicodeDecodeError:
+        raise NonCanonical(oid, "a string is not valid UTF-8") from None
+    except (ValueError, TypeError, msgpack.UnpackException, RecursionError) as exc:
+        raise NonCanonical(oid, f"not decodable MessagePack ({exc})") from None
+    if type(value) is not dict:
+        raise NonCanonical(oid, "the body is not a map")
+    try:
+        canon = _canon(value, 0, ())
+    except _Fault as fault:
+        raise NonCanonical(oid, f"{json_path(fault.path)}: {fault.reason}") from None
+    if msgpack.packb(canon, **_packer_options) != body:
+        raise NonCanonical(
+            oid, "an integer, string, binary, array or map header is not in its shortest form"
+        )
+    return value
+
+
+# --- the JSON view -------------------------------------------------------------------------
+
+
+class _Float:
+    def __init__(self, text: str):
+        self.text = text
+
+
+class _Pairs(list):
+    """A JSON object kept as its list of pairs so duplicates survive until we can name them."""
+
+
+def _from_json(value: Any, path: tuple) -> Any:
+    t = type(value)
+    if t is _Pairs:
+        keys = [k for k, _ in value]
+        if len(keys) == 1 and keys[0] == BIN_KEY:
+            text = value[0][1]
+            if type(text) is not str:
+                raise _Fault(path, f'"{BIN_KEY}" must hold a base64 string')
+            try:
+                return base64.b64decode(text, validate=True)
+            except (binascii.Error, ValueError):
+                raise _Fault(path, f'"{BIN_KEY}" holds invalid base64') from None
+        out = {}
+        for key, item in value:
+            if key in out:
+                raise _Fault((*path, key), "duplicate key")
+            out[key] = _from_json(item, (*path, key))
+        return out
+    if t is list:
+        return [_from_json(item, (*path, i)) for i, item in enumerate(value)]
+    if t is _Float:
+        raise _Fault(
+            path, f"{value.text} is a float; floats are not allowed (use integers: "
+            "micro-units, milliseconds)"
+        )
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    return _Float(name)
+
+
+def from_json(text: str | bytes) -> dict:
+    """Parse JSON text into a record value, refusing floats and duplicate keys by JSON path.
+
+    Raises:
+        InvalidRecord: the text is not JSON, or holds what a record cannot.
+    """
+    try:
+        raw = json.loads(
+            text, object_pairs_hook=_Pairs, parse_float=_Float, parse_constant=_no_constant
+        )
+    except json.JSONDecodeError as exc:
+        raise InvalidRecord("$", f"not valid JSON: {exc.msg} at line {exc.lineno} "
+                            f"column {exc.colno}") from None
+    except (UnicodeDecodeError, RecursionError) as exc:
+        raise InvalidRecord("$", f"not valid JSON: {exc.__class__.__name__}") from None
+    try:
+        value = _from_json(raw, ())
+        if type(value) is not dict:
+            raise _Fault((), "a record must be a JSON object")
+        _canon(value, 0, ())
+    except _Fault as fault:
+        raise InvalidRecord(json_path(fault.path), fault.reason) from None
+    except RecursionError:
+        raise InvalidRecord("$", f"nesting deeper than {MAX_DEPTH} levels") from None
+    return value
+
+
+def to_json(value: Any) -> Any:
+    """Return a JSON-serializable view of a decoded record (bytes become ``{"$bin": ...}``)."""
+    t = type(value)
+    if t is dict:
+        return {k: to_json(v) for k, v in value.items()}
+    if t is list:
+        return [to_json(v) for v in value]
+    if t is bytes:
+        return {BIN_KEY: base64.b64encode(value).decode("ascii")}
+    return value

@@ -1,0 +1,265 @@
+"""Store-wide consistency check: a generator of findings, like ``git fsck``.
+
+Each finding is (level, code, subject, detail). ``error`` findings make ``yyb doctor`` exit 1;
+``info`` findings (dangling objects, temp files of interrupted writes, a lock younger than
+``LOCK_GRACE_S``) are reported but do not fail the check. The codes are listed in docs/cli.md.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from yyb.errors import CorruptObject, CorruptRef, InvalidRecord, InvalidRefName, YybError
+from yyb.store import file, schema
+from yyb.store.objects import OID_HEX, check_record, hash_object, is_oid, split
+from yyb.store.objects import check_links as record_links
+from yyb.store.refs import LOCK_SUFFIX, REF_UPDATE, check_ref_name
+from yyb.store.repo import FOLDERS, FORMAT_FILE, Store
+
+LOCK_GRACE_S = 10.0
+
+
+@dataclass(frozen=True)
+class Finding:
+    level: str  # "error" or "info"
+    code: str
+    subject: str  # an oid, a ref name or a path relative to the store
+    detail: str
+
+    def line(self) -> str:
+        return f"{self.level} {self.code} {self.subject}: {self.detail}"
+
+    def as_dict(self) -> dict:
+        return {"level": self.level, "code": self.code, "subject": self.subject,
+                "detail": self.detail}
+
+
+def error(code: str, subject: str, detail: str) -> Finding:
+    return Finding("error", code, subject, detail)
+
+
+def info(code: str, subject: str, detail: str) -> Finding:
+    return Finding("info", code, subject, detail)
+
+
+@dataclass
+class Inspection:
+    """What reading one object found: its problems, and the oids it links (if decodable)."""
+
+    findings: list[Finding]
+    kind: str | None = None
+    links: tuple[str, ...] = ()
+    value: dict | None = None
+
+
+def inspect(store: Store, oid: str) -> Inspection:
+    """Read ``oid`` and check everything one object can be checked for on its own."""
+    data = store.objects._read(oid)
+    if data is None:
+        return Inspection([error("missing", oid, "object not in the store")])
+    try:
+        kind, body = split(data, oid)
+    except CorruptObject as exc:
+        return Inspection([error(exc.code, oid, exc.reason)])
+    got = hash_object(kind, body)
+    if got != oid:
+        return Inspection([error("hash-mismatch", oid, f"stored bytes hash to {got}")], kind)
+    if kind == "blob":
+        return Inspection([], kind)
+    from yyb.store import codec
+
+    try:
+        value = codec.decode(body, oid)
+    except CorruptObject as exc:
+        return Inspection([error(exc.code, oid, exc.reason)], kind)
+    found: list[Finding] = []
+    links: tuple[str, ...] = ()
+    try:
+        version = check_record(value)
+        links = tuple(t for targets in record_links(value).values() for t in targets)
+    except InvalidRecord as exc:
+        return Inspection([error("bad-record", oid, f"{exc.path}: {exc.reason}")], kind)
+    problem = schema.problem(value, version)
+    if problem is not None:
+        found.append(error("schema", oid, f"{version}: {problem[0]}: {problem[1]}"))
+    return Inspection(found, kind, links, value)
+
+
+def check_ref_chain(store: Store, name: str) -> Iterator[tuple[Finding | None, str | None]]:
+    """Walk the update chain of ``name`` from its log head, newest first.
+
+    Yields (finding, None) for each problem and (None, oid) for each update record visited,
+    so a caller can also verify those records as objects.
+    """
+    try:
+        value = store.refs._read(name)
+        head = store.refs._read_log_head(name)
+    except CorruptRef as exc:
+        yield error("bad-ref", name, exc.reason), None
+        return
+    if head is None:
+        if value is not None:
+            yield error("unlogged-ref", name, "the ref has no update log (written outside yyb?)"), None
+        return
+    expected, oid, newest, seen = value, head, True, set()
+    while oid is not None:
+        if oid in seen:
+            yield error("broken-chain", name, f"the update log loops at {oid}"), None
+            return
+        seen.add(oid)
+        yield None, oid
+        try:
+            record = store.objects.get_record(oid)
+        except YybError as exc:
+            yield error("broken-chain", name, f"update record {oid} is unreadable ({exc})"), None
+            return
+        if record.get("schema_version") != REF_UPDATE or record.get("ref") != name:
+            yield error(
+                "broken-chain", name, f"{oid} is not an update of this ref "
+                f"({record.get('schema_version')} for {record.get('ref')!r})"
+            ), None
+            return
+        new, old = record.get("new"), record.get("old")
+        links = record.get("links", {})
+        if links.get("target") != new:
+            yield error("broken-chain", name, f"update {oid} links a target other than its new value"), None
+        if new != expected:
+            if newest and old == expected:
+                yield error(
+                    "interrupted-update", name, f"the log head {oid} records a move to {new} that "
+                    "never reached the ref (the next update rolls it back)"
+                ), None
+            elif newest:
+                yield error(
+                    "ref-log-mismatch", name,
+                    f"the ref holds {expected} but its latest update {oid} says {new}",
+                ), None
+            else:
+                yield error(
+                    "broken-chain", name,
+                    f"update {oid} moved the ref to {new}, but the next update starts from {expected}",
+                ), None
+        newest = False
+        expected = old
+        oid = links.get("previous")
+        if oid is None and old is not None:
+            yield error(
+                "broken-chain", name, f"the oldest update starts from {old}, not from nothing"
+            ), None
+
+
+def _is_hex_pair(name: str) -> bool:
+    return len(name) == 2 and all(c in "0123456789abcdef" for c in name)
+
+
+def _layout(store: Store) -> Iterator[tuple[str, str]]:
+    """On disk: yield ("object", oid) for each object file, and ("finding", ...) for the rest."""
+    root = store.path
+    objects = os.path.join(root, "objects")
+    for entry in sorted(os.listdir(root)):
+        if entry not in FOLDERS and entry != FORMAT_FILE:
+            yield "stray", entry
+    for prefix in sorted(os.listdir(objects)):
+        folder = os.path.join(objects, prefix)
+        if not (_is_hex_pair(prefix) and os.path.isdir(folder)):
+            kind = "temp" if prefix.startswith(file.TEMP_PREFIX) else "stray"
+            yield kind, f"objects/{prefix}"
+            continue
+        for name in sorted(os.listdir(folder)):
+            oid = prefix + name
+            if len(oid) == OID_HEX and is_oid(oid):
+                yield "object", oid
+            else:
+                kind = "temp" if name.startswith(file.TEMP_PREFIX) else "stray"
+                yield kind, f"objects/{prefix}/{name}"
+    for top in ("refs", "logs", "tmp"):
+        base = os.path.join(root, top)
+        for folder, dirs, files in os.walk(base):
+            dirs.sort()
+            for name in sorted(files):
+                rel = os.path.relpath(os.path.join(folder, name), root).replace(os.sep, "/")
+                if top == "tmp" or name.startswith(file.TEMP_PREFIX):
+                    yield "temp", rel
+                elif name.endswith(LOCK_SUFFIX):
+                    yield "lock", rel
+                else:
+                    refname = rel if top == "refs" else rel[len("logs/"):]
+                    try:
+                        ok = check_ref_name(refname) == refname and refname.startswith("refs/")
+                    except InvalidRefName:
+                        ok = False
+                    if not ok:
+                        yield "stray", rel
+
+
+def fsck(store: Store, now: float | None = None) -> Iterator[Finding]:
+    """Check the whole store; yield every finding (errors first per object, infos last)."""
+    now = time.time() if now is None else now
+    present: list[str] = []
+    if store.path is not None:
+        for kind, what in _layout(store):
+            if kind == "object":
+                present.append(what)
+            elif kind == "stray":
+                yield error("stray-file", what, "not part of the store's layout")
+            elif kind == "temp":
+                yield info("temp-file", what, "left by an interrupted write; safe to delete")
+            elif kind == "lock":
+                age = now - os.path.getmtime(os.path.join(store.path, what))
+                if age >= LOCK_GRACE_S:
+                    yield error("stale-lock", what, f"lock held for {int(age)} s: a writer "
+                                "crashed; remove it once no yyb process is running")
+                else:
+                    yield info("locked", what, "a ref update is in progress")
+    else:
+        present = list(store.objects.iter_oids())
+        for name in sorted(getattr(store.refs, "locked", ())):
+            yield error("stale-lock", name + LOCK_SUFFIX, "lock held")
+
+    have = set(present)
+    edges: dict[str, tuple[str, ...]] = {}
+    for oid in present:
+        seen = inspect(store, oid)
+        yield from seen.findings
+        if seen.links:
+            edges[oid] = seen.links
+            for target in seen.links:
+                if target not in have:
+                    yield error("broken-link", oid, f"links {target}, which is missing")
+
+    roots: list[str] = []
+    names = sorted(set(store.refs.names()) | set(store.refs.log_names()))
+    for name in names:
+        for finding, _ in check_ref_chain(store, name):
+            if finding is not None:
+                yield finding
+        try:
+            value = store.refs._read(name)
+            head = store.refs._read_log_head(name)
+        except CorruptRef:
+            continue
+        for root in (value, head):
+            if root is not None:
+                roots.append(root)
+        if value is not None and value not in have:
+            yield error("ref-missing-object", name, f"points at {value}, which is missing")
+
+    reachable = _reach(roots, edges)
+    for oid in present:
+        if oid not in reachable:
+            yield info("dangling", oid, "not reachable from any ref")
+
+
+def _reach(roots: Iterable[str], edges: dict[str, tuple[str, ...]]) -> set[str]:
+    seen: set[str] = set()
+    stack = list(roots)
+    while stack:
+        oid = stack.pop()
+        if oid in seen:
+            continue
+        seen.add(oid)
+        stack.extend(edges.get(oid, ()))
+    return seen

@@ -1,0 +1,57 @@
+"""Where a store lives when none is named: outside every repository, keyed by the source."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+from yyb.errors import StoreNotFound
+
+ENV_STORE = "YYB_STORE"
+
+
+def find_repository(start: str) -> str | None:
+    """The top folder of the Git repository holding ``start`` (a ``.git`` entry), or None."""
+    folder = os.path.realpath(start)
+    while True:
+        if os.path.exists(os.path.join(folder, ".git")):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def state_home(env: dict) -> str:
+    base = env.get("XDG_STATE_HOME")
+    if base and os.path.isabs(base):
+        return base
+    return os.path.join(env.get("HOME") or os.path.expanduser("~"), ".local", "state")
+
+
+def default_store(cwd: str, env: dict) -> str:
+    """The store for the repository around ``cwd``: ``<state>/yyb/stores/<name>-<16 hex>``.
+
+    The hex is the start of the SHA-256 of the repository's real path, so two checkouts of the
+    same project keep separate evidence and the store is never inside either.
+
+    Raises:
+        StoreNotFound: ``cwd`` is not inside a repository.
+    """
+    repo = find_repository(cwd)
+    if repo is None:
+        raise StoreNotFound(
+            cwd, f"not inside a Git repository; name a store with --store DIR or {ENV_STORE}"
+        )
+    digest = hashlib.sha256(repo.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    name = os.path.basename(repo) or "root"
+    return os.path.join(state_home(env), "yyb", "stores", f"{name}-{digest}")
+
+
+def resolve_store_path(option: str | None, cwd: str, env: dict) -> str:
+    """The store a command uses: ``--store``, else ``$YYB_STORE``, else the default."""
+    if option:
+        return os.path.abspath(option)
+    if env.get(ENV_STORE):
+        return os.path.abspath(env[ENV_STORE])
+    return default_store(cwd, env)

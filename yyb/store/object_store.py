@@ -1,0 +1,302 @@
+"""Where objects live: a loose-object folder on disk, or its memory twin for tests."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from yyb.errors import AmbiguousOid, CorruptObject, ObjectMissing
+from yyb.store import codec, file, schema
+from yyb.store.objects import (
+    OID_HEX,
+    StoredObject,
+    check_prefix,
+    check_record,
+    hash_object,
+    header,
+    parse_header,
+    split,
+)
+
+CHUNK = 1 << 20
+# Bodies past this size are streamed, never held whole in memory.
+STREAM_THRESHOLD = 16 << 20
+
+
+def record_body(value: dict, validate: bool = True) -> bytes:
+    """Check a record value (schema_version, links, its schema) and return its canonical body.
+
+    Raises:
+        InvalidRecord: the value cannot be a record.
+        SchemaViolation: its schema refuses it.
+    """
+    body = codec.encode(value)
+    version = check_record(value)
+    if validate:
+        schema.validate(value, version)
+    return body
+
+
+def hash_stream(kind: str, stream: BinaryIO, size: int, sink: BinaryIO | None = None) -> str:
+    """Hash ``size`` body bytes from ``stream`` (copying header and body to ``sink`` if given).
+
+    Raises:
+        CorruptObject: the stream ended before ``size`` bytes.
+    """
+    head = header(kind, size)
+    digest = hashlib.sha256(head)
+    if sink is not None:
+        sink.write(head)
+    buffer = bytearray(CHUNK)
+    view = memoryview(buffer)
+    left = size
+    while left:
+        n = stream.readinto(view[: min(CHUNK, left)])
+        if not n:
+            raise CorruptObject(None, f"input ended {left} bytes before its declared size")
+        digest.update(view[:n])
+        if sink is not None:
+            sink.write(view[:n])
+        left -= n
+    return digest.hexdigest()
+
+
+def spool(stream: BinaryIO, folder: str | None = None) -> tuple[BinaryIO, int]:
+    """Make a stream of unknown length measurable: return (seekable stream at 0, size).
+
+    Small inputs stay in memory; past STREAM_THRESHOLD they spill to an unnamed temp file in
+    ``folder``, so memory stays bounded whatever the input.
+    """
+    import io
+    import tempfile
+
+    head = stream.read(STREAM_THRESHOLD + 1)
+    if len(head) <= STREAM_THRESHOLD:
+        return io.BytesIO(head), len(head)
+    spill = tempfile.TemporaryFile(dir=folder)
+    spill.write(head)
+    while chunk := stream.read(CHUNK):
+        spill.write(chunk)
+    size = spill.tell()
+    spill.seek(0)
+    return spill, size
+
+
+class ObjectStore:
+    """Common behaviour of every object store; subclasses provide the raw byte primitives."""
+
+    # --- primitives -----------------------------------------------------------------------
+
+    def _read(self, oid: str) -> bytes | None:
+        raise NotImplementedError
+
+    def _write(self, oid: str, data: bytes) -> None:
+        raise NotImplementedError
+
+    def contains(self, oid: str) -> bool:
+        raise NotImplementedError
+
+    def iter_oids(self) -> Iterator[str]:
+        raise NotImplementedError
+
+    def _with_prefix(self, prefix: str) -> list[str]:
+        raise NotImplementedError
+
+    # --- writing ---------------------------------------------------------------------------
+
+    def put(self, kind: str, body: bytes) -> str:
+        """Store a body of ``kind`` (records must already be canonical); return its oid."""
+        oid = hash_object(kind, body)
+        if not self.contains(oid):
+            self._write(oid, header(kind, len(body)) + body)
+        return oid
+
+    def put_record(self, value: dict) -> str:
+        """Validate and store a record value; return its oid."""
+        return self.put("record", record_body(value))
+
+    def put_blob_file(self, stream: BinaryIO, size: int) -> str:
+        """Store ``size`` bytes read from ``stream`` as a blob; return its oid."""
+        return self.put("blob", stream.read(size))
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def read_raw(self, oid: str) -> bytes:
+        """The stored bytes of ``oid``, unverified."""
+        data = self._read(oid)
+        if data is None:
+            raise ObjectMissing(oid)
+        return data
+
+    def get(self, oid: str) -> StoredObject:
+        """Read ``oid`` and prove its bytes hash to it (records: and decode canonically).
+
+        Raises:
+            ObjectMissing, CorruptObject (ChecksumMismatch, NonCanonical).
+        """
+        kind, body = split(self.read_raw(oid), oid)
+        obj = StoredObject(oid, kind, body)
+        obj.check()
+        return obj
+
+    def get_record(self, oid: str) -> dict:
+        """Read and decode a record; a blob under ``oid`` is CorruptObject for this caller."""
+        obj = self.get(oid)
+        if obj.kind != "record":
+            raise CorruptObject(oid, f"expected a record, found a {obj.kind}")
+        return obj.value()
+
+    def open_body(self, oid: str) -> tuple[str, int, BinaryIO]:
+        """Open ``oid`` for streaming: (kind, size, stream positioned at the body). Unverified."""
+        import io
+
+        data = self.read_raw(oid)
+        kind, size, start = parse_header(data, oid)
+        stream = io.BytesIO(data)
+        stream.seek(start)
+        return kind, size, stream
+
+    def resolve(self, name: str) -> str:
+        """Expand a full or abbreviated (4+ hex digits) oid to the one object it names.
+
+        A full oid is returned as it is, present or not.
+
+        Raises:
+            InvalidOid, ObjectMissing, AmbiguousOid.
+        """
+        check_prefix(name)
+        if len(name) == OID_HEX:
+            return name
+        found = sorted(self._with_prefix(name))
+        if not found:
+            raise ObjectMissing(name)
+        if len(found) > 1:
+            raise AmbiguousOid(name, found)
+        return found[0]
+
+
+class MemoryObjects(ObjectStore):
+    """The memory twin: same behaviour, no disk. Tests may poke ``raw`` to simulate damage."""
+
+    def __init__(self) -> None:
+        self.raw: dict[str, bytes] = {}
+        self._lock = threading.Lock()
+
+    def _read(self, oid: str) -> bytes | None:
+        return self.raw.get(oid)
+
+    def _write(self, oid: str, data: bytes) -> None:
+        with self._lock:
+            self.raw.setdefault(oid, data)
+
+    def contains(self, oid: str) -> bool:
+        return oid in self.raw
+
+    def iter_oids(self) -> Iterator[str]:
+        return iter(sorted(self.raw))
+
+    def _with_prefix(self, prefix: str) -> list[str]:
+        return [oid for oid in self.raw if oid.startswith(prefix)]
+
+
+class DiskObjects(ObjectStore):
+    """Loose objects under ``<root>/objects/<2 hex>/<62 hex>``, each exactly its stored bytes."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.folder = os.path.join(root, "objects")
+
+    def path(self, oid: str) -> str:
+        return os.path.join(self.folder, oid[:2], oid[2:])
+
+    def _read(self, oid: str) -> bytes | None:
+        try:
+            with open(self.path(oid), "rb") as handle:
+                return handle.read()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    def contains(self, oid: str) -> bool:
+        return os.path.exists(self.path(oid))
+
+    def _write(self, oid: str, data: bytes) -> None:
+        subdir = os.path.join(self.folder, oid[:2])
+        try:
+            file.ensure_dir(subdir)
+        except OSError as exc:
+            raise file.io_error(subdir, exc) from exc
+        file.write_atomic(self.path(oid), data, mode=0o444)
+
+    def put_blob_file(self, stream: BinaryIO, size: int) -> str:
+        """Stream a blob into a temp file while hashing it, then rename it into place."""
+        if size <= STREAM_THRESHOLD:
+            return super().put_blob_file(stream, size)
+        import tempfile
+
+        tmp = None
+        try:
+            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=file.TEMP_PREFIX)
+            with os.fdopen(fd, "wb", buffering=0) as sink:
+                oid = hash_stream("blob", stream, size, sink)
+                os.fchmod(sink.fileno(), 0o444)
+                os.fsync(sink.fileno())
+            if self.contains(oid):
+                return oid
+            subdir = os.path.join(self.folder, oid[:2])
+            file.ensure_dir(subdir)
+            file.commit_temp(tmp, self.path(oid))
+            tmp = None
+            return oid
+        except OSError as exc:
+            raise file.io_error(tmp or self.folder, exc) from exc
+        finally:
+            if tmp is not None:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+
+    def open_body(self, oid: str) -> tuple[str, int, BinaryIO]:
+        try:
+            handle = open(self.path(oid), "rb")
+        except (FileNotFoundError, NotADirectoryError):
+            raise ObjectMissing(oid) from None
+        kind, size, start = parse_header(handle.read(64), oid)
+        handle.seek(start)
+        return kind, size, handle
+
+    def iter_oids(self) -> Iterator[str]:
+        for prefix in sorted(_hex_dirs(self.folder)):
+            for entry in sorted(os.listdir(os.path.join(self.folder, prefix))):
+                if len(entry) == OID_HEX - 2 and _is_hex(entry):
+                    yield prefix + entry
+
+    def _with_prefix(self, prefix: str) -> list[str]:
+        try:
+            names = os.listdir(os.path.join(self.folder, prefix[:2]))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        rest = prefix[2:]
+        return [
+            prefix[:2] + n
+            for n in names
+            if n.startswith(rest) and len(n) == OID_HEX - 2 and _is_hex(n)
+        ]
+
+
+_HEX = frozenset("0123456789abcdef")
+
+
+def _is_hex(text: str) -> bool:
+    return all(c in _HEX for c in text)
+
+
+def _hex_dirs(folder: str) -> list[str]:
+    try:
+        names = os.listdir(folder)
+    except FileNotFoundError:
+        return []
+    return [n for n in names if len(n) == 2 and _is_hex(n)]

@@ -1,0 +1,153 @@
+"""What an object is: a kind, a body, and the SHA-256 of ``<kind> <length>\\0<body>``."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from yyb.errors import ChecksumMismatch, CorruptObject, InvalidOid, InvalidRecord
+from yyb.store import codec
+
+KINDS = ("blob", "record")
+OID_HEX = 64
+ZERO_OID = "0" * OID_HEX
+MIN_ABBREV = 4
+# A header is at most "record " + 20 digits + NUL; anything longer is not an object.
+MAX_HEADER = 32
+
+_OID_RE = re.compile(r"[0-9a-f]{64}")
+_PREFIX_RE = re.compile(r"[0-9a-f]{4,64}")
+_HEADER_RE = re.compile(rb"(blob|record) (0|[1-9][0-9]{0,19})\x00")
+
+
+def is_oid(text: str) -> bool:
+    return isinstance(text, str) and _OID_RE.fullmatch(text) is not None
+
+
+def check_oid(text: str) -> str:
+    """Return ``text`` if it is a full object id, else raise InvalidOid."""
+    if not is_oid(text):
+        raise InvalidOid(text)
+    return text
+
+
+def check_prefix(text: str) -> str:
+    """Return ``text`` if it can name an object (4 to 64 lowercase hex digits)."""
+    if not isinstance(text, str) or _PREFIX_RE.fullmatch(text) is None:
+        raise InvalidOid(text)
+    return text
+
+
+def header(kind: str, size: int) -> bytes:
+    if kind not in KINDS:
+        raise ValueError(f"unknown object kind {kind!r}")
+    return b"%s %d\x00" % (kind.encode("ascii"), size)
+
+
+def hash_object(kind: str, body: bytes) -> str:
+    """The object id of a body of the given kind."""
+    h = hashlib.sha256(header(kind, len(body)))
+    h.update(body)
+    return h.hexdigest()
+
+
+def parse_header(data: bytes, oid: str | None = None) -> tuple[str, int, int]:
+    """Read the header at the start of ``data``: return (kind, declared size, body offset).
+
+    Raises:
+        CorruptObject: the header is malformed.
+    """
+    match = _HEADER_RE.match(data[:MAX_HEADER])
+    if match is None:
+        if b"\x00" not in data[:MAX_HEADER]:
+            raise CorruptObject(oid, "truncated or missing header", "truncated")
+        raise CorruptObject(
+            oid, "malformed header (expected '<blob|record> <length>\\0')", "malformed"
+        )
+    return match.group(1).decode("ascii"), int(match.group(2)), match.end()
+
+
+def split(data: bytes, oid: str | None = None) -> tuple[str, bytes]:
+    """Split stored bytes into (kind, body), checking the declared length.
+
+    Raises:
+        CorruptObject: malformed header, or a body shorter or longer than declared.
+    """
+    kind, size, start = parse_header(data, oid)
+    actual = len(data) - start
+    if actual < size:
+        raise CorruptObject(
+            oid, f"truncated: header declares {size} bytes, {actual} present", "truncated"
+        )
+    if actual > size:
+        raise CorruptObject(
+            oid, f"{actual - size} bytes after the declared {size}-byte body", "trailing-bytes"
+        )
+    return kind, data[start:]
+
+
+def check_links(value: dict, oid: str | None = None) -> dict[str, list[str]]:
+    """Return a record's links as {role: [oid, ...]}, refusing any malformed ``links`` map.
+
+    Raises:
+        InvalidRecord: ``links`` is not a map of role to an oid or a list of oids.
+    """
+    links = value.get("links")
+    if links is None:
+        return {}
+    where = f"{oid}: " if oid else ""
+    if type(links) is not dict:
+        raise InvalidRecord("$.links", f"{where}links must be a map of role to oid(s)")
+    out: dict[str, list[str]] = {}
+    for role, target in links.items():
+        targets = target if type(target) is list else [target]
+        for item in targets:
+            if not is_oid(item):
+                raise InvalidRecord(
+                    codec.json_path(("links", role)), f"{where}{item!r} is not a full object id"
+                )
+        out[role] = targets
+    return out
+
+
+def check_record(value: dict) -> str:
+    """Check what every record must have whatever its schema; return its schema_version."""
+    version = value.get("schema_version")
+    if version is None:
+        raise InvalidRecord("$.schema_version", "missing: every record names its schema_version")
+    if type(version) is not str or not re.fullmatch(r"[a-z0-9_]+\.v[0-9]+", version):
+        raise InvalidRecord(
+            "$.schema_version", f"{version!r} is not a schema version like 'name.v1'"
+        )
+    check_links(value)
+    return version
+
+
+@dataclass(frozen=True)
+class StoredObject:
+    """An object as read from a store: its id, kind and body."""
+
+    oid: str
+    kind: str
+    body: bytes
+
+    def check(self) -> None:
+        """Recompute the id (and, for a record, prove the body canonical).
+
+        Raises:
+            ChecksumMismatch: the bytes hash to another id.
+            NonCanonical: a record body that is not canonical.
+        """
+        got = hash_object(self.kind, self.body)
+        if got != self.oid:
+            raise ChecksumMismatch(self.oid, got)
+        if self.kind == "record":
+            self.value()
+
+    def value(self) -> dict[str, Any]:
+        """Decode a record body (canonical or NonCanonical is raised)."""
+        if self.kind != "record":
+            raise CorruptObject(self.oid, f"a {self.kind} has no record value")
+        return codec.decode(self.body, self.oid)

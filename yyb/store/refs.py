@@ -1,0 +1,399 @@
+"""Refs: names for objects, moved by compare-and-swap, each move appended to a hash chain.
+
+An update takes ``<ref>.lock``, appends a ``yyb_ref_update.v1`` record linking the previous
+update of the same ref, points the ref's log head at it, and only then renames the lock onto
+the ref. A crash before that rename leaves the lock behind (reported, never broken silently)
+and a log head one update ahead of the ref; the next update after the lock is cleared rolls
+that head back, because an update whose rename never happened never happened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import re
+import threading
+import time
+from collections.abc import Iterator
+
+from yyb.errors import (
+    CorruptRef,
+    InvalidRefName,
+    ObjectMissing,
+    RefConflict,
+    RefLocked,
+    RefMismatch,
+    RefNotFound,
+    UsageError,
+)
+from yyb.store import file
+from yyb.store.object_store import ObjectStore
+from yyb.store.objects import ZERO_OID, check_oid, is_oid
+
+REF_UPDATE = "yyb_ref_update.v1"
+LOCK_SUFFIX = ".lock"
+MAX_REF_LENGTH = 1024
+_COMPONENT = re.compile(r"[A-Za-z0-9_+=@-][A-Za-z0-9._+=@-]{0,254}")
+
+# Marks "no expectation" in update(); None means "the ref must not exist".
+ANY = object()
+
+
+def check_ref_name(name: str) -> str:
+    """Return the full name (``refs/...``) of a valid ref name, or raise InvalidRefName.
+
+    A name not starting with ``refs/`` is taken relative to ``refs/``. Each ``/``-separated
+    component is 1-255 characters from ``A-Za-z0-9._+=@-``, does not start with ``.``, is not
+    ``..`` and does not end in ``.lock``.
+    """
+    if not isinstance(name, str) or not name:
+        raise InvalidRefName(str(name), "empty")
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in name):
+        raise InvalidRefName(name, "control characters are not allowed")
+    if name.startswith("/"):
+        raise InvalidRefName(name, "absolute paths are not allowed")
+    full = name if name.startswith("refs/") else f"refs/{name}"
+    if len(full) > MAX_REF_LENGTH:
+        raise InvalidRefName(name, f"longer than {MAX_REF_LENGTH} characters")
+    parts = full.split("/")
+    if len(parts) < 2:
+        raise InvalidRefName(name, "a ref needs a name below refs/")
+    for part in parts[1:]:
+        if part in ("", ".", ".."):
+            raise InvalidRefName(name, "empty, '.' or '..' components are not allowed")
+        if part.endswith(LOCK_SUFFIX):
+            raise InvalidRefName(name, "components may not end in .lock")
+        if not _COMPONENT.fullmatch(part):
+            raise InvalidRefName(
+                name, "components use only A-Z a-z 0-9 . _ + = @ - and do not start with '.'"
+            )
+    return full
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class RefStore:
+    """Common ref behaviour over primitives that subclasses provide."""
+
+    lock_timeout = 1.0
+
+    def __init__(self, objects: ObjectStore) -> None:
+        self.objects = objects
+
+    # --- primitives -----------------------------------------------------------------------
+
+    def _read(self, name: str) -> str | None:
+        raise NotImplementedError
+
+    def _read_log_head(self, name: str) -> str | None:
+        raise NotImplementedError
+
+    def _write_log_head(self, name: str, oid: str) -> None:
+        raise NotImplementedError
+
+    def _lock(self, name: str) -> contextlib.AbstractContextManager:
+        """Hold ``<ref>.lock`` (created exclusively); yields a handle for ``_commit``."""
+        raise NotImplementedError
+
+    def _commit(self, name: str, new: str | None, handle: object) -> None:
+        """Publish ``new`` while holding the lock that ``_lock`` yielded as ``handle``."""
+        raise NotImplementedError
+
+    def names(self) -> list[str]:
+        """Every ref name, sorted."""
+        raise NotImplementedError
+
+    def log_names(self) -> list[str]:
+        """Every ref name that has an update log, sorted."""
+        raise NotImplementedError
+
+    # --- behaviour --------------------------------------------------------------------------
+
+    def read(self, name: str) -> str | None:
+        """The oid ``name`` points at, or None if the ref does not exist."""
+        return self._read(check_ref_name(name))
+
+    def log_head(self, name: str) -> str | None:
+        """The oid of the latest ``yyb_ref_update.v1`` record of ``name``, or None."""
+        return self._read_log_head(check_ref_name(name))
+
+    def update(
+        self,
+        name: str,
+        new: str | None,
+        old: object = ANY,
+        reason: str = "",
+        time_ms: int | None = None,
+    ) -> str:
+        """Move ``name`` to ``new`` (None deletes it), appending to its update chain.
+
+        Args:
+            name: the ref; ``refs/`` is prefixed when missing.
+            new: the target oid, which must exist in the store; None to delete.
+            old: the value the ref must hold now (None: must not exist); ANY skips the check.
+            reason: a free-text reason kept in the update record.
+            time_ms: the update time; now when omitted.
+
+        Returns:
+            The oid of the ``yyb_ref_update.v1`` record that records this update.
+
+        Raises:
+            InvalidRefName, ObjectMissing, RefLocked, RefMismatch, RefNotFound, CorruptRef.
+        """
+        name = check_ref_name(name)
+        if new is not None:
+            check_oid(new)
+            if not self.objects.contains(new):
+                raise ObjectMissing(new)
+        if old is not ANY and old is not None:
+            check_oid(old)
+        if any(ord(c) < 0x20 or ord(c) == 0x7F for c in reason):
+            raise UsageError("a ref update reason is one line without control characters")
+        with self._lock(name) as handle:
+            current = self._read(name)
+            if old is not ANY and old != current:
+                raise RefMismatch(name, old, current)
+            if new is None and current is None:
+                raise RefNotFound(name)
+            previous = self._chain_parent(name, current)
+            record: dict = {
+                "schema_version": REF_UPDATE,
+                "ref": name,
+                "old": current,
+                "new": new,
+                "time_ms": now_ms() if time_ms is None else time_ms,
+                "reason": reason,
+            }
+            links = {}
+            if new is not None:
+                links["target"] = new
+            if previous is not None:
+                links["previous"] = previous
+            if links:
+                record["links"] = links
+            oid = self.objects.put_record(record)
+            self._write_log_head(name, oid)
+            self._commit(name, new, handle)
+        return oid
+
+    def _chain_parent(self, name: str, current: str | None) -> str | None:
+        """The update the next record links; rolls back a head whose rename never happened."""
+        head = self._read_log_head(name)
+        if head is None:
+            if current is not None:
+                raise CorruptRef(name, "the ref exists but has no update log")
+            return None
+        record = self.objects.get_record(head)
+        if record.get("new") == current:
+            return head
+        if record.get("old") == current:
+            # An earlier update wrote its record and log head, then died before its rename.
+            return record.get("links", {}).get("previous")
+        raise CorruptRef(name, f"its value {current} disagrees with its update log {head}")
+
+    def log(self, name: str) -> Iterator[tuple[str, dict]]:
+        """Yield (oid, record) of each update of ``name``, newest first (each one verified)."""
+        name = check_ref_name(name)
+        oid = self._read_log_head(name)
+        if oid is None and self._read(name) is None:
+            raise RefNotFound(name)
+        seen = set()
+        while oid is not None:
+            if oid in seen:
+                raise CorruptRef(name, f"its update log loops at {oid}")
+            seen.add(oid)
+            record = self.objects.get_record(oid)
+            yield oid, record
+            oid = record.get("links", {}).get("previous")
+
+    def iter_refs(self, pattern: str | None = None) -> Iterator[tuple[str, str]]:
+        """Yield (name, oid) for each ref, sorted by name, optionally filtered by ``pattern``.
+
+        A pattern with ``*``, ``?`` or ``[`` is a glob over the full name; otherwise it matches
+        a full name, or whole trailing components (``plans/x`` matches ``refs/plans/x``), or a
+        leading folder (``refs/plans`` matches ``refs/plans/x``).
+        """
+        for name in self.names():
+            if pattern is None or self.matches(name, pattern):
+                value = self._read(name)
+                if value is not None:
+                    yield name, value
+
+    @staticmethod
+    def matches(name: str, pattern: str) -> bool:
+        """Whether ref ``name`` matches a show-ref ``pattern`` (see iter_refs)."""
+        if any(c in pattern for c in "*?["):
+            import fnmatch
+
+            return fnmatch.fnmatchcase(name, pattern) or fnmatch.fnmatchcase(
+                name, f"refs/{pattern}"
+            )
+        pattern = pattern.rstrip("/")
+        return name == pattern or name.endswith("/" + pattern) or name.startswith(pattern + "/")
+
+
+class MemoryRefs(RefStore):
+    """The memory twin of DiskRefs."""
+
+    def __init__(self, objects: ObjectStore) -> None:
+        super().__init__(objects)
+        self.values: dict[str, str] = {}
+        self.heads: dict[str, str] = {}
+        self.locked: set[str] = set()
+        self._mutex = threading.Lock()
+
+    def _read(self, name: str) -> str | None:
+        return self.values.get(name)
+
+    def _read_log_head(self, name: str) -> str | None:
+        return self.heads.get(name)
+
+    def _write_log_head(self, name: str, oid: str) -> None:
+        self.heads[name] = oid
+
+    @contextlib.contextmanager
+    def _lock(self, name: str) -> Iterator[None]:
+        with self._mutex:
+            for other in list(self.values) + list(self.locked):
+                if other.startswith(name + "/") or name.startswith(other + "/"):
+                    raise RefConflict(name, other)
+            if name in self.locked:
+                raise RefLocked(name, name + LOCK_SUFFIX)
+            self.locked.add(name)
+        try:
+            yield
+        finally:
+            with self._mutex:
+                self.locked.discard(name)
+
+    def _commit(self, name: str, new: str | None, handle: object) -> None:
+        if new is None:
+            self.values.pop(name, None)
+        else:
+            self.values[name] = new
+
+    def names(self) -> list[str]:
+        return sorted(self.values)
+
+    def log_names(self) -> list[str]:
+        return sorted(self.heads)
+
+
+class DiskRefs(RefStore):
+    """Refs as files ``<root>/refs/...`` holding ``<oid>\\n``; log heads under ``<root>/logs``."""
+
+    def __init__(self, objects: ObjectStore, root: str) -> None:
+        super().__init__(objects)
+        self.root = root
+
+    def path(self, name: str) -> str:
+        return os.path.join(self.root, *name.split("/"))
+
+    def log_path(self, name: str) -> str:
+        return os.path.join(self.root, "logs", *name.split("/"))
+
+    def _read_oid_file(self, path: str, name: str, what: str) -> str | None:
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read(200)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except IsADirectoryError:
+            return None
+        text = data.decode("ascii", "replace")
+        if not text.endswith("\n") or not is_oid(text[:-1]) or text[:-1] == ZERO_OID:
+            raise CorruptRef(name, f"{what} {path} does not hold one object id and a newline")
+        return text[:-1]
+
+    def _read(self, name: str) -> str | None:
+        return self._read_oid_file(self.path(name), name, "ref file")
+
+    def _read_log_head(self, name: str) -> str | None:
+        return self._read_oid_file(self.log_path(name), name, "log head")
+
+    def _write_log_head(self, name: str, oid: str) -> None:
+        path = self.log_path(name)
+        self._make_parents(path, name, os.path.join(self.root, "logs"))
+        file.write_atomic(path, f"{oid}\n".encode("ascii"))
+
+    def _make_parents(self, path: str, name: str, top: str) -> None:
+        """Create the folders above ``path`` durably, turning file/folder clashes into errors."""
+        folder = os.path.dirname(path)
+        missing = []
+        while folder != top and not os.path.isdir(folder):
+            if os.path.exists(folder):
+                raise RefConflict(name, os.path.relpath(folder, os.path.dirname(top)))
+            missing.append(folder)
+            folder = os.path.dirname(folder)
+        for folder in reversed(missing):
+            try:
+                file.ensure_dir(folder)
+            except OSError as exc:
+                raise file.io_error(folder, exc) from exc
+
+    @contextlib.contextmanager
+    def _lock(self, name: str) -> Iterator[int]:
+        path = self.path(name)
+        if os.path.isdir(path):
+            raise RefConflict(name, name + "/...")
+        self._make_parents(path, name, os.path.join(self.root, "refs"))
+        lock = path + LOCK_SUFFIX
+        deadline = time.monotonic() + self.lock_timeout
+        delay = 0.001
+        while True:
+            try:
+                fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                break
+            except FileExistsError:
+                if time.monotonic() >= deadline:
+                    raise RefLocked(name, lock) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.05)
+            except OSError as exc:
+                raise file.io_error(lock, exc) from exc
+        try:
+            yield fd
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(lock)
+
+    def _commit(self, name: str, new: str | None, handle: object) -> None:
+        path = self.path(name)
+        lock = path + LOCK_SUFFIX
+        try:
+            if new is None:
+                os.unlink(path)
+            else:
+                fd = handle
+                os.write(fd, f"{new}\n".encode("ascii"))
+                os.fsync(fd)
+                os.rename(lock, path)
+            file.fsync_dir(os.path.dirname(path))
+        except OSError as exc:
+            if exc.errno == errno.EISDIR:
+                raise RefConflict(name, name + "/...") from exc
+            raise file.io_error(path, exc) from exc
+
+    def _walk(self, top: str) -> list[str]:
+        names = []
+        base = os.path.dirname(top)
+        for folder, dirs, files in os.walk(top):
+            dirs.sort()
+            for entry in files:
+                if entry.endswith(LOCK_SUFFIX) or entry.startswith(file.TEMP_PREFIX):
+                    continue
+                rel = os.path.relpath(os.path.join(folder, entry), base)
+                names.append(rel.replace(os.sep, "/"))
+        return sorted(names)
+
+    def names(self) -> list[str]:
+        return self._walk(os.path.join(self.root, "refs"))
+
+    def log_names(self) -> list[str]:
+        logs = os.path.join(self.root, "logs")
+        return self._walk(os.path.join(logs, "refs"))

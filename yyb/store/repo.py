@@ -1,0 +1,98 @@
+"""A store: one object database and its refs, on disk or in memory."""
+
+from __future__ import annotations
+
+import os
+
+from yyb.errors import RefNotFound, StoreNotFound, UsageError
+from yyb.store import file
+from yyb.store.object_store import DiskObjects, MemoryObjects, ObjectStore
+from yyb.store.objects import OID_HEX, check_prefix, is_oid
+from yyb.store.refs import DiskRefs, MemoryRefs, RefStore, check_ref_name
+
+FORMAT_FILE = "format"
+FORMAT_VERSION = 1
+FORMAT_TEXT = f"yyb-store {FORMAT_VERSION}\nhash sha256\n"
+FOLDERS = ("objects", "refs", "logs", "tmp")
+
+
+class Store:
+    """An object database with refs. Build one with ``open``, ``init`` or ``memory``."""
+
+    def __init__(self, objects: ObjectStore, refs: RefStore, path: str | None = None) -> None:
+        self.objects = objects
+        self.refs = refs
+        self.path = path
+
+    @classmethod
+    def memory(cls) -> Store:
+        objects = MemoryObjects()
+        return cls(objects, MemoryRefs(objects))
+
+    @classmethod
+    def open(cls, path: str) -> Store:
+        """Open the store at ``path``.
+
+        Raises:
+            StoreNotFound: no store there, or one of a format this version does not know.
+        """
+        marker = os.path.join(path, FORMAT_FILE)
+        try:
+            with open(marker, encoding="ascii", errors="replace") as handle:
+                text = handle.read(256)
+        except (FileNotFoundError, NotADirectoryError):
+            raise StoreNotFound(path, "not a yyb store (run 'yyb store init')") from None
+        if text != FORMAT_TEXT:
+            first = text.splitlines()[0] if text else "(empty)"
+            raise StoreNotFound(path, f"unknown store format {first!r}")
+        objects = DiskObjects(path)
+        return cls(objects, DiskRefs(objects, path), path)
+
+    @classmethod
+    def init(cls, path: str) -> tuple[Store, bool]:
+        """Create a store at ``path`` (an existing one is opened); return it and whether it is new.
+
+        Raises:
+            UsageError: ``path`` exists and is something other than a store or an empty folder.
+            StoreIOError: the file system refused.
+        """
+        path = os.path.abspath(path)
+        if os.path.exists(os.path.join(path, FORMAT_FILE)):
+            return cls.open(path), False
+        if os.path.exists(path) and (not os.path.isdir(path) or os.listdir(path)):
+            raise UsageError(f"refusing to create a store in a non-empty folder: {path}")
+        try:
+            os.makedirs(path, exist_ok=True)
+            for folder in FOLDERS:
+                file.ensure_dir(os.path.join(path, folder))
+        except OSError as exc:
+            raise file.io_error(path, exc) from exc
+        # The format file is written last: a store exists once it is there.
+        file.write_atomic(os.path.join(path, FORMAT_FILE), FORMAT_TEXT.encode("ascii"))
+        return cls.open(path), True
+
+    def rev_parse(self, name: str) -> str:
+        """Resolve a full oid, a unique abbreviation (4+ hex digits) or a ref name to an oid.
+
+        An abbreviation is tried before a ref of the same spelling, as Git does.
+
+        Raises:
+            InvalidOid, AmbiguousOid, ObjectMissing, RefNotFound, InvalidRefName.
+        """
+        if is_oid(name):
+            return name
+        hexlike = 4 <= len(name) < OID_HEX and all(c in "0123456789abcdef" for c in name)
+        if hexlike:
+            check_prefix(name)
+            found = self.objects._with_prefix(name)
+            if found:
+                return self.objects.resolve(name)
+        try:
+            value = self.refs.read(check_ref_name(name))
+        except UsageError:
+            if hexlike:
+                raise RefNotFound(name) from None
+            raise
+        if value is None:
+            raise RefNotFound(name)
+        return value

@@ -1,0 +1,73 @@
+"""Record schemas: one JSON Schema per schema_version, shipped in ``yyb.schemas``.
+
+jsonschema is imported on first use so that blob plumbing never pays for it.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from yyb.errors import SchemaViolation
+from yyb.store.codec import json_path
+
+
+SUFFIX = ".schema.json"
+
+
+@cache
+def _folder() -> Any:
+    """The schemas: package data when installed, the top-level folder in a source tree."""
+    try:
+        return resources.files("yyb.schemas")
+    except ModuleNotFoundError:
+        return Path(__file__).resolve().parents[2] / "schemas"
+
+
+def schema_names() -> list[str]:
+    """Every schema_version this installation knows, sorted."""
+    return sorted(
+        entry.name[: -len(SUFFIX)] for entry in _folder().iterdir() if entry.name.endswith(SUFFIX)
+    )
+
+
+@cache
+def load_schema(schema_version: str) -> dict | None:
+    """The JSON Schema document for ``schema_version``, or None when there is none."""
+    entry = _folder().joinpath(f"{schema_version}{SUFFIX}")
+    if not entry.is_file():
+        return None
+    return json.loads(entry.read_text(encoding="utf-8"))
+
+
+@cache
+def _validator(schema_version: str) -> Any:
+    import jsonschema
+
+    schema = load_schema(schema_version)
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+def problem(value: dict, schema_version: str) -> tuple[str, str] | None:
+    """Return (JSON path, reason) for the first way ``value`` breaks its schema, or None."""
+    if load_schema(schema_version) is None:
+        return "$.schema_version", f"no schema is known for {schema_version!r}"
+    from jsonschema.exceptions import best_match
+
+    error = best_match(_validator(schema_version).iter_errors(value))
+    if error is None:
+        return None
+    message = error.message if len(error.message) <= 240 else error.message[:237] + "..."
+    return json_path(tuple(error.absolute_path)), message
+
+
+def validate(value: dict, schema_version: str, oid: str | None = None) -> None:
+    """Raise SchemaViolation unless ``value`` is valid against its schema."""
+    found = problem(value, schema_version)
+    if found is not None:
+        raise SchemaViolation(schema_version, found[0], found[1], oid)
