@@ -76,3 +76,134 @@ def commit_temp(tmp: str, path: str) -> None:
         fsync_dir(os.path.dirname(path))
     except OSError as exc:
         raise io_error(path, exc) from exc
+
+
+# --- lock files -------------------------------------------------------------------------------
+#
+# A lock is a file created with O_CREAT|O_EXCL. While held, its holder keeps an flock on it and
+# its content names the holder: "yyb-lock pid=<pid> host=<host> boot=<boot id>". The kernel drops
+# the flock when the holder dies, so a lock that can be flocked and whose named process is gone
+# (same host, same boot) was abandoned by a crash; anything else is treated as held.
+
+LOCK_PREFIX = b"yyb-lock "
+
+
+def _boot_id() -> str:
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
+            return handle.read().strip()
+    except OSError:
+        return ""
+
+
+def _holder_line() -> bytes:
+    return b"yyb-lock pid=%d host=%s boot=%s\n" % (
+        os.getpid(), os.uname().nodename.encode(), _boot_id().encode())
+
+
+def parse_holder(data: bytes) -> dict | None:
+    """The holder named by a lock file's content, or None when it names none."""
+    if not data.startswith(LOCK_PREFIX) or not data.endswith(b"\n"):
+        return None
+    fields = dict(
+        part.split("=", 1) for part in data[len(LOCK_PREFIX):-1].decode(errors="replace").split()
+        if "=" in part
+    )
+    if not fields.get("pid", "").isdigit():
+        return None
+    return {"pid": int(fields["pid"]), "host": fields.get("host", ""),
+            "boot": fields.get("boot", "")}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _judge(fd: int) -> tuple[str, dict | None]:
+    """Classify a lock file whose flock the caller has just obtained (so no live holder)."""
+    holder = parse_holder(os.pread(fd, 512, 0))
+    if holder is None:
+        return "unknown", None
+    local = holder["host"] == os.uname().nodename and holder["boot"] == _boot_id()
+    if local and not _alive(holder["pid"]):
+        return "abandoned", holder
+    return ("held" if local else "unknown"), holder
+
+
+def lock_state(path: str) -> tuple[str, dict | None]:
+    """("held" | "abandoned" | "unknown" | "gone", holder) for the lock file at ``path``."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return "gone", None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return "held", parse_holder(os.pread(fd, 512, 0))
+        return _judge(fd)
+    finally:
+        os.close(fd)
+
+
+def _break_abandoned(path: str) -> dict | None:
+    """Remove the lock at ``path`` if its holder crashed; return that holder, else None."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return None
+        state, holder = _judge(fd)
+        # Still the same file we hold, still abandoned: only then is it ours to remove.
+        if state != "abandoned" or os.stat(path).st_ino != os.fstat(fd).st_ino:
+            return None
+        os.unlink(path)
+        return holder
+    except FileNotFoundError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def acquire_lock(path: str, timeout: float) -> tuple[int, dict | None]:
+    """Create the lock file ``path``; return (fd, holder of an abandoned lock it replaced).
+
+    Waits up to ``timeout`` seconds for a live holder. Raises FileExistsError when the lock
+    stays held (or is of unknown origin) past that.
+    """
+    import fcntl
+    import time
+
+    deadline = time.monotonic() + timeout
+    delay = 0.001
+    broken = None
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            holder = _break_abandoned(path)
+            if holder is not None:
+                broken = holder
+                continue
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
+            continue
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, _holder_line())
+        return fd, broken

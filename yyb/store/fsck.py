@@ -142,6 +142,10 @@ def check_ref_chain(store: Store, name: str) -> Iterator[tuple[Finding | None, s
                     "broken-chain", name,
                     f"update {oid} moved the ref to {new}, but the next update starts from {expected}",
                 ), None
+        discarded = links.get("discarded")
+        if discarded is not None:
+            yield None, discarded
+            yield from _check_discarded(store, name, oid, record, discarded)
         newest = False
         expected = old
         oid = links.get("previous")
@@ -149,6 +153,39 @@ def check_ref_chain(store: Store, name: str) -> Iterator[tuple[Finding | None, s
             yield error(
                 "broken-chain", name, f"the oldest update starts from {old}, not from nothing"
             ), None
+
+
+def _check_discarded(
+    store: Store, name: str, oid: str, record: dict, discarded: str
+) -> Iterator[tuple[Finding, None]]:
+    """A discarded head must be an update of this ref from the same place as ``record``."""
+    try:
+        lost = store.objects.get_record(discarded)
+    except YybError as exc:
+        yield error("broken-chain", name, f"discarded update {discarded} is unreadable ({exc})"), None
+        return
+    same_parent = lost.get("links", {}).get("previous") == record.get("links", {}).get("previous")
+    if lost.get("ref") != name or lost.get("old") != record.get("old") or not same_parent:
+        yield error("broken-chain", name, f"update {oid} discards {discarded}, which did not "
+                    "start from the same place"), None
+
+
+def _lock_finding(root: str, rel: str, now: float) -> Finding:
+    path = os.path.join(root, rel)
+    state, holder = file.lock_state(path)
+    if state == "abandoned":
+        return error("stale-lock", rel, f"left by pid {holder['pid']}, which is gone; the next "
+                     "update of this ref replaces it and records that")
+    if state == "held":
+        return info("locked", rel, "a ref update is in progress")
+    try:
+        age = now - os.path.getmtime(path)
+    except FileNotFoundError:
+        return info("locked", rel, "released while checking")
+    if age >= LOCK_GRACE_S:
+        return error("stale-lock", rel, f"a lock of unknown origin, {int(age)} s old; remove it "
+                     "once no yyb process is running")
+    return info("locked", rel, "a ref update may be in progress")
 
 
 def _is_hex_pair(name: str) -> bool:
@@ -208,12 +245,7 @@ def fsck(store: Store, now: float | None = None) -> Iterator[Finding]:
             elif kind == "temp":
                 yield info("temp-file", what, "left by an interrupted write; safe to delete")
             elif kind == "lock":
-                age = now - os.path.getmtime(os.path.join(store.path, what))
-                if age >= LOCK_GRACE_S:
-                    yield error("stale-lock", what, f"lock held for {int(age)} s: a writer "
-                                "crashed; remove it once no yyb process is running")
-                else:
-                    yield info("locked", what, "a ref update is in progress")
+                yield _lock_finding(store.path, what, now)
     else:
         present = list(store.objects.iter_oids())
         for name in sorted(getattr(store.refs, "locked", ())):

@@ -2,9 +2,10 @@
 
 An update takes ``<ref>.lock``, appends a ``yyb_ref_update.v1`` record linking the previous
 update of the same ref, points the ref's log head at it, and only then renames the lock onto
-the ref. A crash before that rename leaves the lock behind (reported, never broken silently)
-and a log head one update ahead of the ref; the next update after the lock is cleared rolls
-that head back, because an update whose rename never happened never happened.
+the ref. A crash before that rename leaves the lock behind and a log head one update ahead of
+the ref. The lock names its holder; once that process is gone the next update of the ref
+replaces the lock and says so in its record (``broke_lock``), and links the head that never
+took effect as ``discarded``: nothing is broken or dropped without a trace in the chain.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import re
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from yyb.errors import (
     CorruptRef,
@@ -38,6 +40,14 @@ _COMPONENT = re.compile(r"[A-Za-z0-9_+=@-][A-Za-z0-9._+=@-]{0,254}")
 
 # Marks "no expectation" in update(); None means "the ref must not exist".
 ANY = object()
+
+
+@dataclass
+class LockHandle:
+    """A held ref lock: its file descriptor, and the crashed holder it replaced, if any."""
+
+    fd: int | None = None
+    broken: dict | None = None
 
 
 def check_ref_name(name: str) -> str:
@@ -98,7 +108,7 @@ class RefStore:
         """Hold ``<ref>.lock`` (created exclusively); yields a handle for ``_commit``."""
         raise NotImplementedError
 
-    def _commit(self, name: str, new: str | None, handle: object) -> None:
+    def _commit(self, name: str, new: str | None, handle: LockHandle) -> None:
         """Publish ``new`` while holding the lock that ``_lock`` yielded as ``handle``."""
         raise NotImplementedError
 
@@ -158,7 +168,7 @@ class RefStore:
                 raise RefMismatch(name, old, current)
             if new is None and current is None:
                 raise RefNotFound(name)
-            previous = self._chain_parent(name, current)
+            previous, discarded = self._chain_parent(name, current)
             record: dict = {
                 "schema_version": REF_UPDATE,
                 "ref": name,
@@ -167,11 +177,15 @@ class RefStore:
                 "time_ms": now_ms() if time_ms is None else time_ms,
                 "reason": reason,
             }
+            if handle.broken is not None:
+                record["broke_lock"] = handle.broken
             links = {}
             if new is not None:
                 links["target"] = new
             if previous is not None:
                 links["previous"] = previous
+            if discarded is not None:
+                links["discarded"] = discarded
             if links:
                 record["links"] = links
             oid = self.objects.put_record(record)
@@ -179,19 +193,23 @@ class RefStore:
             self._commit(name, new, handle)
         return oid
 
-    def _chain_parent(self, name: str, current: str | None) -> str | None:
-        """The update the next record links; rolls back a head whose rename never happened."""
+    def _chain_parent(self, name: str, current: str | None) -> tuple[str | None, str | None]:
+        """(the update the next record links as previous, a log head it discards or None).
+
+        A log head one move ahead of the ref is an update that wrote its record and log head,
+        then died before its rename, or a ref set back by hand: either way the move never
+        took effect. The next record links that head as ``discarded``, so it stays on record.
+        """
         head = self._read_log_head(name)
         if head is None:
             if current is not None:
                 raise CorruptRef(name, "the ref exists but has no update log")
-            return None
+            return None, None
         record = self.objects.get_record(head)
         if record.get("new") == current:
-            return head
+            return head, None
         if record.get("old") == current:
-            # An earlier update wrote its record and log head, then died before its rename.
-            return record.get("links", {}).get("previous")
+            return record.get("links", {}).get("previous"), head
         raise CorruptRef(name, f"its value {current} disagrees with its update log {head}")
 
     def log(self, name: str) -> Iterator[tuple[str, dict]]:
@@ -212,7 +230,8 @@ class RefStore:
     def iter_refs(self, pattern: str | None = None) -> Iterator[tuple[str, str]]:
         """Yield (name, oid) for each ref, sorted by name, optionally filtered by ``pattern``.
 
-        A pattern with ``*``, ``?`` or ``[`` is a glob over the full name; otherwise it matches
+        A pattern with ``*``, ``?`` or ``[`` is a glob over the full name (or the name after
+        ``refs/``) whose wildcards stay within one component; otherwise it matches
         a full name, or whole trailing components (``plans/x`` matches ``refs/plans/x``), or a
         leading folder (``refs/plans`` matches ``refs/plans/x``).
         """
@@ -226,13 +245,29 @@ class RefStore:
     def matches(name: str, pattern: str) -> bool:
         """Whether ref ``name`` matches a show-ref ``pattern`` (see iter_refs)."""
         if any(c in pattern for c in "*?["):
-            import fnmatch
-
-            return fnmatch.fnmatchcase(name, pattern) or fnmatch.fnmatchcase(
-                name, f"refs/{pattern}"
-            )
+            glob = _glob(pattern)
+            return bool(glob.fullmatch(name) or glob.fullmatch(name[len("refs/"):]))
         pattern = pattern.rstrip("/")
         return name == pattern or name.endswith("/" + pattern) or name.startswith(pattern + "/")
+
+
+def _glob(pattern: str) -> re.Pattern:
+    """A glob where ``*`` and ``?`` stay inside one component (they never match ``/``)."""
+    out, i = [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "*":
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[" and (end := pattern.find("]", i + 2)) != -1:
+            body = pattern[i + 1 : end]
+            out.append("[" + ("^" + re.escape(body[1:]) if body[0] == "!" else re.escape(body)) + "]")
+            i = end
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return re.compile("".join(out))
 
 
 class MemoryRefs(RefStore):
@@ -255,7 +290,7 @@ class MemoryRefs(RefStore):
         self.heads[name] = oid
 
     @contextlib.contextmanager
-    def _lock(self, name: str) -> Iterator[None]:
+    def _lock(self, name: str) -> Iterator[LockHandle]:
         with self._mutex:
             for other in list(self.values) + list(self.locked):
                 if other.startswith(name + "/") or name.startswith(other + "/"):
@@ -264,12 +299,12 @@ class MemoryRefs(RefStore):
                 raise RefLocked(name, name + LOCK_SUFFIX)
             self.locked.add(name)
         try:
-            yield
+            yield LockHandle()
         finally:
             with self._mutex:
                 self.locked.discard(name)
 
-    def _commit(self, name: str, new: str | None, handle: object) -> None:
+    def _commit(self, name: str, new: str | None, handle: LockHandle) -> None:
         if new is None:
             self.values.pop(name, None)
         else:
@@ -335,42 +370,36 @@ class DiskRefs(RefStore):
                 raise file.io_error(folder, exc) from exc
 
     @contextlib.contextmanager
-    def _lock(self, name: str) -> Iterator[int]:
+    def _lock(self, name: str) -> Iterator[LockHandle]:
         path = self.path(name)
         if os.path.isdir(path):
             raise RefConflict(name, name + "/...")
         self._make_parents(path, name, os.path.join(self.root, "refs"))
         lock = path + LOCK_SUFFIX
-        deadline = time.monotonic() + self.lock_timeout
-        delay = 0.001
-        while True:
-            try:
-                fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-                break
-            except FileExistsError:
-                if time.monotonic() >= deadline:
-                    raise RefLocked(name, lock) from None
-                time.sleep(delay)
-                delay = min(delay * 2, 0.05)
-            except OSError as exc:
-                raise file.io_error(lock, exc) from exc
         try:
-            yield fd
+            fd, broken = file.acquire_lock(lock, self.lock_timeout)
+        except FileExistsError:
+            raise RefLocked(name, lock) from None
+        except OSError as exc:
+            raise file.io_error(lock, exc) from exc
+        try:
+            yield LockHandle(fd, broken)
         finally:
             with contextlib.suppress(OSError):
                 os.close(fd)
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(lock)
 
-    def _commit(self, name: str, new: str | None, handle: object) -> None:
+    def _commit(self, name: str, new: str | None, handle: LockHandle) -> None:
         path = self.path(name)
         lock = path + LOCK_SUFFIX
         try:
             if new is None:
                 os.unlink(path)
             else:
-                fd = handle
-                os.write(fd, f"{new}\n".encode("ascii"))
+                fd = handle.fd
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{new}\n".encode("ascii"), 0)
                 os.fsync(fd)
                 os.rename(lock, path)
             file.fsync_dir(os.path.dirname(path))

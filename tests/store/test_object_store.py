@@ -1,0 +1,126 @@
+"""Object stores: the memory twin and the disk store behave the same; the disk is durable."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+
+import pytest
+
+from tests.conftest import note
+from yyb.errors import AmbiguousOid, InvalidOid, CorruptObject, ObjectMissing, SchemaViolation, StoreNotFound
+from yyb.store import object_store
+from yyb.store.objects import hash_object
+from yyb.store.repo import Store
+
+
+def test_put_get_round_trip(store):
+    oid = store.objects.put("blob", b"evidence")
+    assert oid == hash_object("blob", b"evidence")
+    obj = store.objects.get(oid)
+    assert (obj.kind, obj.body) == ("blob", b"evidence")
+    rec = store.objects.put_record(note("hello", about=oid))
+    assert store.objects.get_record(rec)["links"] == {"about": oid}
+
+
+def test_put_is_idempotent(store):
+    first = store.objects.put("blob", b"same")
+    second = store.objects.put("blob", b"same")
+    assert first == second
+    assert list(store.objects.iter_oids()).count(first) == 1
+
+
+def test_records_are_schema_validated_before_writing(store):
+    with pytest.raises(SchemaViolation) as caught:
+        store.objects.put_record({"schema_version": "yyb_note.v1", "message": 3})
+    assert caught.value.path == "$.message"
+    with pytest.raises(SchemaViolation, match="no schema is known"):
+        store.objects.put_record({"schema_version": "nothing_here.v9"})
+    assert list(store.objects.iter_oids()) == []
+
+
+def test_missing_object(store):
+    with pytest.raises(ObjectMissing):
+        store.objects.get("0" * 64)
+
+
+def _colliding_bodies() -> tuple[bytes, bytes]:
+    """Two blob bodies whose oids share their first 4 hex digits (found by counting up)."""
+    seen: dict[str, bytes] = {}
+    for i in range(100_000):
+        body = str(i).encode()
+        prefix = hash_object("blob", body)[:4]
+        if prefix in seen:
+            return seen[prefix], body
+        seen[prefix] = body
+    raise AssertionError("no collision found")
+
+
+def test_resolve_abbreviations(store):
+    a, b = _colliding_bodies()
+    oid_a, oid_b = store.objects.put("blob", a), store.objects.put("blob", b)
+    assert store.objects.resolve(oid_a[:12]) == oid_a
+    assert store.objects.resolve(oid_b) == oid_b
+    with pytest.raises(AmbiguousOid) as caught:
+        store.objects.resolve(oid_a[:4])
+    assert caught.value.candidates == sorted([oid_a, oid_b])
+    absent = next(p for p in ("0000", "ffff", "1234") if not oid_a.startswith(p))
+    with pytest.raises(ObjectMissing):
+        store.objects.resolve(absent)
+    with pytest.raises(InvalidOid):
+        store.objects.resolve(oid_a[:3])
+
+
+def test_disk_layout_is_sha256sum_of_the_file(disk_store):
+    oid = disk_store.objects.put("blob", b"x" * 1000)
+    path = os.path.join(disk_store.path, "objects", oid[:2], oid[2:])
+    with open(path, "rb") as handle:
+        assert hashlib.sha256(handle.read()).hexdigest() == oid
+    assert os.stat(path).st_mode & 0o777 == 0o444
+
+
+def test_disk_streams_large_blobs(disk_store, monkeypatch):
+    monkeypatch.setattr(object_store, "STREAM_THRESHOLD", 1000)
+    monkeypatch.setattr(object_store, "CHUNK", 256)
+    data = os.urandom(5000)
+    oid = disk_store.objects.put_blob_file(io.BytesIO(data), len(data))
+    assert oid == hash_object("blob", data)
+    assert disk_store.objects.get(oid).body == data
+    leftovers = [n for n in os.listdir(os.path.join(disk_store.path, "objects")) if n.startswith(".tmp")]
+    assert leftovers == []
+
+
+def test_disk_stream_that_ends_early_leaves_nothing(disk_store, monkeypatch):
+    monkeypatch.setattr(object_store, "STREAM_THRESHOLD", 10)
+    with pytest.raises(CorruptObject, match="ended"):
+        disk_store.objects.put_blob_file(io.BytesIO(b"short"), 100)
+    assert list(disk_store.objects.iter_oids()) == []
+    assert not any(n.startswith(".tmp") for n in os.listdir(disk_store.objects.folder))
+
+
+def test_spool_spills_to_disk_past_the_threshold(tmp_path, monkeypatch):
+    monkeypatch.setattr(object_store, "STREAM_THRESHOLD", 100)
+    stream, size = object_store.spool(io.BytesIO(b"a" * 1000), str(tmp_path))
+    assert size == 1000 and stream.read() == b"a" * 1000
+    assert not isinstance(stream, io.BytesIO)
+    small, size = object_store.spool(io.BytesIO(b"abc"))
+    assert (small.read(), size) == (b"abc", 3)
+
+
+def test_open_refuses_a_folder_that_is_not_a_store(tmp_path):
+    with pytest.raises(StoreNotFound, match="not a yyb store"):
+        Store.open(str(tmp_path))
+    (tmp_path / "format").write_text("yyb-store 99\n")
+    with pytest.raises(StoreNotFound, match="unknown store format"):
+        Store.open(str(tmp_path))
+
+
+def test_init_is_idempotent_and_refuses_non_empty_folders(tmp_path):
+    first, new = Store.init(str(tmp_path / "s"))
+    again, new_again = Store.init(str(tmp_path / "s"))
+    assert new and not new_again and first.path == again.path
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "file").write_text("x")
+    with pytest.raises(Exception, match="non-empty"):
+        Store.init(str(tmp_path / "full"))

@@ -1,0 +1,245 @@
+"""Refs: names, compare-and-swap, the update chain, locks, interrupted updates."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.conftest import note
+from yyb.errors import (
+    CorruptRef,
+    InvalidRefName,
+    ObjectMissing,
+    RefConflict,
+    RefLocked,
+    RefMismatch,
+    RefNotFound,
+    UsageError,
+)
+from yyb.store.refs import ANY, REF_UPDATE, check_ref_name
+
+
+@pytest.mark.parametrize(
+    "name, full",
+    [("plans/abc", "refs/plans/abc"), ("refs/cases/x-1", "refs/cases/x-1"),
+     ("a/b.c/d_e+f=g@h", "refs/a/b.c/d_e+f=g@h")],
+)
+def test_valid_names(name, full):
+    assert check_ref_name(name) == full
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["", "/etc/passwd", "refs/../x", "refs/a/../b", "a/./b", "a//b", "refs/", "a/b.lock",
+     "a/.hidden", "a b", "a\nb", "a\x7fb", "a/b:c", "a~1", "refs/a*", "x" * 1100, "é"],
+)
+def test_invalid_names(name):
+    with pytest.raises(InvalidRefName):
+        check_ref_name(name)
+
+
+def test_update_read_and_log(store):
+    a = store.objects.put_record(note("a"))
+    b = store.objects.put_record(note("b"))
+    first = store.refs.update("notes/x", a, old=None, reason="create")
+    second = store.refs.update("notes/x", b, old=a, reason="move")
+    assert store.refs.read("notes/x") == b
+    entries = list(store.refs.log("refs/notes/x"))
+    assert [oid for oid, _ in entries] == [second, first]
+    newest, oldest = entries[0][1], entries[1][1]
+    assert newest["schema_version"] == REF_UPDATE
+    assert (newest["old"], newest["new"], newest["reason"]) == (a, b, "move")
+    assert newest["links"] == {"target": b, "previous": first}
+    assert (oldest["old"], oldest["new"]) == (None, a)
+    assert oldest["links"] == {"target": a}
+
+
+def test_compare_and_swap(store):
+    a = store.objects.put("blob", b"a")
+    b = store.objects.put("blob", b"b")
+    store.refs.update("x", a, old=None)
+    with pytest.raises(RefMismatch) as caught:
+        store.refs.update("x", b, old=b)
+    assert (caught.value.expected, caught.value.actual) == (b, a)
+    with pytest.raises(RefMismatch):
+        store.refs.update("x", b, old=None)  # must not exist, but does
+    assert store.refs.read("x") == a
+    assert len(list(store.refs.log("x"))) == 1
+
+
+def test_target_must_exist(store):
+    with pytest.raises(ObjectMissing):
+        store.refs.update("x", "1" * 64)
+    assert store.refs.names() == []
+
+
+def test_delete_keeps_the_log(store):
+    a = store.objects.put("blob", b"a")
+    store.refs.update("x", a)
+    store.refs.update("x", None, old=a, reason="gone")
+    assert store.refs.read("x") is None
+    assert [r["new"] for _, r in store.refs.log("x")] == [None, a]
+    with pytest.raises(RefNotFound):
+        store.refs.update("x", None)
+    store.refs.update("x", a, old=None)
+    assert [r["old"] for _, r in store.refs.log("x")] == [None, a, None]
+
+
+def test_name_conflicts(store):
+    a = store.objects.put("blob", b"a")
+    store.refs.update("a/b", a)
+    with pytest.raises(RefConflict):
+        store.refs.update("a", a)
+    with pytest.raises(RefConflict):
+        store.refs.update("a/b/c", a)
+
+
+def test_reason_must_be_one_line(store):
+    a = store.objects.put("blob", b"a")
+    with pytest.raises(UsageError):
+        store.refs.update("x", a, reason="two\nlines")
+
+
+def test_iter_refs_patterns(store):
+    a = store.objects.put("blob", b"a")
+    for name in ("plans/p1", "plans/p2", "cases/c1", "cases/sub/p1"):
+        store.refs.update(name, a)
+    names = lambda pattern: [n for n, _ in store.refs.iter_refs(pattern)]  # noqa: E731
+    assert names(None) == ["refs/cases/c1", "refs/cases/sub/p1", "refs/plans/p1", "refs/plans/p2"]
+    assert names("refs/plans") == ["refs/plans/p1", "refs/plans/p2"]
+    assert names("p1") == ["refs/cases/sub/p1", "refs/plans/p1"]
+    assert names("refs/*/p?") == ["refs/plans/p1", "refs/plans/p2"]
+    assert names("cases/*") == ["refs/cases/c1"]
+    assert names("cases/*/*") == ["refs/cases/sub/p1"]
+    assert names("refs/plans/p[!1]") == ["refs/plans/p2"]
+
+
+def test_disk_ref_file_format(disk_store):
+    a = disk_store.objects.put("blob", b"a")
+    disk_store.refs.update("notes/x", a)
+    with open(os.path.join(disk_store.path, "refs", "notes", "x")) as handle:
+        assert handle.read() == a + "\n"
+    head = disk_store.refs.log_head("notes/x")
+    with open(os.path.join(disk_store.path, "logs", "refs", "notes", "x")) as handle:
+        assert handle.read() == head + "\n"
+    assert not os.path.exists(os.path.join(disk_store.path, "refs", "notes", "x.lock"))
+
+
+def test_disk_lock_blocks_until_timeout(disk_store):
+    a = disk_store.objects.put("blob", b"a")
+    disk_store.refs.lock_timeout = 0.05
+    os.makedirs(os.path.join(disk_store.path, "refs", "notes"))
+    lock = os.path.join(disk_store.path, "refs", "notes", "x.lock")
+    open(lock, "w").close()
+    with pytest.raises(RefLocked) as caught:
+        disk_store.refs.update("notes/x", a)
+    assert caught.value.path == lock
+    assert os.path.exists(lock), "a lock we did not take is never broken"
+    os.unlink(lock)
+    disk_store.refs.update("notes/x", a)
+
+
+def test_interrupted_update_is_rolled_back_by_the_next_update(disk_store):
+    """A writer that died after writing its log head but before renaming its lock."""
+    a = disk_store.objects.put("blob", b"a")
+    b = disk_store.objects.put("blob", b"b")
+    c = disk_store.objects.put("blob", b"c")
+    first = disk_store.refs.update("x", a)
+
+    class Died(Exception):
+        pass
+
+    def die(name, new, handle):
+        raise Died
+
+    original = disk_store.refs._commit
+    disk_store.refs._commit = die
+    with pytest.raises(Died):
+        disk_store.refs.update("x", b)
+    disk_store.refs._commit = original
+    assert disk_store.refs.read("x") == a
+    assert disk_store.refs.log_head("x") != first  # the log head ran ahead
+    ahead = disk_store.refs.log_head("x")
+    third = disk_store.refs.update("x", c, old=a)
+    chain = [r for _, r in disk_store.refs.log("x")]
+    assert [(r["old"], r["new"]) for r in chain] == [(a, c), (None, a)]
+    assert chain[0]["links"] == {"target": c, "previous": first, "discarded": ahead}
+    assert disk_store.refs.log_head("x") == third
+    assert disk_store.objects.get_record(ahead)["new"] == b
+
+
+def test_a_ref_without_a_log_refuses_updates(disk_store):
+    a = disk_store.objects.put("blob", b"a")
+    os.makedirs(os.path.join(disk_store.path, "refs", "hand"))
+    with open(os.path.join(disk_store.path, "refs", "hand", "made"), "w") as handle:
+        handle.write(a + "\n")
+    with pytest.raises(CorruptRef, match="no update log"):
+        disk_store.refs.update("hand/made", a)
+
+
+@pytest.mark.parametrize("content", ["", "abc\n", "a" * 64, "A" * 64 + "\n", "0" * 64 + "\n"])
+def test_malformed_ref_file(disk_store, content):
+    os.makedirs(os.path.join(disk_store.path, "refs", "bad"))
+    with open(os.path.join(disk_store.path, "refs", "bad", "x"), "w") as handle:
+        handle.write(content)
+    with pytest.raises(CorruptRef):
+        disk_store.refs.read("bad/x")
+
+
+def test_any_means_no_expectation(store):
+    a = store.objects.put("blob", b"a")
+    store.refs.update("x", a, old=ANY)
+    store.refs.update("x", a, old=ANY)
+    assert len(list(store.refs.log("x"))) == 2
+
+
+def _crash_holding_lock(lock: str) -> None:
+    """A real process takes the lock the way yyb does, then dies by SIGKILL."""
+    import signal
+    import subprocess
+    import sys
+
+    code = (
+        "import os, signal, sys; from yyb.store import file; "
+        "file.acquire_lock(sys.argv[1], 1.0); os.kill(os.getpid(), signal.SIGKILL)"
+    )
+    done = subprocess.run([sys.executable, "-c", code, lock], timeout=60)
+    assert done.returncode == -signal.SIGKILL
+
+
+def test_abandoned_lock_is_replaced_and_recorded(disk_store):
+    from yyb.store import file
+    from yyb.store.fsck import fsck
+
+    a = disk_store.objects.put("blob", b"a")
+    b = disk_store.objects.put("blob", b"b")
+    disk_store.refs.update("x", a)
+    lock = disk_store.refs.path("refs/x") + ".lock"
+    _crash_holding_lock(lock)
+    state, holder = file.lock_state(lock)
+    assert state == "abandoned"
+    assert [(f.code, f.subject) for f in fsck(disk_store) if f.level == "error"] == [
+        ("stale-lock", "refs/x.lock")]
+    disk_store.refs.update("x", b, old=a)
+    newest = next(disk_store.refs.log("x"))[1]
+    assert newest["broke_lock"]["pid"] == holder["pid"]
+    assert not os.path.exists(lock)
+    assert [f for f in fsck(disk_store) if f.level == "error"] == []
+
+
+def test_a_live_holder_is_never_broken(disk_store):
+    from yyb.store import file
+
+    a = disk_store.objects.put("blob", b"a")
+    lock = disk_store.refs.path("refs/x") + ".lock"
+    fd, _ = file.acquire_lock(lock, 1.0)
+    try:
+        assert file.lock_state(lock)[0] == "held"
+        disk_store.refs.lock_timeout = 0.05
+        with pytest.raises(RefLocked):
+            disk_store.refs.update("x", a)
+        assert os.path.exists(lock)
+    finally:
+        os.close(fd)
+        os.unlink(lock)

@@ -1,0 +1,606 @@
+#!/usr/bin/env python3
+"""Benchmark the yyb object store against plain hashlib, cp and Git, side by side.
+
+Run by hand (this is not a test), with the Python of the environment yyb is installed in:
+
+    python tools/bench_store.py            # full sizes: 1 GiB file, 20,000 / 100,000 objects
+    python tools/bench_store.py --quick    # smoke run: 64 MiB, 2,000 / 10,000 objects
+
+Every measurement runs on the same data for yyb and for its baseline, in one run, and the
+script ends with a Markdown table (figures, ratios, targets, met or not) ready to paste into
+docs/performance.md. Only the standard library and the installed yyb are used.
+
+Caveats printed with the table: the OS page cache cannot be dropped without root, so every
+input is read once before it is timed (all figures are warm-cache figures); child processes
+are timed wall-clock from spawn to exit, start-up included; peak RSS comes from wait4().
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import os
+import platform
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+MIB = 1 << 20
+CHUNK = MIB
+HEAVY_MODULES = ("pygit2", "jsonschema", "cryptography")
+
+# Targets (see docs/performance.md).
+TARGET_HASH_SPEED = 0.85  # yyb hash-object at >= 0.85 of in-process hashlib speed
+TARGET_HASH_RSS_MIB = 64.0  # peak RSS of yyb hash-object on a large file
+TARGET_WRITE_RATIO = 1.5  # hash-object -w vs cp + hash of the copy
+TARGET_BATCH_RATIO = 3.0  # cat-object --batch vs git cat-file --batch
+TARGET_DOCTOR_RATIO = 1.5  # doctor vs git fsck
+TARGET_STARTUP_MS = 80.0  # median wall time of `yyb cat-object -t OID`
+
+
+# --- results -----------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    """One line of the result table."""
+
+    benchmark: str
+    yyb: str
+    baseline: str
+    ratio: str
+    target: str
+    met: bool | None  # None: informational, no target
+
+    @property
+    def verdict(self) -> str:
+        return "—" if self.met is None else ("yes" if self.met else "**NO**")
+
+
+@dataclass
+class Report:
+    rows: list[Row] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, row: Row) -> None:
+        self.rows.append(row)
+        print(f"  -> {row.benchmark}: yyb {row.yyb} | baseline {row.baseline} | "
+              f"ratio {row.ratio} | target {row.target} | met {row.verdict}", file=sys.stderr)
+
+    def markdown(self) -> str:
+        lines = [
+            "| Benchmark | yyb | Baseline | Ratio | Target | Met |",
+            "|---|---|---|---|---|---|",
+        ]
+        for r in self.rows:
+            lines.append(f"| {r.benchmark} | {r.yyb} | {r.baseline} | {r.ratio} | {r.target} "
+                         f"| {r.verdict} |")
+        return "\n".join(lines)
+
+
+# --- child processes ---------------------------------------------------------------------
+
+
+@dataclass
+class ChildRun:
+    seconds: float
+    max_rss_mib: float
+    returncode: int
+
+
+def run_child(argv: Sequence[str], stdin: IO[bytes] | None = None,
+              stdout: IO[bytes] | int = subprocess.DEVNULL,
+              env: dict[str, str] | None = None, check: bool = True) -> ChildRun:
+    """Run ``argv`` to completion: wall time from spawn to exit, and the child's peak RSS."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdin=stdin if stdin is not None else subprocess.DEVNULL,
+                            stdout=stdout, stderr=subprocess.PIPE, env=env)
+    # Read stderr fully before reaping (it is small: error lines, a doctor summary).
+    err = proc.stderr.read() if proc.stderr else b""
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    code = os.waitstatus_to_exitcode(status)
+    proc.returncode = code  # reaped here; keep Popen from waiting again
+    if proc.stderr:
+        proc.stderr.close()
+    if check and code != 0:
+        raise SystemExit(f"bench: {' '.join(map(str, argv))} exited {code}:\n"
+                         f"{err.decode(errors='replace')}")
+    return ChildRun(seconds, usage.ru_maxrss / 1024.0, code)  # ru_maxrss is KiB on Linux
+
+
+def best_of(repeat: int, measure: Callable[[], ChildRun]) -> ChildRun:
+    """The fastest of ``repeat`` runs (its peak RSS is the largest seen over all runs)."""
+    runs = [measure() for _ in range(repeat)]
+    fastest = min(runs, key=lambda r: r.seconds)
+    return ChildRun(fastest.seconds, max(r.max_rss_mib for r in runs), fastest.returncode)
+
+
+def best_seconds(repeat: int, measure: Callable[[], float]) -> float:
+    return min(measure() for _ in range(repeat))
+
+
+def git_env(home: Path) -> dict[str, str]:
+    """An environment where no user or system Git configuration changes the measurement."""
+    env = dict(os.environ)
+    env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, HOME=str(home),
+               LC_ALL="C")
+    return env
+
+
+# --- data --------------------------------------------------------------------------------
+
+
+def make_big_file(path: Path, size_mib: int) -> None:
+    """``size_mib`` MiB of os.urandom, written in 1 MiB chunks."""
+    with open(path, "wb") as out:
+        for _ in range(size_mib):
+            out.write(os.urandom(CHUNK))
+
+
+def warm_file(path: Path) -> None:
+    """Read a file once so that the timed runs find it in the page cache."""
+    with open(path, "rb", buffering=0) as handle:
+        buffer = bytearray(CHUNK)
+        while handle.readinto(buffer):
+            pass
+
+
+def warm_tree(folder: Path) -> int:
+    """Read every file under ``folder`` once (page cache and dentry cache); return the count."""
+    count = 0
+    for root, _, files in os.walk(folder):
+        for name in files:
+            with open(os.path.join(root, name), "rb") as handle:
+                handle.read()
+            count += 1
+    return count
+
+
+def small_blobs(count: int, seed: int) -> Iterator[bytes]:
+    """``count`` random bodies of 50-2000 bytes; the same sequence for the same seed."""
+    rng = random.Random(seed)
+    for _ in range(count):
+        yield rng.randbytes(rng.randint(50, 2000))
+
+
+def build_yyb_store(path: Path, count: int, seed: int) -> list[tuple[str, int]]:
+    """A store holding ``count`` small blobs, written through the store API.
+
+    Returns (oid, size) in write order.
+    """
+    from yyb.store import Store
+
+    store, _ = Store.init(str(path))
+    written = []
+    for body in small_blobs(count, seed):
+        written.append((store.objects.put("blob", body), len(body)))
+    return written
+
+
+def build_git_repo(path: Path, count: int, seed: int, env: dict[str, str],
+                   scratch: Path) -> tuple[list[tuple[str, int]], str]:
+    """A fresh repository holding the same ``count`` blobs as loose objects.
+
+    The bodies are written to files under ``scratch`` and stored by
+    ``git hash-object -w --stdin-paths``. The repository uses SHA-256 object names when this
+    Git supports them (then its oids equal yyb's: both hash ``blob <size>\\0<body>``).
+    Returns ((oid, size) in write order, the object format).
+    """
+    fmt = "sha256"
+    init = subprocess.run(["git", "init", "-q", f"--object-format={fmt}", str(path)], env=env,
+                          capture_output=True)
+    if init.returncode != 0:
+        fmt = "sha1"
+        subprocess.run(["git", "init", "-q", str(path)], env=env, check=True)
+    scratch.mkdir(parents=True, exist_ok=True)
+    names, sizes = [], []
+    for i, body in enumerate(small_blobs(count, seed)):
+        name = scratch / f"{i:07d}"
+        name.write_bytes(body)
+        names.append(str(name))
+        sizes.append(len(body))
+    out = subprocess.run(["git", "-C", str(path), "hash-object", "-w", "--stdin-paths"],
+                         input=("\n".join(names) + "\n").encode(), env=env,
+                         capture_output=True, check=True)
+    shutil.rmtree(scratch)
+    oids = out.stdout.decode().split()
+    if len(oids) != count:
+        raise SystemExit(f"bench: git hash-object wrote {len(oids)} objects, expected {count}")
+    return list(zip(oids, sizes, strict=True)), fmt
+
+
+# --- formatting --------------------------------------------------------------------------
+
+
+def fmt_s(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def fmt_rate(size_bytes: int, seconds: float) -> str:
+    return f"{size_bytes / MIB / seconds:.0f} MiB/s"
+
+
+def fmt_size(size_mib: int) -> str:
+    return f"{size_mib // 1024} GiB" if size_mib % 1024 == 0 else f"{size_mib} MiB"
+
+
+# --- measurements ------------------------------------------------------------------------
+
+
+def hashlib_sha256(path: Path) -> tuple[str, float]:
+    """SHA-256 of a file in this process, 1 MiB reads; (hex digest, seconds)."""
+    start = time.perf_counter()
+    digest = hashlib.sha256()
+    buffer = bytearray(CHUNK)
+    view = memoryview(buffer)
+    with open(path, "rb", buffering=0) as handle:
+        while n := handle.readinto(buffer):
+            digest.update(view[:n])
+    return digest.hexdigest(), time.perf_counter() - start
+
+
+def bench_hash_object(report: Report, yyb: str, big: Path, size_mib: int, repeat: int,
+                      work: Path) -> None:
+    """yyb hash-object FILE (a child process, start-up included) vs hashlib in-process."""
+    print(f"[hash-object] {fmt_size(size_mib)} file, best of {repeat}", file=sys.stderr)
+    warm_file(big)
+    size = big.stat().st_size
+    out_path = work / "hash-object.out"
+
+    def once() -> ChildRun:
+        with open(out_path, "wb") as out:
+            return run_child([yyb, "hash-object", str(big)], stdout=out)
+
+    run = best_of(repeat, once)
+    oid = out_path.read_text().strip()
+    base = best_seconds(repeat, lambda: hashlib_sha256(big)[1])
+    # Sanity: the oid is the SHA-256 of "blob <size>\0" + the bytes.
+    expected = hashlib.sha256(b"blob %d\x00" % size)
+    with open(big, "rb") as handle:
+        while chunk := handle.read(CHUNK):
+            expected.update(chunk)
+    if oid != expected.hexdigest():
+        raise SystemExit(f"bench: yyb hash-object printed {oid}, expected {expected.hexdigest()}")
+    speed = base / run.seconds
+    report.add(Row(
+        f"`hash-object` {fmt_size(size_mib)} (speed vs hashlib)",
+        f"{fmt_s(run.seconds)} ({fmt_rate(size, run.seconds)})",
+        f"hashlib in-process: {fmt_s(base)} ({fmt_rate(size, base)})",
+        f"{speed:.2f}x speed", f">= {TARGET_HASH_SPEED}x", speed >= TARGET_HASH_SPEED))
+    report.add(Row(
+        f"`hash-object` {fmt_size(size_mib)} peak RSS", f"{run.max_rss_mib:.1f} MiB", "—", "—",
+        f"< {TARGET_HASH_RSS_MIB:.0f} MiB", run.max_rss_mib < TARGET_HASH_RSS_MIB))
+
+
+def bench_hash_object_write(report: Report, yyb: str, big: Path, size_mib: int, repeat: int,
+                            work: Path) -> None:
+    """yyb hash-object -w FILE into a fresh store vs cp FILE + SHA-256 of the copy."""
+    print(f"[hash-object -w] {fmt_size(size_mib)} file, best of {repeat}", file=sys.stderr)
+    from yyb.store import Store
+
+    warm_file(big)
+    size = big.stat().st_size
+    store_dir = work / "write-store"
+    Store.init(str(store_dir))
+    out_path = work / "hash-object-w.out"
+
+    def once() -> ChildRun:
+        with open(out_path, "wb") as out:
+            run = run_child([yyb, "--store", str(store_dir), "hash-object", "-w", str(big)],
+                            stdout=out)
+        oid = out_path.read_text().strip()
+        obj = store_dir / "objects" / oid[:2] / oid[2:]
+        if obj.stat().st_size <= size:
+            raise SystemExit(f"bench: {obj} was not written in full")
+        obj.unlink()  # so that every repeat is a fresh write, not the exists-already path
+        return run
+
+    run = best_of(repeat, once)
+    copy = work / "copy.bin"
+
+    def cp_then_hash(fsync: bool) -> float:
+        start = time.perf_counter()
+        subprocess.run(["cp", str(big), str(copy)], check=True)
+        if fsync:
+            fd = os.open(copy, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        hashlib_sha256(copy)
+        seconds = time.perf_counter() - start
+        copy.unlink()
+        return seconds
+
+    base = best_seconds(repeat, lambda: cp_then_hash(False))
+    base_sync = best_seconds(repeat, lambda: cp_then_hash(True))
+    ratio = run.seconds / base
+    report.add(Row(
+        f"`hash-object -w` {fmt_size(size_mib)} (time vs cp + hash)",
+        f"{fmt_s(run.seconds)} ({fmt_rate(size, run.seconds)}), peak RSS "
+        f"{run.max_rss_mib:.1f} MiB",
+        f"`cp` + hashlib of the copy: {fmt_s(base)}",
+        f"{ratio:.2f}x time", f"<= {TARGET_WRITE_RATIO}x", ratio <= TARGET_WRITE_RATIO))
+    report.add(Row(
+        f"`hash-object -w` {fmt_size(size_mib)} (vs cp + fsync + hash, info)",
+        f"{fmt_s(run.seconds)}",
+        f"`cp` + fsync + hashlib: {fmt_s(base_sync)}",
+        f"{run.seconds / base_sync:.2f}x time", "—", None))
+    shutil.rmtree(store_dir, ignore_errors=True)
+
+
+def _expected_batch_bytes(objects: list[tuple[str, int]]) -> int:
+    """Bytes of '<oid> blob <size>\\n<body>\\n' over all objects (yyb and git print the same)."""
+    return sum(len(f"{oid} blob {size}\n") + size + 1 for oid, size in objects)
+
+
+def bench_batch(report: Report, yyb: str, count: int, seed: int, repeat: int, work: Path,
+                env: dict[str, str]) -> None:
+    """yyb cat-object --batch vs git cat-file --batch, every id of ``count`` blobs on stdin."""
+    print(f"[batch] building a store and a Git repository of {count:,} blobs", file=sys.stderr)
+    store_dir, repo = work / "batch-store", work / "batch-repo"
+    ours = build_yyb_store(store_dir, count, seed)
+    theirs, fmt = build_git_repo(repo, count, seed, env, work / "batch-scratch")
+    ids_yyb, ids_git = work / "batch-ids-yyb", work / "batch-ids-git"
+    ids_yyb.write_text("".join(oid + "\n" for oid, _ in ours))
+    ids_git.write_text("".join(oid + "\n" for oid, _ in theirs))
+    warm_tree(store_dir / "objects")
+    warm_tree(repo / ".git" / "objects")
+    yyb_cmd = [yyb, "--store", str(store_dir), "cat-object", "--batch"]
+    git_cmd = ["git", "-C", str(repo), "cat-file", "--batch"]
+
+    # One untimed run each, to a file: checks the output is complete (and warms up further).
+    check_out = work / "batch-check.out"
+    for cmd, ids, objects in ((yyb_cmd, ids_yyb, ours), (git_cmd, ids_git, theirs)):
+        with open(ids, "rb") as stdin, open(check_out, "wb") as out:
+            run_child(cmd, stdin=stdin, stdout=out, env=env)
+        got, want = check_out.stat().st_size, _expected_batch_bytes(objects)
+        if got != want:
+            raise SystemExit(f"bench: {cmd[0]} --batch printed {got} bytes, expected {want}")
+    check_out.unlink()
+
+    def timed(cmd: list[str], ids: Path) -> ChildRun:
+        with open(ids, "rb") as stdin:
+            return run_child(cmd, stdin=stdin, env=env)
+
+    print(f"[batch] timing, best of {repeat}", file=sys.stderr)
+    for extra, label, target in (([], "", True), (["--buffer"], " `--buffer`", False)):
+        ours_run = best_of(repeat, lambda e=extra: timed(yyb_cmd + e, ids_yyb))
+        git_run = best_of(repeat, lambda e=extra: timed(git_cmd + e, ids_git))
+        ratio = ours_run.seconds / git_run.seconds
+        report.add(Row(
+            f"`cat-object --batch`{label}, {count:,} blobs (vs `git cat-file --batch`{label})",
+            f"{fmt_s(ours_run.seconds)} ({count / ours_run.seconds:,.0f} obj/s), "
+            f"RSS {ours_run.max_rss_mib:.0f} MiB",
+            f"git ({fmt}): {fmt_s(git_run.seconds)} ({count / git_run.seconds:,.0f} obj/s)",
+            f"{ratio:.2f}x time",
+            f"<= {TARGET_BATCH_RATIO}x" if target else "—",
+            (ratio <= TARGET_BATCH_RATIO) if target else None))
+    shutil.rmtree(store_dir, ignore_errors=True)
+    shutil.rmtree(repo, ignore_errors=True)
+
+
+def bench_doctor(report: Report, yyb: str, count: int, seed: int, repeat: int, work: Path,
+                 env: dict[str, str]) -> None:
+    """yyb doctor over ``count`` loose blobs vs git fsck over the same blobs, loose."""
+    print(f"[doctor] building a store and a Git repository of {count:,} blobs "
+          f"(the store fsyncs every object: this takes a while)", file=sys.stderr)
+    store_dir, repo = work / "doctor-store", work / "doctor-repo"
+    build_yyb_store(store_dir, count, seed)
+    _, fmt = build_git_repo(repo, count, seed, env, work / "doctor-scratch")
+    warm_tree(store_dir / "objects")
+    warm_tree(repo / ".git" / "objects")
+    out_path = work / "doctor.out"
+
+    def timed(cmd: list[str], marker: str) -> ChildRun:
+        # Both print one line per dangling blob (every blob here): to a file, then counted.
+        with open(out_path, "wb") as out:
+            run = run_child(cmd, stdout=out, env=env)
+        with open(out_path, "rb") as handle:
+            lines = sum(1 for line in handle if line.startswith(marker.encode()))
+        if lines != count:
+            raise SystemExit(f"bench: {cmd[0]} reported {lines} dangling blobs, expected {count}")
+        return run
+
+    print(f"[doctor] timing, best of {repeat}", file=sys.stderr)
+    ours = best_of(repeat, lambda: timed([yyb, "--store", str(store_dir), "doctor"],
+                                         "info dangling "))
+    theirs = best_of(repeat, lambda: timed(["git", "-C", str(repo), "fsck"], "dangling blob "))
+    ratio = ours.seconds / theirs.seconds
+    report.add(Row(
+        f"`doctor`, {count:,} loose blobs (vs `git fsck`)",
+        f"{fmt_s(ours.seconds)} ({count / ours.seconds:,.0f} obj/s), "
+        f"RSS {ours.max_rss_mib:.0f} MiB",
+        f"git fsck ({fmt}): {fmt_s(theirs.seconds)} ({count / theirs.seconds:,.0f} obj/s), "
+        f"RSS {theirs.max_rss_mib:.0f} MiB",
+        f"{ratio:.2f}x time", f"<= {TARGET_DOCTOR_RATIO}x", ratio <= TARGET_DOCTOR_RATIO))
+    out_path.unlink(missing_ok=True)
+    shutil.rmtree(store_dir, ignore_errors=True)
+    shutil.rmtree(repo, ignore_errors=True)
+
+
+def _median_ms(argv: list[str], runs: int) -> float:
+    run_child(argv)  # warm-up, untimed
+    return statistics.median(run_child(argv).seconds for _ in range(runs)) * 1000
+
+
+def _import_profile(argv: list[str]) -> tuple[set[str], list[tuple[int, str]]]:
+    """Run ``python -X importtime`` on a command: (top-level packages, slowest top imports)."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", *argv], capture_output=True,
+                          check=True)
+    packages: set[str] = set()
+    top: list[tuple[int, str]] = []
+    for line in proc.stderr.decode().splitlines():
+        if not line.startswith("import time:") or "|" not in line:
+            continue
+        _, cumulative, name = line.split("|", 2)
+        if not cumulative.strip().isdigit():
+            continue  # the header line
+        packages.add(name.strip().split(".")[0])
+        if not name.startswith("  "):  # an import made by the program, not by another module
+            top.append((int(cumulative), name.strip()))
+    return packages, sorted(top, reverse=True)[:6]
+
+
+def bench_startup(report: Report, yyb: str, runs: int, work: Path) -> None:
+    """Median wall time of `yyb cat-object -t OID`; which heavy modules plumbing imports."""
+    print(f"[startup] median of {runs} runs", file=sys.stderr)
+    from yyb.store import Store
+
+    store_dir = work / "startup-store"
+    store, _ = Store.init(str(store_dir))
+    oid = store.objects.put("blob", b"hello\n")
+    cat = [yyb, "--store", str(store_dir), "cat-object", "-t", oid]
+    python_ms = _median_ms([sys.executable, "-c", "pass"], runs)
+    cat_ms = _median_ms(cat, runs)
+    report.add(Row(
+        f"start-up: `cat-object -t OID`, median of {runs}",
+        f"{cat_ms:.1f} ms", f"`python -c pass`: {python_ms:.1f} ms",
+        f"+{cat_ms - python_ms:.1f} ms", f"< {TARGET_STARTUP_MS:.0f} ms",
+        cat_ms < TARGET_STARTUP_MS))
+
+    sample = work / "startup-sample"
+    sample.write_bytes(b"x" * 1000)
+    commands = {"cat-object -t": cat, "hash-object": [yyb, "hash-object", str(sample)]}
+    loaded: set[str] = set()
+    slowest: list[tuple[int, str]] = []
+    for name, argv in commands.items():
+        packages, top = _import_profile(argv)
+        loaded |= packages
+        if name == "cat-object -t":
+            slowest = top
+    heavy = sorted(m for m in HEAVY_MODULES if m in loaded)
+    report.add(Row(
+        "plumbing imports none of " + ", ".join(HEAVY_MODULES),
+        "imports: " + (", ".join(heavy) if heavy else "none of them"),
+        "`-X importtime` of `cat-object -t` and `hash-object`", "—", "none imported",
+        not heavy))
+    report.notes.append(
+        "Slowest top-level imports of `yyb cat-object -t` (`-X importtime`, cumulative): "
+        + ", ".join(f"{name} {us / 1000:.1f} ms" for us, name in slowest) + ".")
+    shutil.rmtree(store_dir, ignore_errors=True)
+
+
+# --- main --------------------------------------------------------------------------------
+
+
+def describe_machine() -> list[str]:
+    def first_line(argv: list[str]) -> str:
+        try:
+            return subprocess.run(argv, capture_output=True, text=True).stdout.strip()
+        except OSError:
+            return "(not found)"
+
+    return [
+        f"- date: {datetime.datetime.now().astimezone().strftime('%Y-%m-%d %H:%M %Z')}",
+        f"- machine: {platform.machine()}, {os.cpu_count()} CPUs "
+        f"(`nproc`: {first_line(['nproc'])}), {platform.system()} {platform.release()}",
+        f"- python: {platform.python_version()} ({sys.executable})",
+        f"- git: {first_line(['git', '--version'])}",
+    ]
+
+
+def find_yyb(explicit: str | None) -> str:
+    """The yyb executable next to this Python (so the venv's python runs the venv's yyb)."""
+    candidate = Path(explicit) if explicit else Path(sys.executable).parent / "yyb"
+    if not os.access(candidate, os.X_OK):
+        raise SystemExit(f"bench: no yyb executable at {candidate} (install yyb into this "
+                         "Python's environment, or pass --yyb PATH)")
+    return str(candidate)
+
+
+BENCHMARKS = ("hash", "write", "batch", "doctor", "startup")
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true",
+                        help="small sizes for a smoke run: 64 MiB, 2,000 batch objects, "
+                        "10,000 doctor objects (explicit size options still win)")
+    parser.add_argument("--size-mib", type=int, help="size of the large file (default 1024)")
+    parser.add_argument("--batch-objects", type=int,
+                        help="objects for the cat-object --batch run (default 20000)")
+    parser.add_argument("--objects", type=int,
+                        help="objects for the doctor / git fsck run (default 100000)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="run each heavy measurement N times and keep the best (default 1)")
+    parser.add_argument("--startup-runs", type=int, default=20,
+                        help="runs for the start-up median (default 20)")
+    parser.add_argument("--only", action="append", choices=BENCHMARKS,
+                        help="run only this measurement (repeatable)")
+    parser.add_argument("--seed", type=int, default=20240601, help="seed of the small objects")
+    parser.add_argument("--workdir", help="scratch folder (default: a new temp folder, removed)")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    parser.add_argument("--yyb", help="the yyb executable (default: next to sys.executable)")
+    args = parser.parse_args(argv)
+    quick = args.quick
+    args.size_mib = args.size_mib or (64 if quick else 1024)
+    args.batch_objects = args.batch_objects or (2_000 if quick else 20_000)
+    args.objects = args.objects or (10_000 if quick else 100_000)
+    args.only = args.only or list(BENCHMARKS)
+    if min(args.size_mib, args.batch_objects, args.objects, args.repeat,
+           args.startup_runs) < 1:
+        parser.error("sizes, counts and --repeat must be positive")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    yyb = find_yyb(args.yyb)
+    if shutil.which("git") is None and {"batch", "doctor"} & set(args.only):
+        raise SystemExit("bench: git is needed for the batch and doctor comparisons")
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="yyb-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    env = git_env(work)
+    report = Report()
+    print(f"bench: yyb {yyb}, scratch {work}", file=sys.stderr)
+    try:
+        if {"hash", "write"} & set(args.only):
+            big = work / "big.bin"
+            print(f"bench: writing {fmt_size(args.size_mib)} of random bytes", file=sys.stderr)
+            make_big_file(big, args.size_mib)
+            if "hash" in args.only:
+                bench_hash_object(report, yyb, big, args.size_mib, args.repeat, work)
+            if "write" in args.only:
+                bench_hash_object_write(report, yyb, big, args.size_mib, args.repeat, work)
+            big.unlink()
+        if "batch" in args.only:
+            bench_batch(report, yyb, args.batch_objects, args.seed, args.repeat, work, env)
+        if "doctor" in args.only:
+            bench_doctor(report, yyb, args.objects, args.seed, args.repeat, work, env)
+        if "startup" in args.only:
+            bench_startup(report, yyb, args.startup_runs, work)
+    finally:
+        if not (args.keep or args.workdir):
+            shutil.rmtree(work, ignore_errors=True)
+
+    print()
+    print("\n".join(describe_machine()))
+    print(f"- sizes: file {fmt_size(args.size_mib)}, batch {args.batch_objects:,} objects, "
+          f"doctor {args.objects:,} objects (50-2000 random bytes each), best of {args.repeat}")
+    print("- warm cache: the page cache cannot be dropped without root, so every input was "
+          "read once before it was timed; child processes are timed from spawn to exit "
+          "(start-up included); peak RSS is ru_maxrss from wait4()")
+    for note in report.notes:
+        print(f"- {note}")
+    print()
+    print(report.markdown())
+    missed = [r.benchmark for r in report.rows if r.met is False]
+    print()
+    print("All targets met." if not missed else "Targets missed: " + "; ".join(missed))
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
