@@ -90,7 +90,8 @@ def yyb(disk_store: Store) -> Yyb:
     return Yyb(disk_store.path)
 
 
-def run_yyb(*args: str, input: bytes | None = None, env: dict | None = None):
+def run_yyb(*args: str, input: bytes | None = None, env: dict | None = None,
+            cwd: str | None = None):
     """A real subprocess run of the CLI, for pipelines, signals and tracebacks."""
     return subprocess.run([sys.executable, "-m", "yyb", *args], input=input,
-                          capture_output=True, env=env, timeout=120)
+                          capture_output=True, env=env, cwd=cwd, timeout=120)

@@ -125,7 +125,7 @@ def cat_object(ctx, mode, buffer, name):
         except NotFound:
             return 1
         except CorruptObject as exc:
-            sys.stderr.write(f"yyb: error: {exc.message}\n")
+            click.echo(f"yyb: error: {exc.message}", err=True)
             return 1
         return 0
     oid = store.rev_parse(name)
