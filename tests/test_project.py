@@ -63,3 +63,15 @@ def test_every_schema_is_a_valid_json_schema():
         jsonschema.validators.validator_for(schema).check_schema(schema)
         version = path.name.removesuffix(".schema.json")
         assert schema["properties"]["schema_version"] == {"const": version}
+
+
+def test_every_package_is_listed_in_pyproject():
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+                 ["packages"])
+    found = {
+        ".".join(path.parent.relative_to(ROOT).parts)
+        for path in (ROOT / "yyb").rglob("__init__.py")
+    }
+    assert found <= listed, found - listed

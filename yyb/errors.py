@@ -72,12 +72,16 @@ class InvalidRefName(UsageError):
 
 
 class InvalidRecord(UsageError):
-    """A value that cannot be encoded as a canonical record; ``path`` is a JSON path."""
+    """A value that cannot be encoded as a canonical record; ``path`` is a JSON path.
 
-    def __init__(self, path: str, reason: str):
+    ``parts`` holds the same location as a tuple of keys and indexes when it is known.
+    """
+
+    def __init__(self, path: str, reason: str, parts: tuple = ()):
         super().__init__(f"{path}: {reason}")
         self.path = path
         self.reason = reason
+        self.parts = parts
 
 
 class SchemaViolation(UsageError):

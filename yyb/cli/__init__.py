@@ -26,6 +26,10 @@ COMMANDS = {
     "doctor": "yyb.cli.check:doctor",
     "store": "yyb.cli.store:store",
     "example": "yyb.cli.example:example",
+    "init": "yyb.cli.plans:init",
+    "validate": "yyb.cli.plans:validate",
+    "plan": "yyb.cli.plans:plan",
+    "authorize": "yyb.cli.plans:authorize",
 }
 
 
@@ -50,18 +54,26 @@ class LazyGroup(click.Group):
     help="The object store (default: $YYB_STORE, else a per-repository folder under "
     "$XDG_STATE_HOME/yyb/stores).",
 )
+@click.option(
+    "--config",
+    "config_path",
+    metavar="FILE",
+    envvar="YYB_CONFIG",
+    help="The configuration (default: yylo-benchmark.config.json at the repository top).",
+)
 @click.version_option(__version__, prog_name="yyb")
 @click.pass_context
-def cli(ctx: click.Context, store_path: str | None) -> None:
+def cli(ctx: click.Context, store_path: str | None, config_path: str | None) -> None:
     """yyb: coding-agent runs as evidence anyone can re-verify offline.
 
     Exit codes: 0 ok, 1 a check failed or a named thing is missing, 2 bad input or usage.
     """
-    ctx.obj = {"store_path": store_path}
+    ctx.obj = {"store_path": store_path, "config_path": config_path}
 
 
 def _fail(message: str, code: int) -> int:
-    sys.stderr.write(f"yyb: error: {message}\n")
+    for line in message.splitlines() or [""]:
+        sys.stderr.write(f"yyb: error: {line}\n")
     sys.stderr.flush()
     return code
 

@@ -17,9 +17,24 @@ def store_path(ctx: click.Context) -> str:
     return resolve_store_path(ctx.find_root().obj.get("store_path"), os.getcwd(), os.environ)
 
 
-def open_store(ctx: click.Context) -> Store:
-    """Open the store named by --store / YYB_STORE / the default (StoreNotFound if absent)."""
-    return Store.open(store_path(ctx))
+def open_store(ctx: click.Context, create: bool = False) -> Store:
+    """Open the store named by --store / YYB_STORE / the default.
+
+    Plumbing requires an existing store (StoreNotFound otherwise); porcelain that records
+    evidence passes ``create=True`` and gets a new store where there was none.
+    """
+    path = store_path(ctx)
+    if create:
+        return Store.init(path)[0]
+    return Store.open(path)
+
+
+def load_config(ctx: click.Context):
+    """The configuration named by --config, else the one at the top of the repository."""
+    from yyb import config
+
+    path = ctx.find_root().obj.get("config_path") or config.default_path(os.getcwd())
+    return config.load(path)
 
 
 def emit_findings(findings: Iterable, as_json: bool) -> tuple[int, int]:

@@ -103,7 +103,7 @@ def encode(value: dict) -> bytes:
     try:
         canon = _canon(value, 0, ())
     except _Fault as fault:
-        raise InvalidRecord(json_path(fault.path), fault.reason) from None
+        raise InvalidRecord(json_path(fault.path), fault.reason, fault.path) from None
     return msgpack.packb(canon, **_packer_options)
 
 
@@ -231,7 +231,7 @@ def from_json(text: str | bytes) -> dict:
             raise _Fault((), "a record must be a JSON object")
         _canon(value, 0, ())
     except _Fault as fault:
-        raise InvalidRecord(json_path(fault.path), fault.reason) from None
+        raise InvalidRecord(json_path(fault.path), fault.reason, fault.path) from None
     except RecursionError:
         raise InvalidRecord("$", f"nesting deeper than {MAX_DEPTH} levels") from None
     return value

@@ -118,6 +118,13 @@ class ObjectStore:
         """Validate and store a record value; return its oid."""
         return self.put("record", record_body(value))
 
+    def put_many(self, items: list[tuple[str, bytes]]) -> list[str]:
+        """Store many (kind, body) pairs; return their oids in order.
+
+        Each object is as durable as with ``put``; a store may write them concurrently.
+        """
+        return [self.put(kind, body) for kind, body in items]
+
     def put_blob_file(self, stream: BinaryIO, size: int) -> str:
         """Store ``size`` bytes read from ``stream`` as a blob; return its oid."""
         return self.put("blob", stream.read(size))
@@ -229,6 +236,30 @@ class DiskObjects(ObjectStore):
         except OSError as exc:
             raise file.io_error(subdir, exc) from exc
         file.write_atomic(self.path(oid), data, mode=0o444)
+
+    def put_many(self, items: list[tuple[str, bytes]]) -> list[str]:
+        """Write missing objects from a small thread pool.
+
+        Each write still fsyncs its file and folder; running them concurrently lets the file
+        system commit many fsyncs together, several times faster than one after another.
+        """
+        from concurrent.futures import ThreadPoolExecutor
+
+        oids = []
+        todo: dict[str, bytes] = {}
+        for kind, body in items:
+            oid = hash_object(kind, body)
+            oids.append(oid)
+            if oid not in todo and not self.contains(oid):
+                todo[oid] = header(kind, len(body)) + body
+        if len(todo) < 8:
+            for oid, data in todo.items():
+                self._write(oid, data)
+            return oids
+        with ThreadPoolExecutor(max_workers=16) as pool:
+            for _ in pool.map(lambda item: self._write(*item), todo.items()):
+                pass
+        return oids
 
     def put_blob_file(self, stream: BinaryIO, size: int) -> str:
         """Stream a blob into a temp file while hashing it, then rename it into place."""

@@ -53,6 +53,17 @@ def _validator(schema_version: str) -> Any:
     return cls(schema, format_checker=cls.FORMAT_CHECKER)
 
 
+def problems(value: Any, schema_version: str) -> list[tuple[tuple, str]]:
+    """Every way ``value`` breaks its schema: (path parts, reason), sorted by path."""
+    if load_schema(schema_version) is None:
+        return [(("schema_version",), f"no schema is known for {schema_version!r}")]
+    found = []
+    for error in _validator(schema_version).iter_errors(value):
+        message = error.message if len(error.message) <= 240 else error.message[:237] + "..."
+        found.append((tuple(error.absolute_path), message))
+    return sorted(found, key=lambda item: ([str(p) for p in item[0]], item[1]))
+
+
 def problem(value: dict, schema_version: str) -> tuple[str, str] | None:
     """Return (JSON path, reason) for the first way ``value`` breaks its schema, or None."""
     if load_schema(schema_version) is None:

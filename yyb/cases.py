@@ -1,0 +1,196 @@
+"""Benchmark cases: ledger task files that opted in, their validation and their identity.
+
+A task file is Markdown that opens with a YAML front-matter block between two ``---`` lines.
+The block carries ``id``, ``title``, ``tags`` and ``fields``; the task is a benchmark case when
+``tags`` holds ``benchmark-case`` and ``fields.benchmark`` names the repository, base commit,
+case version, category, grader profile and optional wiki paths. The bytes after the closing
+``---`` line are the prompt. docs/cases.md defines the three identity hashes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+from yyb.config import Config
+from yyb.errors import UsageError
+from yyb.store import codec
+
+CASE_SCHEMA = "yylo_benchmark_case.v2"
+TAG = "benchmark-case"
+CASE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+REQUIRED = ("repository", "base_commit", "case_version", "category", "grader_profile")
+
+
+class CaseError(UsageError):
+    """A task that is not a valid benchmark case; ``field`` names what is missing or wrong."""
+
+    def __init__(self, path: str, field: str, reason: str):
+        super().__init__(f"{path}: {field}: {reason}" if field else f"{path}: {reason}")
+        self.path = path
+        self.field = field
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Task:
+    """A parsed task file: its exact bytes, front matter, and prompt bytes."""
+
+    path: str
+    data: bytes
+    front: dict
+    prompt: bytes
+
+
+def _split(data: bytes, path: str) -> tuple[bytes, bytes]:
+    """(front-matter text, prompt bytes)."""
+    lines = data.splitlines(keepends=True)
+    if not lines or lines[0].rstrip(b"\r\n") != b"---":
+        raise CaseError(path, "", "missing front matter (the file must open with a '---' line)")
+    for i, line in enumerate(lines[1:], start=1):
+        if line.rstrip(b"\r\n") == b"---":
+            return b"".join(lines[1:i]), b"".join(lines[i + 1:])
+    raise CaseError(path, "", "front matter is not closed by a '---' line")
+
+
+def parse_task(data: bytes, path: str) -> Task:
+    """Parse a task file without judging whether it is a benchmark case.
+
+    Raises:
+        CaseError: missing or malformed front matter.
+    """
+    import yaml
+
+    front_text, prompt = _split(data, path)
+    try:
+        # BaseLoader keeps every scalar a string: a hex commit of digits stays text.
+        front = yaml.load(front_text.decode("utf-8"), Loader=yaml.BaseLoader)
+    except UnicodeDecodeError:
+        raise CaseError(path, "", "front matter is not UTF-8") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 2}" if mark is not None else ""
+        raise CaseError(path, "", f"front matter is not valid YAML{where}") from None
+    if not isinstance(front, dict):
+        raise CaseError(path, "", "front matter must be a YAML mapping")
+    return Task(path, data, front, prompt)
+
+
+def _text(value: object, path: str, field: str) -> str:
+    if value is None:
+        raise CaseError(path, field, "missing")
+    if not isinstance(value, str) or not value.strip():
+        raise CaseError(path, field, "must be a non-empty string")
+    return value
+
+
+def benchmark_fields(task: Task) -> dict:
+    """Check the case's own fields (no repository or configuration needed) and return them."""
+    path, front = task.path, task.front
+    case_id = _text(front.get("id"), path, "id")
+    if not CASE_ID.fullmatch(case_id):
+        raise CaseError(path, "id", f"{case_id!r} is not a case id (letters, digits, . _ -; "
+                        "at most 128)")
+    title = _text(front.get("title"), path, "title")
+    tags = front.get("tags")
+    if tags is None:
+        raise CaseError(path, "tags", "missing")
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise CaseError(path, "tags", "must be a list of strings")
+    if TAG not in tags:
+        raise CaseError(path, "tags", f"does not contain {TAG!r}: not a benchmark case")
+    fields = front.get("fields")
+    if not isinstance(fields, dict):
+        raise CaseError(path, "fields", "missing" if fields is None else "must be a mapping")
+    bench = fields.get("benchmark")
+    if not isinstance(bench, dict):
+        raise CaseError(path, "fields.benchmark",
+                        "missing" if bench is None else "must be a mapping")
+    out = {name: _text(bench.get(name), path, f"fields.benchmark.{name}") for name in REQUIRED}
+    wiki = bench.get("wiki_paths", [])
+    if not isinstance(wiki, list) or not all(isinstance(w, str) and w for w in wiki):
+        raise CaseError(path, "fields.benchmark.wiki_paths", "must be a list of paths")
+    for i, item in enumerate(wiki):
+        parts = item.strip("/").split("/")
+        if item.startswith("/") or ".." in parts or "" in parts:
+            raise CaseError(path, f"fields.benchmark.wiki_paths[{i}]",
+                            f"{item!r} must be a relative path inside the repository")
+    if len(set(wiki)) != len(wiki):
+        raise CaseError(path, "fields.benchmark.wiki_paths", "lists a path twice")
+    return {"case_id": case_id, "title": title, "tags": sorted(tags), **out, "wiki_paths": wiki}
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def input_hash(identity: dict) -> str:
+    """SHA-256 of the canonical MessagePack of the identity map (docs/cases.md)."""
+    keys = ("base_commit", "case_id", "case_version", "category", "grader_profile",
+            "prompt_hash", "repository", "task_hash", "wiki")
+    return sha256(codec.encode({k: identity[k] for k in keys}))
+
+
+def validate(task: Task, config: Config) -> dict:
+    """Validate a task as a benchmark case against the configuration and its repository.
+
+    Returns the case record value (without links), including its identity hashes.
+
+    Raises:
+        CaseError / UsageError: the exact field or check that failed.
+    """
+    from yyb.harness import source
+
+    fields = benchmark_fields(task)
+    path = task.path
+    profile = fields["grader_profile"]
+    if profile not in config.evaluators():
+        raise CaseError(path, "fields.benchmark.grader_profile",
+                        f"{profile!r} is not a configured evaluator")
+    repo_id = fields["repository"]
+    repo_path = config.repository_path(repo_id)
+    if repo_path is None:
+        raise CaseError(path, "fields.benchmark.repository",
+                        f"unknown repository {repo_id!r} (not in the configuration)")
+    repo = source.open_repository(repo_path)
+    commit = source.commit_at(repo, fields["base_commit"], f"{path}: fields.benchmark.base_commit")
+    wiki = []
+    for i, item in enumerate(fields["wiki_paths"]):
+        digest = source.entry_digest(repo, commit, item)
+        if digest is None:
+            raise CaseError(path, f"fields.benchmark.wiki_paths[{i}]",
+                            f"{item!r} does not exist at {fields['base_commit']}")
+        wiki.append(digest)
+    identity = {
+        "case_id": fields["case_id"],
+        "repository": repo_id,
+        "base_commit": fields["base_commit"],
+        "case_version": fields["case_version"],
+        "category": fields["category"],
+        "grader_profile": profile,
+        "task_hash": sha256(task.data),
+        "prompt_hash": sha256(task.prompt),
+        "wiki": sorted(wiki, key=lambda w: w["path"].encode()),
+    }
+    identity["input_hash"] = input_hash(identity)
+    return {"schema_version": CASE_SCHEMA, "title": fields["title"], "tags": fields["tags"],
+            **identity}
+
+
+def load_case(path: str, config: Config) -> tuple[Task, dict]:
+    """Read, parse and validate the task file at ``path``."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    task = parse_task(data, path)
+    return task, validate(task, config)
+
+
+def write_case(store, task: Task, case: dict) -> str:
+    """Store the task and prompt blobs and the case record; return the record's oid."""
+    task_oid = store.objects.put("blob", task.data)
+    prompt_oid = store.objects.put("blob", task.prompt)
+    return store.objects.put_record(dict(case, links={"task": task_oid, "prompt": prompt_oid}))

@@ -1,0 +1,211 @@
+"""Planning porcelain: init, validate, plan, plan show, authorize. All zero-dispatch."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import click
+
+from yyb.cli.context import load_config, open_store
+from yyb.errors import UsageError
+
+
+@click.command("init")
+@click.option("--stdout", "to_stdout", is_flag=True, help="Print the configuration instead.")
+def init(to_stdout):
+    """Write yylo-benchmark.config.json at the top of the current repository.
+
+    An existing file is never overwritten. Replace the placeholders with approved profiles.
+    """
+    from yyb import config
+    from yyb.store.location import find_repository
+
+    root = find_repository(os.getcwd())
+    if root is None and not to_stdout:
+        raise UsageError(f"not inside a Git repository: {os.getcwd()} (use --stdout)")
+    name = os.path.basename(root) if root else "source"
+    data = config.template(name)
+    if to_stdout:
+        click.echo(config.render(data), nl=False)
+        return 0
+    path = os.path.join(root, config.CONFIG_NAME)
+    config.write_new(path, data)
+    click.echo(path)
+    return 0
+
+
+@click.command("validate")
+@click.option("--task", "task_path", required=True, metavar="FILE", help="The task file.")
+@click.option("--write", is_flag=True, help="Store the case record under refs/cases/<id>.")
+@click.option("--json", "as_json", is_flag=True, help="Print the identity as JSON.")
+@click.pass_context
+def validate(ctx, task_path, write, as_json):
+    """Check that a task is a valid benchmark case and print its identity.
+
+    Nothing is written unless --write is given; the task file is never touched.
+    """
+    from yyb import cases
+
+    config = load_config(ctx)
+    task, case = cases.load_case(task_path, config)
+    identity = {"case_id": case["case_id"], "task_hash": case["task_hash"],
+                "prompt_hash": case["prompt_hash"], "input_hash": case["input_hash"]}
+    if write:
+        store = open_store(ctx, create=True)
+        oid = cases.write_case(store, task, case)
+        ref = f"refs/cases/{case['case_id']}"
+        if store.refs.read(ref) != oid:
+            store.refs.update(ref, oid, reason=f"case {case['case_id']} {case['case_version']}")
+        identity["record"] = oid
+    if as_json:
+        click.echo(json.dumps(identity, indent=2))
+    else:
+        for key, value in identity.items():
+            click.echo(f"{key} {value}")
+    return 0
+
+
+@click.group("plan", invoke_without_command=True)
+@click.option("--task", "tasks", multiple=True, metavar="FILE", help="A case (repeatable).")
+@click.option("--workflow", metavar="FILE", help="A Workflow Runner YAML file.")
+@click.option("--models", metavar="M1,M2", help="Exact provider/model ids or :selectors.")
+@click.option("--attempts", type=int, default=1, show_default=True, help="Attempts per cell.")
+@click.option("--max-usd", metavar="X", help="Aggregate ceiling for task plans (default 20).")
+@click.option("--controlled-model-variable", metavar="NAME",
+              help="Workflow variable that carries the model (a model_only comparison).")
+@click.option("--var", "variables", multiple=True, metavar="K=V", help="Workflow variable.")
+@click.option("--output", metavar="PLAN.json", help="The plan file to create.")
+@click.option("--dry-run", is_flag=True, help="Accepted: planning never dispatches anything.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.pass_context
+def plan(ctx, tasks, workflow, models, attempts, max_usd, controlled_model_variable,
+         variables, output, dry_run, as_json):
+    """Freeze cases (or a workflow) x models x attempts into an immutable plan.
+
+    Writes the plan's records to the store under refs/plans/<oid> and the plan file to
+    --output. Planning never dispatches anything: dispatch_count is always 0.
+    """
+    if ctx.invoked_subcommand is not None:
+        return None
+    from yyb.plans import build, planfile
+
+    if bool(tasks) == bool(workflow):
+        raise click.UsageError("give --task FILE (one or more) or --workflow FILE")
+    if not models:
+        raise click.UsageError("--models is required")
+    if not output:
+        raise click.UsageError("--output is required")
+    if workflow and max_usd is not None:
+        raise click.UsageError("--max-usd applies to task plans only")
+    if tasks and (controlled_model_variable or variables):
+        raise click.UsageError("--controlled-model-variable and --var apply to workflow plans")
+    config = load_config(ctx)
+    planfile.check_output_free(output)
+    if tasks:
+        built = build.task_plan(config, list(tasks), models, attempts, max_usd)
+    else:
+        built = build.workflow_plan(config, workflow, models, attempts,
+                                    controlled_model_variable, list(variables))
+    store = open_store(ctx, create=True)
+    build.write(store, built)
+    planfile.write_new(output, planfile.render(built.oid, built.records))
+    summary = {"plan": built.oid, "file": output, "kind": built.experiment["kind"],
+               "attempt_count": built.experiment["attempt_count"],
+               "comparison": built.experiment["comparison"], "dispatch_count": 0}
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+    else:
+        for key, value in summary.items():
+            click.echo(f"{key}: {value}" if key == "dispatch_count" else f"{key} {value}")
+    return 0
+
+
+def load_plan(ctx, name: str) -> tuple[str, dict[str, dict]]:
+    """A plan named by a plan file path, or by an oid or ref in the store."""
+    from yyb.plans import planfile
+
+    if os.path.exists(name):
+        return planfile.load(name)
+    store = open_store(ctx)
+    oid = store.rev_parse(name)
+    experiment = store.objects.get_record(oid)
+    if experiment.get("schema_version") != "yylo_benchmark_experiment_plan.v2":
+        raise UsageError(f"{name} is not an experiment plan")
+    records = {oid: experiment}
+    for linked in experiment["links"]["attempts"]:
+        records[linked] = store.objects.get_record(linked)
+    return oid, records
+
+
+@plan.command("show")
+@click.argument("name", metavar="PLAN")
+@click.option("--json", "as_json", is_flag=True, help="The whole matrix as JSON.")
+@click.pass_context
+def show(ctx, name, as_json):
+    """Print a plan's matrix and budget (PLAN: a plan file, or an oid or ref in the store)."""
+    from yyb.plans.budget import format_usd
+
+    oid, records = load_plan(ctx, name)
+    plan_value = records[oid]
+    attempts = [records[a] for a in plan_value["links"]["attempts"]]
+    rows = [{"oid": a, "ordinal": r["ordinal"], "case_id": r["case_id"],
+             "model": r["model"]["resolved"], "attempt": r["attempt"],
+             "ceiling_micros": (r["budget"] or {}).get("ceiling_micros")}
+            for a, r in zip(plan_value["links"]["attempts"], attempts, strict=True)]
+    if as_json:
+        doc = {"plan": oid, **{k: plan_value[k] for k in (
+            "kind", "comparison", "attempt_count", "attempts_per_cell", "models", "cases",
+            "budget", "tool_policy", "timeout_ms", "versions")},
+            "evaluators": plan_value["evaluators"]["selected"], "attempts": rows}
+        click.echo(json.dumps(doc, indent=2))
+        return 0
+    out = sys.stdout
+    spend = plan_value["budget"]
+    out.write(f"plan {oid}\n")
+    out.write(f"kind {plan_value['kind']}, comparison {plan_value['comparison']}\n")
+    out.write(f"cases {len(plan_value['cases'])}, models {len(plan_value['models'])}, "
+              f"attempts per cell {plan_value['attempts_per_cell']}: "
+              f"{plan_value['attempt_count']} attempts\n")
+    if spend:
+        extra = (f" (+0.000001 for the first {spend['remainder_micros']})"
+                 if spend["remainder_micros"] else "")
+        out.write(f"budget {format_usd(spend['total_micros'])} total; "
+                  f"{format_usd(spend['per_attempt_micros'])} per attempt{extra}\n")
+    else:
+        out.write("budget none (workflow plans carry no spend grant)\n")
+    for model in plan_value["models"]:
+        arrow = (f"{model['requested']} -> {model['resolved']}"
+                 if model["requested"] != model["resolved"] else model["resolved"])
+        out.write(f"model {arrow}\n")
+    out.write(f"evaluators {', '.join(plan_value['evaluators']['selected']) or '(none)'}\n")
+    width_case = max([len(r["case_id"] or "-") for r in rows] + [4])
+    width_model = max([len(r["model"]) for r in rows] + [5])
+    out.write(f"{'#':>5}  {'case':<{width_case}}  {'model':<{width_model}}  attempt  ceiling\n")
+    for r in rows:
+        ceiling = format_usd(r["ceiling_micros"]) if r["ceiling_micros"] else "-"
+        out.write(f"{r['ordinal']:>5}  {(r['case_id'] or '-'):<{width_case}}  "
+                  f"{r['model']:<{width_model}}  {r['attempt']:>7}  {ceiling}\n")
+    return 0
+
+
+@click.command("authorize")
+@click.option("--plan", "plan_name", required=True, metavar="PLAN", help="The plan to authorize.")
+@click.option("--expires", required=True, metavar="WHEN",
+              help="+24h, 7d, 30m, or an ISO 8601 time with a zone.")
+@click.pass_context
+def authorize(ctx, plan_name, expires):
+    """Write a grant that lets a live run of this task plan spend up to its ceilings."""
+    from yyb.plans import grant
+
+    oid, records = load_plan(ctx, plan_name)
+    now = grant.now_ms()
+    record = grant.grant_for(oid, records[oid], grant.parse_expiry(expires, now), now)
+    store = open_store(ctx, create=True)
+    if not store.objects.contains(oid):
+        raise UsageError(f"plan {oid} is not in the store {store.path}; plan it there first")
+    grant_oid = store.objects.put_record(record)
+    store.refs.update(f"refs/grants/{oid}", grant_oid, reason="authorize")
+    click.echo(grant_oid)
+    return 0

@@ -1,0 +1,195 @@
+"""The configuration file (``yylo-benchmark.config.json``, schema ``yylo_benchmark_config.v2``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+
+from yyb.errors import InvalidRecord, UsageError
+from yyb.store import codec, file, schema
+from yyb.store.location import find_repository
+
+CONFIG_NAME = "yylo-benchmark.config.json"
+SCHEMA = "yylo_benchmark_config.v2"
+DEFAULT_EXCLUDED = (".yylo-benchmark/", ".juno_task/", CONFIG_NAME)
+DEFAULT_TIMEOUT_MS = 30 * 60 * 1000
+MODEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._:@+/-]*")
+
+
+class ConfigError(UsageError):
+    """An invalid configuration: one (JSON pointer, expectation) per problem."""
+
+    def __init__(self, path: str, problems: list[tuple[str, str]]):
+        lines = [f"config {path}: {pointer or '/'}: {reason}" for pointer, reason in problems]
+        super().__init__("\n".join(lines))
+        self.path = path
+        self.problems = problems
+
+
+def pointer(parts: tuple) -> str:
+    """A JSON pointer (RFC 6901) for a tuple of keys and indexes."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def template(source_name: str, yylo_version: str = "INSTALLED_YYLO_VERSION") -> dict:
+    """The configuration ``yyb init`` writes: valid, with placeholders to replace."""
+    return {
+        "schema_version": SCHEMA,
+        "yylo_version": yylo_version,
+        "workspace": {
+            "attempts_root": ".yylo-benchmark/attempts",
+            "registry_root": ".yylo-benchmark/registry",
+            "excluded_paths": list(DEFAULT_EXCLUDED),
+        },
+        "default_candidate_harness": "candidate",
+        "harnesses": {
+            "candidate": {"kind": "yylo_pi", "prompt": "Complete the configured benchmark case."}
+        },
+        "default_evaluators": [],
+        "evaluators": {},
+        "models": {},
+        "repositories": {source_name: "."},
+        "attempt_timeout_ms": DEFAULT_TIMEOUT_MS,
+        "tool_policy": {"network": "denied", "read_only_paths": []},
+    }
+
+
+def render(config: dict) -> str:
+    return json.dumps(config, indent=2) + "\n"
+
+
+def write_new(path: str, config: dict) -> None:
+    """Write a configuration file, never replacing an existing one.
+
+    Raises:
+        UsageError: ``path`` exists.
+    """
+    data = render(config).encode()
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        raise UsageError(f"{path} exists; it is never overwritten") from None
+    except OSError as exc:
+        raise file.io_error(path, exc) from exc
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def default_path(cwd: str) -> str:
+    """``<repository root>/yylo-benchmark.config.json`` for the repository around ``cwd``."""
+    root = find_repository(cwd)
+    if root is None:
+        raise UsageError(f"not inside a Git repository: {cwd} (pass --config FILE)")
+    return os.path.join(root, CONFIG_NAME)
+
+
+@dataclass(frozen=True)
+class Config:
+    """A loaded, validated configuration and where it came from."""
+
+    path: str
+    data: dict
+
+    @property
+    def folder(self) -> str:
+        return os.path.dirname(os.path.abspath(self.path))
+
+    def excluded_paths(self) -> list[str]:
+        return list(self.data["workspace"].get("excluded_paths", DEFAULT_EXCLUDED))
+
+    def timeout_ms(self) -> int:
+        return int(self.data.get("attempt_timeout_ms", DEFAULT_TIMEOUT_MS))
+
+    def tool_policy(self) -> dict:
+        policy = self.data.get("tool_policy", {"network": "denied"})
+        return {"network": policy["network"],
+                "read_only_paths": sorted(policy.get("read_only_paths", []))}
+
+    def repository_path(self, repo_id: str) -> str | None:
+        """The absolute path of repository ``repo_id``, or None if it is not configured."""
+        target = self.data.get("repositories", {}).get(repo_id)
+        if target is None:
+            return None
+        return os.path.normpath(os.path.join(self.folder, target))
+
+    def resolve_model(self, requested: str) -> str:
+        """The exact provider/model a selector (``:mini``) or an exact identity stands for.
+
+        Raises:
+            UsageError: an unknown selector or a malformed identity.
+        """
+        if requested.startswith(":"):
+            resolved = self.data.get("models", {}).get(requested)
+            if resolved is None:
+                known = ", ".join(sorted(self.data.get("models", {}))) or "none configured"
+                raise UsageError(f"unknown model selector {requested!r} (known: {known})")
+            return resolved
+        if not MODEL_RE.fullmatch(requested):
+            raise UsageError(f"not a model identity: {requested!r} (expected provider/model "
+                             "or a configured :selector)")
+        return requested
+
+    def harness(self, harness_id: str) -> dict:
+        return self.data["harnesses"][harness_id]
+
+    def evaluators(self) -> dict:
+        return self.data["evaluators"]
+
+
+def _semantic_problems(data: dict) -> list[tuple[str, str]]:
+    found = []
+    harnesses = data.get("harnesses", {})
+    if data.get("default_candidate_harness") not in harnesses:
+        found.append(("/default_candidate_harness", "expected the id of a configured harness"))
+    evaluators = data.get("evaluators", {})
+    for i, name in enumerate(data.get("default_evaluators", [])):
+        if name not in evaluators:
+            found.append((f"/default_evaluators/{i}", f"expected a configured evaluator, "
+                          f"not {name!r}"))
+    for name, spec in evaluators.items():
+        if spec.get("kind") == "llm_judge" and spec.get("harness") not in harnesses:
+            found.append((pointer(("evaluators", name, "harness")),
+                          "expected the id of a configured harness"))
+    return found
+
+
+def parse(text: bytes | str, path: str) -> Config:
+    """Validate configuration text; every problem is reported at once.
+
+    Raises:
+        ConfigError: one (pointer, expectation) per problem.
+    """
+    try:
+        data = codec.from_json(text)
+    except InvalidRecord as exc:
+        raise ConfigError(path, [(pointer(exc.parts), exc.reason)]) from None
+    if data.get("schema_version") != SCHEMA:
+        found = data.get("schema_version")
+        raise ConfigError(path, [("/schema_version", f"expected {SCHEMA!r}, found {found!r}")])
+    problems = [(pointer(parts), reason) for parts, reason in schema.problems(data, SCHEMA)]
+    if not problems:
+        problems = _semantic_problems(data)
+    if problems:
+        raise ConfigError(path, problems)
+    return Config(path, data)
+
+
+def load(path: str) -> Config:
+    """Read and validate the configuration at ``path``.
+
+    Raises:
+        UsageError: the file cannot be read; ConfigError: it is invalid.
+    """
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        raise UsageError(f"no configuration at {path} (create one with 'yyb init')") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    return parse(text, path)

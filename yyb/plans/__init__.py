@@ -1,0 +1,1 @@
+"""Immutable, content-addressed experiment plans: build, file, budget, authorization."""

@@ -1,0 +1,245 @@
+"""Freezing an attempt matrix into an experiment plan and its attempt plans.
+
+Everything is validated and every record is built in memory first; only then is anything
+written, so bad input leaves the store untouched. Order (docs/plans.md): cases sorted by case
+id, models in the order given, attempts 1..N; case-major, then model, then attempt.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from dataclasses import dataclass, field
+
+from yyb import __version__
+from yyb.cases import Task, load_case
+from yyb.config import Config
+from yyb.errors import UsageError
+from yyb.plans import budget
+from yyb.store.object_store import record_body
+from yyb.store.objects import hash_object
+
+EXPERIMENT = "yylo_benchmark_experiment_plan.v2"
+ATTEMPT = "yylo_benchmark_attempt_plan.v2"
+
+
+@dataclass
+class Plan:
+    """A built plan: the experiment record, every record it needs, and blobs to store."""
+
+    oid: str
+    experiment: dict
+    records: dict[str, dict] = field(default_factory=dict)  # oid -> value (all records)
+    bodies: list[tuple[str, bytes]] = field(default_factory=list)  # (kind, body) to write
+    attempt_oids: list[str] = field(default_factory=list)
+
+
+def parse_models(text: str, config: Config) -> list[dict]:
+    """``M1,M2`` -> [{"requested", "resolved"}], refusing unknown and duplicate models."""
+    names = [m.strip() for m in text.split(",")]
+    if not text.strip() or any(not m for m in names):
+        raise UsageError("--models: give a comma-separated list of models, without empty items")
+    models, seen = [], {}
+    for requested in names:
+        resolved = config.resolve_model(requested)
+        if resolved in seen:
+            raise UsageError(f"--models: {requested!r} and {seen[resolved]!r} are both "
+                             f"{resolved}; each model may appear once")
+        seen[resolved] = requested
+        models.append({"requested": requested, "resolved": resolved})
+    return models
+
+
+def _versions(config: Config) -> dict:
+    return {"yyb": __version__, "yylo": config.data["yylo_version"],
+            "python": platform.python_version()}
+
+
+def _harness(config: Config) -> dict:
+    harness_id = config.data["default_candidate_harness"]
+    return {"id": harness_id, "config": config.harness(harness_id)}
+
+
+def _evaluators(config: Config, selected: set[str]) -> dict:
+    return {"selected": sorted(selected), "catalog": config.evaluators()}
+
+
+def _add(plan: Plan, value: dict) -> str:
+    body = record_body(value)
+    oid = hash_object("record", body)
+    if oid not in plan.records:
+        plan.records[oid] = value
+        plan.bodies.append(("record", body))
+    return oid
+
+
+def _add_blob(plan: Plan, data: bytes) -> str:
+    plan.bodies.append(("blob", data))
+    return hash_object("blob", data)
+
+
+def _check_attempts(attempts: int) -> None:
+    if attempts < 1:
+        raise UsageError(f"--attempts must be at least 1, not {attempts}")
+
+
+def task_plan(config: Config, task_paths: list[str], models_text: str, attempts: int,
+              max_usd: str | None) -> Plan:
+    """Build (in memory) the plan for task cases x models x attempts.
+
+    Raises:
+        UsageError (CaseError, ConfigError...): any bad input, before anything is written.
+    """
+    _check_attempts(attempts)
+    if not task_paths:
+        raise UsageError("give at least one --task FILE")
+    models = parse_models(models_text, config)
+    total = budget.DEFAULT_TOTAL_MICROS if max_usd is None else budget.parse_usd(max_usd)
+    loaded: dict[str, tuple[Task, dict]] = {}
+    for path in task_paths:
+        task, case = load_case(path, config)
+        if case["case_id"] in loaded:
+            raise UsageError(f"{path}: case id {case['case_id']!r} is also in "
+                             f"{loaded[case['case_id']][0].path}; each case may appear once")
+        loaded[case["case_id"]] = (task, case)
+    count = len(loaded) * len(models) * attempts
+    ceilings = budget.split(total, count)
+
+    plan = Plan("", {})
+    case_oids = {}
+    for case_id in sorted(loaded):
+        task, case = loaded[case_id]
+        links = {"task": _add_blob(plan, task.data), "prompt": _add_blob(plan, task.prompt)}
+        case_oids[case_id] = _add(plan, dict(case, links=links))
+    ordinal = 0
+    for case_id in sorted(loaded):
+        for model in models:
+            for k in range(1, attempts + 1):
+                attempt = {
+                    "schema_version": ATTEMPT, "kind": "task", "ordinal": ordinal,
+                    "case_id": case_id, "model": model, "attempt": k,
+                    "budget": {"currency": budget.CURRENCY, "ceiling_micros": ceilings[ordinal]},
+                    "links": {"case": case_oids[case_id]},
+                }
+                plan.attempt_oids.append(_add(plan, attempt))
+                ordinal += 1
+    selected = set(config.data["default_evaluators"])
+    selected.update(case["grader_profile"] for _, case in loaded.values())
+    experiment = {
+        "schema_version": EXPERIMENT,
+        "kind": "task",
+        "versions": _versions(config),
+        "cases": [{"case_id": cid, "input_hash": loaded[cid][1]["input_hash"]}
+                  for cid in sorted(loaded)],
+        "models": models,
+        "attempts_per_cell": attempts,
+        "attempt_count": count,
+        "budget": {
+            "currency": budget.CURRENCY,
+            "total_micros": total,
+            "per_attempt_micros": total // count,
+            "remainder_micros": total % count,
+        },
+        "tool_policy": config.tool_policy(),
+        "timeout_ms": config.timeout_ms(),
+        "excluded_paths": config.excluded_paths(),
+        "candidate_harness": _harness(config),
+        "evaluators": _evaluators(config, selected),
+        "comparison": "model_only",
+        "links": {"cases": [case_oids[cid] for cid in sorted(loaded)],
+                  "attempts": list(plan.attempt_oids)},
+    }
+    plan.experiment = experiment
+    plan.oid = _add(plan, experiment)
+    return plan
+
+
+def parse_vars(items: list[str]) -> dict:
+    """``--var K=V`` values: literal strings, or canonical JSON text for typed JSON values."""
+    out: dict[str, dict] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or not name:
+            raise UsageError(f"--var {item!r}: expected NAME=VALUE")
+        if name in out:
+            raise UsageError(f"--var {name}: given twice")
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = text
+        if isinstance(value, str):
+            out[name] = {"type": "string", "value": text}
+        else:
+            canonical = json.dumps(value, sort_keys=True, separators=(",", ":"),
+                                   ensure_ascii=False, allow_nan=False)
+            out[name] = {"type": "json", "value": canonical}
+    return out
+
+
+def workflow_plan(config: Config, workflow_path: str, models_text: str, attempts: int,
+                  controlled_variable: str | None, var_items: list[str]) -> Plan:
+    """Build (in memory) the plan for a Workflow Runner YAML x models x attempts."""
+    import yaml
+
+    _check_attempts(attempts)
+    models = parse_models(models_text, config)
+    try:
+        with open(workflow_path, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        raise UsageError(f"cannot read {workflow_path}: {exc.strerror}") from None
+    try:
+        parsed = yaml.safe_load(data)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise UsageError(f"{workflow_path}: not valid YAML{where}") from None
+    if not isinstance(parsed, dict):
+        raise UsageError(f"{workflow_path}: a workflow must be a YAML mapping")
+    variables = parse_vars(var_items)
+    if controlled_variable is not None:
+        if not controlled_variable or controlled_variable in variables:
+            raise UsageError(f"--controlled-model-variable {controlled_variable!r} must be a "
+                             "name not also given with --var")
+    plan = Plan("", {})
+    workflow_oid = _add_blob(plan, data)
+    count = len(models) * attempts
+    ordinal = 0
+    for model in models:
+        for k in range(1, attempts + 1):
+            attempt = {
+                "schema_version": ATTEMPT, "kind": "workflow", "ordinal": ordinal,
+                "case_id": None, "model": model, "attempt": k, "budget": None,
+                "links": {"workflow": workflow_oid},
+            }
+            plan.attempt_oids.append(_add(plan, attempt))
+            ordinal += 1
+    experiment = {
+        "schema_version": EXPERIMENT,
+        "kind": "workflow",
+        "versions": _versions(config),
+        "cases": [],
+        "models": models,
+        "attempts_per_cell": attempts,
+        "attempt_count": count,
+        "budget": None,
+        "tool_policy": config.tool_policy(),
+        "timeout_ms": config.timeout_ms(),
+        "excluded_paths": config.excluded_paths(),
+        "candidate_harness": _harness(config),
+        "evaluators": _evaluators(config, set(config.data["default_evaluators"])),
+        "comparison": "model_only" if controlled_variable else "agent_system",
+        "workflow": {"variables": variables, "controlled_model_variable": controlled_variable},
+        "links": {"workflow": workflow_oid, "attempts": list(plan.attempt_oids)},
+    }
+    plan.experiment = experiment
+    plan.oid = _add(plan, experiment)
+    return plan
+
+
+def write(store, plan: Plan) -> None:
+    """Store every object of ``plan``, then point ``refs/plans/<oid>`` at it."""
+    store.objects.put_many(plan.bodies)
+    ref = f"refs/plans/{plan.oid}"
+    if store.refs.read(ref) != plan.oid:
+        store.refs.update(ref, plan.oid, old=None, reason="plan")

@@ -1,0 +1,98 @@
+"""Authorization grants: a typed record that lets a live run of one task plan spend money.
+
+A grant binds the plan oid, the exact resolved models, the currency, both ceilings and an
+expiry. ``check`` is what a live run calls: every field must match the plan exactly.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import datetime, timezone
+
+from yyb.errors import UsageError, YybError
+
+GRANT = "yylo_benchmark_grant.v2"
+
+
+class GrantError(YybError):
+    """A grant that does not authorize this plan; ``field`` names the mismatch."""
+
+    def __init__(self, field: str, reason: str):
+        super().__init__(f"authorization grant refused: {field}: {reason}")
+        self.field = field
+        self.reason = reason
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+_RELATIVE = re.compile(r"\+?(\d+)([smhd])")
+_UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def parse_expiry(text: str, now: int) -> int:
+    """``+24h`` / ``7d`` / ``30m`` from now, or an ISO 8601 time with a zone; ms since epoch.
+
+    Raises:
+        UsageError: unparseable, no time zone, or not in the future.
+    """
+    match = _RELATIVE.fullmatch(text.strip())
+    if match:
+        expires = now + int(match.group(1)) * _UNIT_MS[match.group(2)]
+    else:
+        try:
+            moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise UsageError(f"--expires: {text!r} is neither +N[smhd] nor an ISO 8601 "
+                             "time") from None
+        if moment.tzinfo is None:
+            raise UsageError(f"--expires: {text!r} needs a time zone (for example Z)")
+        expires = int(moment.astimezone(timezone.utc).timestamp() * 1000)
+    if expires <= now:
+        raise UsageError(f"--expires: {text!r} is not in the future")
+    return expires
+
+
+def grant_for(plan_oid: str, plan: dict, expires_ms: int, created_ms: int) -> dict:
+    """The grant record authorizing exactly ``plan`` until ``expires_ms``."""
+    spend = plan.get("budget")
+    if plan.get("kind") != "task" or spend is None:
+        raise UsageError("only task plans carry a budget to authorize (workflow plans take a "
+                         "policy sidecar instead)")
+    return {
+        "schema_version": GRANT,
+        "plan": plan_oid,
+        "models": sorted(m["resolved"] for m in plan["models"]),
+        "currency": spend["currency"],
+        "total_ceiling_micros": spend["total_micros"],
+        "attempt_ceiling_micros": _attempt_ceiling(spend),
+        "expires_ms": expires_ms,
+        "created_ms": created_ms,
+        "links": {"plan": plan_oid},
+    }
+
+
+def _attempt_ceiling(spend: dict) -> int:
+    return spend["per_attempt_micros"] + (1 if spend["remainder_micros"] else 0)
+
+
+def check(grant: dict, plan_oid: str, plan: dict, now: int) -> None:
+    """Refuse unless ``grant`` authorizes exactly ``plan`` and has not expired.
+
+    Raises:
+        GrantError: naming the first field that does not match.
+    """
+    expected = grant_for(plan_oid, plan, grant.get("expires_ms", 0), grant.get("created_ms", 0))
+    if grant.get("schema_version") != GRANT:
+        raise GrantError("schema_version", f"{grant.get('schema_version')!r} is not {GRANT}")
+    for name in ("plan", "models", "currency", "total_ceiling_micros",
+                 "attempt_ceiling_micros"):
+        if grant.get(name) != expected[name]:
+            raise GrantError(name, f"grant has {grant.get(name)!r}, the plan needs "
+                             f"{expected[name]!r}")
+    if grant.get("links", {}).get("plan") != plan_oid:
+        raise GrantError("links.plan", "the grant does not link this plan")
+    if not isinstance(grant.get("expires_ms"), int) or grant["expires_ms"] <= now:
+        raise GrantError("expires_ms", "the grant has expired")

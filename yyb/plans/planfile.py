@@ -1,0 +1,108 @@
+"""The plan file: the experiment plan record and every record it links, with their oids.
+
+Loading recomputes every oid from the records' canonical form and refuses a file whose bytes
+were edited. docs/plans.md has the format.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+from yyb.errors import UsageError, YybError
+from yyb.store import codec, file
+from yyb.store.object_store import record_body
+from yyb.store.objects import hash_object, is_oid
+
+FORMAT = "yyb-plan-file.v1"
+
+
+class PlanFileError(UsageError):
+    def __init__(self, path: str, reason: str):
+        super().__init__(f"plan file {path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+def render(plan_oid: str, records: dict[str, dict]) -> bytes:
+    document = {
+        "format": FORMAT,
+        "plan": plan_oid,
+        "dispatch_count": 0,
+        "records": {oid: codec.to_json(records[oid]) for oid in sorted(records)},
+    }
+    return (json.dumps(document, indent=1, ensure_ascii=False) + "\n").encode()
+
+
+def write_new(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically, refusing to replace anything already there."""
+    folder = os.path.dirname(os.path.abspath(path))
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=file.TEMP_PREFIX)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.link(tmp, path)  # fails if path exists: never an overwrite
+        file.fsync_dir(folder)
+    except FileExistsError:
+        raise UsageError(f"{path} exists; an output file is never overwritten") from None
+    except OSError as exc:
+        raise file.io_error(path, exc) from exc
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def check_output_free(path: str) -> None:
+    if os.path.lexists(path):
+        raise UsageError(f"{path} exists; an output file is never overwritten")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise UsageError(f"{path}: folder {folder} does not exist")
+
+
+def load(path: str) -> tuple[str, dict[str, dict]]:
+    """Read a plan file and prove it unedited: return (plan oid, {oid: record value}).
+
+    Raises:
+        PlanFileError: unreadable, malformed, or any record not hashing to its stated oid.
+    """
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        document = codec.from_json(data)
+    except YybError as exc:
+        raise PlanFileError(path, f"not a plan file ({exc})") from None
+    if document.get("format") != FORMAT:
+        raise PlanFileError(path, f"format is {document.get('format')!r}, not {FORMAT!r}")
+    plan_oid = document.get("plan")
+    raw = document.get("records")
+    if not is_oid(plan_oid) or not isinstance(raw, dict) or plan_oid not in raw:
+        raise PlanFileError(path, "it does not hold its plan record")
+    records: dict[str, dict] = {}
+    for oid, value in raw.items():
+        if not isinstance(value, dict):
+            raise PlanFileError(path, f"record {oid} is not an object")
+        try:
+            body = record_body(value)
+        except YybError as exc:
+            raise PlanFileError(path, f"record {oid} is invalid ({exc})") from None
+        got = hash_object("record", body)
+        if got != oid:
+            raise PlanFileError(path, f"record {oid} was edited (it now hashes to {got})")
+        records[oid] = value
+    plan = records[plan_oid]
+    links = plan.get("links", {})
+    for oid in list(links.get("attempts", [])) + list(links.get("cases", [])):
+        if oid not in records:
+            raise PlanFileError(path, f"the plan links {oid}, which the file does not hold")
+    return plan_oid, records
