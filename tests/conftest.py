@@ -95,3 +95,85 @@ def run_yyb(*args: str, input: bytes | None = None, env: dict | None = None,
     """A real subprocess run of the CLI, for pipelines, signals and tracebacks."""
     return subprocess.run([sys.executable, "-m", "yyb", *args], input=input,
                           capture_output=True, env=env, cwd=cwd, timeout=120)
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e",
+           "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+                          env=env, check=True)
+    return done.stdout.strip()
+
+
+@dataclass
+class Project:
+    """A source repository with a base commit, a later commit, a config and task files."""
+
+    root: Path
+    base: str
+    later: str
+    store_path: str
+
+    @property
+    def config_path(self) -> Path:
+        return self.root / "yylo-benchmark.config.json"
+
+    def config(self) -> dict:
+        import json
+
+        return json.loads(self.config_path.read_text())
+
+    def set_config(self, data: dict) -> None:
+        import json
+
+        self.config_path.write_text(json.dumps(data, indent=2))
+
+    def task(self, name: str = "task.md", case_id: str = "fix-add", **fields) -> Path:
+        bench = {"repository": "repo", "base_commit": self.base, "case_version": "1",
+                 "category": "bugfix", "grader_profile": "checks", **fields}
+        lines = ["---", f"id: {case_id}", "title: Fix add", "tags: [benchmark-case]",
+                 "fields:", "  benchmark:"]
+        for key, value in bench.items():
+            if value is None:
+                continue
+            if isinstance(value, list):
+                value = "[" + ", ".join(value) + "]"
+            lines.append(f"    {key}: {value}")
+        lines += ["---", "The add function subtracts. Make it add.", ""]
+        path = self.root.parent / name
+        path.write_text("\n".join(lines))
+        return path
+
+    def yyb(self, *args: str, input=None) -> Result:
+        return Yyb(self.store_path)("--config", str(self.config_path), *args, input=input)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Project:
+    import json
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    (root / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    (root / "docs").mkdir()
+    (root / "docs" / "wiki.md").write_text("how to add\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "base")
+    base = git(root, "rev-parse", "HEAD")
+    (root / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    git(root, "commit", "-qam", "the fix")
+    later = git(root, "rev-parse", "HEAD")
+    from yyb import config
+
+    data = config.template("repo")
+    data["evaluators"] = {
+        "checks": {"kind": "command", "grader_id": "pytest", "version": "1",
+                   "executable": "/usr/bin/true", "sha256": "0" * 64, "argv": []},
+        "judge": {"kind": "llm_judge", "version": "1", "harness": "candidate",
+                  "model": "vendor/judge", "prompt": "Judge.", "rubric": "Works?"},
+    }
+    data["models"] = {":mini": "vendor/mini-1"}
+    (root / "yylo-benchmark.config.json").write_text(json.dumps(data, indent=2))
+    return Project(root, base, later, str(tmp_path / "store"))
