@@ -124,3 +124,40 @@ def test_init_is_idempotent_and_refuses_non_empty_folders(tmp_path):
     (tmp_path / "full" / "file").write_text("x")
     with pytest.raises(Exception, match="non-empty"):
         Store.init(str(tmp_path / "full"))
+
+
+def test_put_many_writes_every_object_durably(store):
+    items = [("blob", os.urandom(50)) for _ in range(40)] + [("blob", b"same")] * 3
+    oids = store.objects.put_many(items)
+    assert oids == [hash_object(k, b) for k, b in items]
+    for oid, (kind, body) in zip(oids, items, strict=True):
+        assert store.objects.get(oid).body == body
+    if store.path:
+        leftovers = [f for _, _, files in os.walk(store.objects.folder) for f in files
+                     if f.startswith(".tmp")]
+        assert leftovers == []
+
+
+def test_put_many_failure_leaves_no_temp_files(disk_store, monkeypatch):
+    from yyb.errors import StoreIOError
+
+    calls = {"n": 0}
+    real_rename = os.rename
+
+    def flaky_rename(src, dst):
+        calls["n"] += 1
+        if calls["n"] == 5:
+            raise OSError(28, "No space left on device")
+        return real_rename(src, dst)
+
+    monkeypatch.setattr(os, "rename", flaky_rename)
+    with pytest.raises(StoreIOError, match="no space left"):
+        disk_store.objects.put_many([("blob", str(i).encode()) for i in range(30)])
+    monkeypatch.undo()
+    leftovers = [f for _, _, files in os.walk(disk_store.objects.folder) for f in files
+                 if f.startswith(".tmp")]
+    assert leftovers == []
+    written = list(disk_store.objects.iter_oids())
+    assert len(written) == 4  # the four renamed before the failure are whole objects
+    for oid in written:
+        disk_store.objects.get(oid)
