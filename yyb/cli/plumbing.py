@@ -14,7 +14,6 @@ from yyb.errors import CorruptObject, NotFound, UsageError, YybError
 from yyb.store import codec
 from yyb.store.object_store import STREAM_THRESHOLD, hash_stream, record_body, spool
 from yyb.store.objects import hash_object as oid_of
-from yyb.store.objects import split
 
 
 def _hash_one(stream: BinaryIO, size: int | None, kind: str, store, label: str) -> str:
@@ -152,7 +151,7 @@ def cat_object(ctx, mode, buffer, name):
 
 def _stream_verified(oid: str, kind: str, size: int, stream: BinaryIO) -> int:
     """Copy a large body to stdout, then fail (exit 1) if it did not hash to ``oid``."""
-    got = hash_stream(kind, stream, size, sys.stdout.buffer)
+    got = hash_stream(kind, stream, size, sys.stdout.buffer, with_header=False)
     sys.stdout.buffer.flush()
     if got != oid:
         raise CorruptObject(oid, f"bytes hash to {got} (output above is not trustworthy)",
@@ -167,10 +166,8 @@ def _batch(store, with_body: bool, flush: bool) -> int:
         name = line.rstrip(b"\r\n").decode("utf-8", "replace")
         try:
             oid = store.rev_parse(name)
-            data = store.objects.read_raw(oid)
-            kind, body = split(data, oid)
-            if oid_of(kind, body) != oid:
-                raise CorruptObject(oid, "hash mismatch")
+            obj = store.objects.get(oid)
+            kind, body = obj.kind, obj.body
         except NotFound:
             out.write(f"{name} missing\n".encode())
         except CorruptObject:

@@ -151,8 +151,11 @@ def decode(body: bytes, oid: str | None = None) -> dict:
         raise NonCanonical(oid, "trailing bytes after the top-level map") from None
     except UnicodeDecodeError:
         raise NonCanonical(oid, "a string is not valid UTF-8") from None
+    except msgpack.exceptions.StackError:
+        raise NonCanonical(oid, f"nesting deeper than {MAX_DEPTH} levels") from None
     except (ValueError, TypeError, msgpack.UnpackException, RecursionError) as exc:
-        raise NonCanonical(oid, f"not decodable MessagePack ({exc})") from None
+        detail = str(exc) or exc.__class__.__name__
+        raise NonCanonical(oid, f"not decodable MessagePack ({detail})") from None
     if type(value) is not dict:
         raise NonCanonical(oid, "the body is not a map")
     try:
@@ -225,6 +228,8 @@ def from_json(text: str | bytes) -> dict:
                             f"column {exc.colno}") from None
     except (UnicodeDecodeError, RecursionError) as exc:
         raise InvalidRecord("$", f"not valid JSON: {exc.__class__.__name__}") from None
+    except ValueError:  # an integer with more digits than Python converts
+        raise InvalidRecord("$", "not valid JSON: a number is too long") from None
     try:
         value = _from_json(raw, ())
         if type(value) is not dict:

@@ -12,9 +12,17 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from yyb.errors import CorruptObject, CorruptRef, InvalidRecord, InvalidRefName, YybError
+from yyb.errors import (
+    CorruptObject,
+    CorruptRef,
+    InvalidRecord,
+    InvalidRefName,
+    ObjectMissing,
+    YybError,
+)
+from yyb.store.object_store import hash_stream
 from yyb.store import file, schema
-from yyb.store.objects import OID_HEX, check_record, hash_object, is_oid, split
+from yyb.store.objects import MAX_RECORD, OID_HEX, check_record, hash_object, is_oid
 from yyb.store.objects import check_links as record_links
 from yyb.store.refs import LOCK_SUFFIX, REF_UPDATE, check_ref_name
 from yyb.store.repo import FOLDERS, FORMAT_FILE, Store
@@ -56,15 +64,27 @@ class Inspection:
 
 
 def inspect(store: Store, oid: str) -> Inspection:
-    """Read ``oid`` and check everything one object can be checked for on its own."""
-    data = store.objects._read(oid)
-    if data is None:
-        return Inspection([error("missing", oid, "object not in the store")])
+    """Read ``oid`` and check everything one object can be checked for on its own.
+
+    Memory stays bounded: blobs are hashed as a stream and oversized records are refused
+    before their bodies are read.
+    """
     try:
-        kind, body = split(data, oid)
+        kind, size, stream = store.objects.open_body(oid)
+    except ObjectMissing:
+        return Inspection([error("missing", oid, "object not in the store")])
     except CorruptObject as exc:
         return Inspection([error(exc.code, oid, exc.reason)])
-    got = hash_object(kind, body)
+    with stream:
+        if kind == "record" and size > MAX_RECORD:
+            return Inspection([error("malformed", oid, f"a {size}-byte record exceeds the "
+                                     f"{MAX_RECORD}-byte limit")], kind)
+        if kind == "blob":
+            got = hash_stream(kind, stream, size)
+            body = b""
+        else:
+            body = stream.read(size)
+            got = hash_object(kind, body)
     if got != oid:
         return Inspection([error("hash-mismatch", oid, f"stored bytes hash to {got}")], kind)
     if kind == "blob":

@@ -8,9 +8,11 @@ import threading
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from yyb.errors import AmbiguousOid, CorruptObject, ObjectMissing
+from yyb.errors import AmbiguousOid, CorruptObject, InvalidRecord, ObjectMissing
 from yyb.store import codec, file, schema
 from yyb.store.objects import (
+    MAX_HEADER,
+    MAX_RECORD,
     OID_HEX,
     StoredObject,
     check_prefix,
@@ -34,21 +36,28 @@ def record_body(value: dict, validate: bool = True) -> bytes:
         SchemaViolation: its schema refuses it.
     """
     body = codec.encode(value)
+    if len(body) > MAX_RECORD:
+        raise InvalidRecord("$", f"the record is {len(body)} bytes; records are at most "
+                            f"{MAX_RECORD} (keep large data in blobs)")
     version = check_record(value)
     if validate:
         schema.validate(value, version)
     return body
 
 
-def hash_stream(kind: str, stream: BinaryIO, size: int, sink: BinaryIO | None = None) -> str:
-    """Hash ``size`` body bytes from ``stream`` (copying header and body to ``sink`` if given).
+def hash_stream(kind: str, stream: BinaryIO, size: int, sink: BinaryIO | None = None,
+                with_header: bool = True) -> str:
+    """Hash ``size`` body bytes from ``stream``, copying them to ``sink`` if given.
+
+    The sink receives the stored bytes (header and body), or the body alone when
+    ``with_header`` is false.
 
     Raises:
         CorruptObject: the stream ended before ``size`` bytes.
     """
     head = header(kind, size)
     digest = hashlib.sha256(head)
-    if sink is not None:
+    if sink is not None and with_header:
         sink.write(head)
     buffer = bytearray(CHUNK)
     view = memoryview(buffer)
@@ -162,6 +171,7 @@ class ObjectStore:
 
         data = self.read_raw(oid)
         kind, size, start = parse_header(data, oid)
+        split(data, oid)  # the same length checks the disk store makes
         stream = io.BytesIO(data)
         stream.seek(start)
         return kind, size, stream
@@ -219,12 +229,44 @@ class DiskObjects(ObjectStore):
     def path(self, oid: str) -> str:
         return os.path.join(self.folder, oid[:2], oid[2:])
 
-    def _read(self, oid: str) -> bytes | None:
+    def _open(self, oid: str) -> tuple[BinaryIO, str, int, int] | None:
+        """Open an object file and check its header against its length, reading no body.
+
+        Returns (handle positioned at the body, kind, size, header length), or None if absent.
+
+        Raises:
+            CorruptObject: not a regular file, a malformed header, or a length mismatch.
+        """
         try:
-            with open(self.path(oid), "rb") as handle:
-                return handle.read()
+            handle = open(self.path(oid), "rb")
         except (FileNotFoundError, NotADirectoryError):
             return None
+        except IsADirectoryError:
+            raise CorruptObject(oid, "a folder stands where the object file should be",
+                                "malformed") from None
+        try:
+            actual = os.fstat(handle.fileno()).st_size
+            kind, size, start = parse_header(handle.read(MAX_HEADER), oid)
+            body = actual - start
+            if body < size:
+                raise CorruptObject(
+                    oid, f"truncated: header declares {size} bytes, {body} present", "truncated")
+            if body > size:
+                raise CorruptObject(oid, f"{body - size} bytes after the declared {size}-byte "
+                                    "body", "trailing-bytes")
+            handle.seek(start)
+        except BaseException:
+            handle.close()
+            raise
+        return handle, kind, size, start
+
+    def _read(self, oid: str) -> bytes | None:
+        opened = self._open(oid)
+        if opened is None:
+            return None
+        handle, kind, size, _ = opened
+        with handle:
+            return header(kind, size) + handle.read(size)
 
     def contains(self, oid: str) -> bool:
         return os.path.exists(self.path(oid))
@@ -340,12 +382,10 @@ class DiskObjects(ObjectStore):
                     pass
 
     def open_body(self, oid: str) -> tuple[str, int, BinaryIO]:
-        try:
-            handle = open(self.path(oid), "rb")
-        except (FileNotFoundError, NotADirectoryError):
-            raise ObjectMissing(oid) from None
-        kind, size, start = parse_header(handle.read(64), oid)
-        handle.seek(start)
+        opened = self._open(oid)
+        if opened is None:
+            raise ObjectMissing(oid)
+        handle, kind, size, _ = opened
         return kind, size, handle
 
     def iter_oids(self) -> Iterator[str]:

@@ -16,6 +16,8 @@ ZERO_OID = "0" * OID_HEX
 MIN_ABBREV = 4
 # A header is at most "record " + 20 digits + NUL; anything longer is not an object.
 MAX_HEADER = 32
+# Records are metadata; bulk bytes belong in blobs. Readers refuse larger record bodies.
+MAX_RECORD = 64 << 20
 
 _OID_RE = re.compile(r"[0-9a-f]{64}")
 _PREFIX_RE = re.compile(r"[0-9a-f]{4,64}")

@@ -48,6 +48,7 @@ class LockHandle:
 
     fd: int | None = None
     broken: dict | None = None
+    renamed: bool = False  # the lock file became the ref: its path is no longer ours
 
 
 def check_ref_name(name: str) -> str:
@@ -355,19 +356,28 @@ class DiskRefs(RefStore):
         file.write_atomic(path, f"{oid}\n".encode("ascii"))
 
     def _make_parents(self, path: str, name: str, top: str) -> None:
-        """Create the folders above ``path`` durably, turning file/folder clashes into errors."""
+        """Create the folders above ``path`` durably, turning file/folder clashes into errors.
+
+        Other writers may create the same folders at the same time; that is not a clash.
+        """
         folder = os.path.dirname(path)
         missing = []
         while folder != top and not os.path.isdir(folder):
-            if os.path.exists(folder):
-                raise RefConflict(name, os.path.relpath(folder, os.path.dirname(top)))
             missing.append(folder)
             folder = os.path.dirname(folder)
         for folder in reversed(missing):
             try:
-                file.ensure_dir(folder)
+                os.mkdir(folder)
+            except FileExistsError:
+                if not os.path.isdir(folder):
+                    raise RefConflict(name, os.path.relpath(folder, os.path.dirname(top))) from None
+                continue
+            except NotADirectoryError:
+                raise RefConflict(name, os.path.relpath(os.path.dirname(folder),
+                                                        os.path.dirname(top))) from None
             except OSError as exc:
                 raise file.io_error(folder, exc) from exc
+            file.fsync_dir(os.path.dirname(folder))
 
     @contextlib.contextmanager
     def _lock(self, name: str) -> Iterator[LockHandle]:
@@ -382,13 +392,16 @@ class DiskRefs(RefStore):
             raise RefLocked(name, lock) from None
         except OSError as exc:
             raise file.io_error(lock, exc) from exc
+        handle = LockHandle(fd, broken)
         try:
-            yield LockHandle(fd, broken)
+            yield handle
         finally:
             with contextlib.suppress(OSError):
                 os.close(fd)
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(lock)
+            # After the rename another writer may already hold a new lock at this path.
+            if not handle.renamed:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(lock)
 
     def _commit(self, name: str, new: str | None, handle: LockHandle) -> None:
         path = self.path(name)
@@ -402,6 +415,7 @@ class DiskRefs(RefStore):
                 os.pwrite(fd, f"{new}\n".encode("ascii"), 0)
                 os.fsync(fd)
                 os.rename(lock, path)
+                handle.renamed = True
             file.fsync_dir(os.path.dirname(path))
         except OSError as exc:
             if exc.errno == errno.EISDIR:
