@@ -203,12 +203,6 @@ def test_default_store_lives_outside_the_repository(tmp_path):
     assert outside.returncode == 2 and b"not inside a Git repository" in outside.stderr
 
 
-def test_example_runs(tmp_path):
-    done = run_yyb("example", "--dir", str(tmp_path / "ex"))
-    assert done.returncode == 0, done.stderr
-    assert b"error hash-mismatch" in done.stdout
-
-
 def test_pipeline_of_real_processes(tmp_path):
     store = str(tmp_path / "s")
     assert run_yyb("--store", store, "store", "init").returncode == 0

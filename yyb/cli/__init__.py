@@ -30,6 +30,7 @@ COMMANDS = {
     "validate": "yyb.cli.plans:validate",
     "plan": "yyb.cli.plans:plan",
     "authorize": "yyb.cli.plans:authorize",
+    "run": "yyb.cli.run:run",
 }
 
 

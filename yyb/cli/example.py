@@ -1,4 +1,4 @@
-"""`yyb example`: a guided run of the plumbing on a throw-away store."""
+"""`yyb example`: a whole benchmark run on a built-in example, start to finish."""
 
 from __future__ import annotations
 
@@ -7,59 +7,61 @@ import tempfile
 
 import click
 
-from yyb.store.chain import verify_chain
-from yyb.store.fsck import fsck
-from yyb.store.repo import Store
-
-
-def _say(text: str = "") -> None:
-    click.echo(text)
-
 
 @click.command("example")
 @click.option("--dir", "directory", type=click.Path(file_okay=False),
-              help="Where to create the example store (default: a new temporary folder).")
-def example(directory):
-    """Build a small evidence store with the plumbing, verify it, then tamper with it."""
+              help="Where to create the example (default: a new temporary folder).")
+@click.option("--attempts", type=click.IntRange(1, 20), default=3, show_default=True)
+@click.option("--jobs", type=click.IntRange(1, 16), default=2, show_default=True)
+@click.pass_context
+def example(ctx, directory, attempts, jobs):
+    """Build a repository with a bug, plan two stand-in agents x N attempts, run, verify.
+
+    One agent fixes the bug, the other does nothing; a pinned grader runs the test on a
+    rebuild of each final workspace. Prints the outcome and where the evidence is.
+    """
+    from yyb import config as configuration
+    from yyb.attempts import run as attempts_run
+    from yyb.cli.run import _summary
+    from yyb.example import build
+    from yyb.plans import build as plans
+    from yyb.plans import grant, planfile
+    from yyb.store.fsck import fsck
+    from yyb.store.repo import Store
+
     root = directory or tempfile.mkdtemp(prefix="yyb-example-")
-    store, _ = Store.init(os.path.join(root, "store"))
-    _say(f"store: {store.path}")
-
-    patch = b"--- a/calc.py\n+++ b/calc.py\n@@ -1 +1 @@\n-    return a - b\n+    return a + b\n"
-    log = b"collected 3 items\n3 passed in 0.01s\n"
-    patch_oid = store.objects.put("blob", patch)
-    log_oid = store.objects.put("blob", log)
-    _say(f"blob   {patch_oid}  (a candidate's patch)")
-    _say(f"blob   {log_oid}  (its test log)")
-
-    note = {
-        "schema_version": "yyb_note.v1",
-        "message": "example attempt: the patch and the log that shows it passing",
-        "links": {"patch": patch_oid, "log": log_oid},
-    }
-    note_oid = store.objects.put_record(note)
-    _say(f"record {note_oid}  (links both by oid)")
-    update = store.refs.update("refs/notes/example", note_oid, old=None, reason="example")
-    _say(f"ref    refs/notes/example -> {note_oid[:12]}  (update record {update[:12]})")
-
-    problems = [f.line() for f in verify_chain(store, "refs/notes/example")]
-    _say(f"verify-chain refs/notes/example: {'clean' if not problems else problems}")
-
-    # Tamper with the log the way a careless edit or a bad disk would: flip one byte.
-    path = store.objects.path(log_oid)
-    os.chmod(path, 0o644)
-    with open(path, "r+b") as handle:
-        handle.seek(-3, os.SEEK_END)
-        byte = handle.read(1)
-        handle.seek(-3, os.SEEK_END)
-        handle.write(bytes([byte[0] ^ 0xFF]))
-    _say("flipped one byte of the log blob; doctor now says:")
-    found = [f for f in fsck(store) if f.level == "error"]
-    for finding in found:
-        _say(f"  {finding.line()}")
-    _say()
-    _say("Try the plumbing yourself:")
-    _say(f"  export YYB_STORE={store.path}")
-    _say("  yyb show-ref; yyb log refs/notes/example; yyb cat-object -p refs/notes/example")
-    _say("  yyb verify-chain refs/notes/example; yyb doctor")
-    return 0 if len(found) == 1 and found[0].subject == log_oid else 1
+    os.makedirs(root, exist_ok=True)
+    if os.listdir(root):
+        raise click.UsageError(f"--dir {root} is not empty")
+    paths = build(root)
+    store_path = ctx.find_root().obj.get("store_path") or os.path.join(root, "store")
+    store, _ = Store.init(store_path)
+    config = configuration.load(paths["config"])
+    click.echo(f"example repository  {paths['repo']} (base {paths['base'][:12]})")
+    click.echo(f"case                {paths['task']}")
+    plan = plans.task_plan(config, [paths["task"]], ":fixer,:idler", attempts, "2")
+    plans.write(store, plan)
+    plan_file = os.path.join(root, "plan.json")
+    planfile.write_new(plan_file, planfile.render(plan.oid, plan.records))
+    click.echo(f"plan                {plan.oid} ({plan.experiment['attempt_count']} attempts, "
+               f"{plan_file})")
+    now = grant.now_ms()
+    store.refs.update(f"refs/grants/{plan.oid}", store.objects.put_record(
+        grant.grant_for(plan.oid, plan.experiment, now + 3_600_000, now)), reason="example")
+    chosen = {oid: plan.records[oid] for oid in plan.attempt_oids}
+    run_ctx = attempts_run.prepare(store, config, plan.oid, plan.experiment, chosen,
+                                   dict(os.environ))
+    results = attempts_run.run_plan(run_ctx, jobs)
+    click.echo()
+    _summary(results)
+    problems = [f for f in fsck(store) if f.level == "error"]
+    click.echo()
+    click.echo(f"doctor: {len(problems)} problem(s) in {store.path}")
+    click.echo(f"evidence: refs/runs/{plan.oid}/<attempt>/(intent|terminal|evidence)")
+    click.echo(f"  yyb --store {store.path} show-ref runs/{plan.oid[:12]}")
+    click.echo(f"  yyb --store {store.path} doctor")
+    by_model = {}
+    for r in results:
+        by_model.setdefault(r.model, set()).add(r.terminal_class)
+    expected = {"example/fixer": {"resolved"}, "example/idler": {"grader_failure"}}
+    return 0 if by_model == expected and not problems else 1

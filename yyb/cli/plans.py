@@ -126,17 +126,7 @@ def load_plan(ctx, name: str) -> tuple[str, dict[str, dict]]:
     """A plan named by a plan file path, or by an oid or ref in the store."""
     from yyb.plans import planfile
 
-    if os.path.exists(name):
-        return planfile.load(name)
-    store = open_store(ctx)
-    oid = store.rev_parse(name)
-    experiment = store.objects.get_record(oid)
-    if experiment.get("schema_version") != "yylo_benchmark_experiment_plan.v2":
-        raise UsageError(f"{name} is not an experiment plan")
-    records = {oid: experiment}
-    for linked in experiment["links"]["attempts"]:
-        records[linked] = store.objects.get_record(linked)
-    return oid, records
+    return planfile.resolve(name, lambda: open_store(ctx))
 
 
 @plan.command("show")

@@ -106,3 +106,22 @@ def load(path: str) -> tuple[str, dict[str, dict]]:
         if oid not in records:
             raise PlanFileError(path, f"the plan links {oid}, which the file does not hold")
     return plan_oid, records
+
+
+def from_store(store, name: str) -> tuple[str, dict[str, dict]]:
+    """The plan ``name`` (oid, abbreviation or ref) and every record it links, from a store."""
+    oid = store.rev_parse(name)
+    experiment = store.objects.get_record(oid)
+    if experiment.get("schema_version") != "yylo_benchmark_experiment_plan.v2":
+        raise UsageError(f"{name} is not an experiment plan")
+    records = {oid: experiment}
+    for linked in experiment["links"]["attempts"] + experiment["links"].get("cases", []):
+        records[linked] = store.objects.get_record(linked)
+    return oid, records
+
+
+def resolve(name: str, open_store) -> tuple[str, dict[str, dict]]:
+    """A plan named by a plan file path, else by an oid or ref in the store ``open_store()``."""
+    if os.path.exists(name):
+        return load(name)
+    return from_store(open_store(), name)

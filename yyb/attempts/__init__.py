@@ -1,0 +1,1 @@
+"""Attempts: dispatch, sandboxed execution, retained evidence, terminals (yyb run)."""

@@ -1,0 +1,344 @@
+"""Running the attempts of a plan: intent, snapshot, sandboxed execution, evidence, terminal.
+
+Each attempt's records live under ``refs/runs/<plan>/<attempt>/``: ``intent`` (durable before
+the candidate starts; its compare-and-swap creation is what makes a dispatch happen at most
+once), ``terminal`` and ``evidence``. docs/attempts.md walks through the chain.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import tempfile
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from yyb.attempts import grade as grading
+from yyb.attempts.terminal import Facts, decide
+from yyb.errors import RefMismatch, UsageError, YybError
+from yyb.harness import adapters, envelope, manifest, sandbox, snapshot, supervise
+from yyb.harness.environment import Folders, build, redact
+
+INTENT = "yylo_benchmark_dispatch_intent.v2"
+RECEIPT = "yylo_benchmark_workspace_receipt.v2"
+TERMINAL = "yylo_benchmark_terminal.v2"
+EVIDENCE = "yylo_benchmark_attempt_evidence.v2"
+
+
+def attempt_ref(plan_oid: str, attempt_oid: str, leaf: str) -> str:
+    return f"refs/runs/{plan_oid}/{attempt_oid}/{leaf}"
+
+
+@dataclass
+class Result:
+    attempt: str
+    ordinal: int
+    model: str
+    case_id: str | None
+    terminal_class: str
+    reason: str
+    terminal: str | None
+    status: str  # "ran" | "reused" | "closed" (intent without terminal) | "skipped"
+    wall_ms: int = 0
+
+
+@dataclass
+class RunContext:
+    """Everything a run needs, resolved before anything is dispatched."""
+
+    store: object
+    config: object
+    plan_oid: str
+    plan: dict
+    attempts: dict[str, dict]  # attempt oid -> attempt plan
+    keep_workspaces: bool = False
+    cancel: threading.Event = field(default_factory=threading.Event)
+    progress: Callable[[Result], None] | None = None
+    secrets: dict[str, str] = field(default_factory=dict)
+    environment_names: list[str] = field(default_factory=list)
+
+    @property
+    def harness(self) -> dict:
+        return self.plan["candidate_harness"]["config"]
+
+    def protected(self) -> list[str]:
+        """Roots the candidate must not see: registry, sources, home, temp, grader assets."""
+        roots = [self.store.path, os.path.expanduser("~"), tempfile.gettempdir(),
+                 os.path.dirname(os.path.abspath(self.config.path))]
+        for repo_id in self.config.data.get("repositories", {}):
+            roots.append(self.config.repository_path(repo_id))
+        for spec in self.plan["evaluators"]["catalog"].values():
+            if spec.get("executable"):
+                roots.append(os.path.abspath(spec["executable"]))
+            roots += [os.path.abspath(a["path"]) for a in spec.get("assets", [])]
+        return sorted({os.path.realpath(r) for r in roots if r})
+
+
+def prepare(store, config, plan_oid: str, plan: dict, attempts: dict[str, dict],
+            environ: dict[str, str]) -> RunContext:
+    """Check everything a live run needs before any dispatch (fails closed).
+
+    Raises:
+        SandboxUnavailable: the sandbox cannot start here.
+        UsageError: the harness executable or a secret is missing.
+    """
+    sandbox.probe()
+    harness = plan["candidate_harness"]["config"]
+    adapters.executable(harness)
+    secrets = {}
+    for name in harness.get("secrets", []):
+        if name not in environ:
+            raise UsageError(f"the candidate harness needs the secret {name}, which is not set")
+        secrets[name] = environ[name]
+    return RunContext(store, config, plan_oid, plan, attempts, secrets=secrets)
+
+
+def reconcile(ctx: RunContext, attempt_oid: str) -> Result | None:
+    """An attempt already dispatched is never dispatched again: reuse or close it."""
+    attempt = ctx.attempts[attempt_oid]
+    refs = ctx.store.refs
+    terminal_oid = refs.read(attempt_ref(ctx.plan_oid, attempt_oid, "terminal"))
+    if terminal_oid is not None:
+        terminal = ctx.store.objects.get_record(terminal_oid)
+        return _result(attempt_oid, attempt, terminal["class"], terminal["reason"],
+                       terminal_oid, "reused", terminal["runtime"]["wall_ms"])
+    if refs.read(attempt_ref(ctx.plan_oid, attempt_oid, "intent")) is not None:
+        return _close_indeterminate(ctx, attempt_oid)
+    return None
+
+
+def _result(attempt_oid, attempt, cls, reason, terminal, status, wall_ms=0) -> Result:
+    return Result(attempt_oid, attempt["ordinal"], attempt["model"]["resolved"],
+                  attempt.get("case_id"), cls, reason, terminal, status, wall_ms)
+
+
+def _close_indeterminate(ctx: RunContext, attempt_oid: str) -> Result:
+    intent = ctx.store.refs.read(attempt_ref(ctx.plan_oid, attempt_oid, "intent"))
+    facts = Facts(environment=None)
+    reason = ("dispatched earlier without a terminal (interrupted run): closed as "
+              "indeterminate, never dispatched again")
+    terminal = _terminal_record(ctx, attempt_oid, "harness_failure", reason, facts,
+                                {"intent": intent}, None, None, None)
+    return _publish(ctx, attempt_oid, terminal, {}, "closed")
+
+
+def run_attempt(ctx: RunContext, attempt_oid: str) -> Result:
+    """Dispatch one attempt (unless already dispatched) and publish its terminal."""
+    known = reconcile(ctx, attempt_oid)
+    if known is not None:
+        return known
+    attempt = ctx.attempts[attempt_oid]
+    if ctx.cancel.is_set():
+        return _result(attempt_oid, attempt, "cancelled", "not dispatched: run interrupted",
+                       None, "skipped")
+    intent_oid = _dispatch(ctx, attempt_oid, attempt)
+    if intent_oid is None:  # another process dispatched it first
+        return _result(attempt_oid, attempt, "-", "dispatched by another run", None, "skipped")
+    root = tempfile.mkdtemp(prefix="yyb-attempt-")
+    try:
+        return _execute(ctx, attempt_oid, attempt, intent_oid, Folders(root))
+    finally:
+        if not ctx.keep_workspaces:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _dispatch(ctx: RunContext, attempt_oid: str, attempt: dict) -> str | None:
+    intent = {
+        "schema_version": INTENT, "plan": ctx.plan_oid, "attempt": attempt_oid,
+        "ordinal": attempt["ordinal"], "model": attempt["model"]["resolved"],
+        "harness": ctx.plan["candidate_harness"]["id"], "time_ms": supervise.now_ms(),
+        "host": socket.gethostname(), "pid": os.getpid(),
+        "links": {"plan": ctx.plan_oid, "attempt": attempt_oid},
+    }
+    oid = ctx.store.objects.put_record(intent)
+    try:
+        ctx.store.refs.update(attempt_ref(ctx.plan_oid, attempt_oid, "intent"), oid, old=None,
+                              reason="dispatch intent")
+    except RefMismatch:
+        return None
+    return oid
+
+
+def _inputs(ctx: RunContext, attempt: dict) -> tuple[dict | None, bytes | None, bytes | None]:
+    """(case record, prompt bytes, workflow bytes) from the store."""
+    objects = ctx.store.objects
+    if attempt["kind"] == "workflow":
+        return None, None, objects.get(attempt["links"]["workflow"]).body
+    case = objects.get_record(attempt["links"]["case"])
+    return case, objects.get(case["links"]["prompt"]).body, None
+
+
+def _execute(ctx: RunContext, attempt_oid: str, attempt: dict, intent_oid: str,
+             folders: Folders) -> Result:
+    store, facts, links = ctx.store, Facts(), {"intent": intent_oid}
+    case, prompt, workflow = _inputs(ctx, attempt)
+    protected = ctx.protected()
+    try:
+        folders.create()
+        if case is not None:
+            repo = ctx.config.repository_path(case["repository"])
+            if repo is None:
+                raise UsageError(f"repository {case['repository']!r} is not configured")
+            snap = snapshot.create(repo, case["base_commit"], ctx.plan["excluded_paths"],
+                                   folders.workspace)
+        else:
+            snap = _empty_workspace(folders.workspace)
+    except UsageError as exc:
+        facts.invalid_case = f"the case cannot be prepared: {exc}"
+        return _finish(ctx, attempt_oid, facts, links, None, None, None)
+    except (OSError, YybError) as exc:
+        facts.environment = f"the attempt workspace could not be prepared: {exc}"
+        return _finish(ctx, attempt_oid, facts, links, None, None, None)
+
+    base = manifest.scan(store, folders.workspace)
+    base_listing = store.objects.put_record(manifest.listing_record(base))
+    model = attempt["model"]["resolved"]
+    argv, envelope_path = adapters.invocation(
+        ctx.harness, model, folders.workspace, folders.control, prompt, workflow,
+        ctx.plan.get("workflow", {}).get("variables"),
+        ctx.plan.get("workflow", {}).get("controlled_model_variable"))
+    env, policy = build(folders, ctx.plan["tool_policy"]["read_only_paths"], protected,
+                        sorted(ctx.secrets), ctx.secrets)
+    network = ctx.plan["tool_policy"]["network"] == "allowed"
+    receipt = {
+        "schema_version": RECEIPT, "base_commit": snap.base_commit,
+        "snapshot_commit": snap.commit, "snapshot_tree": snap.tree,
+        "excluded_paths": list(ctx.plan["excluded_paths"]), "excluded": snap.excluded,
+        "file_count": snap.file_count,
+        "sandbox": {"kind": "bubblewrap", "version": sandbox.version(),
+                    "network": "allowed" if network else "denied"},
+        "environment": policy, "links": {"intent": intent_oid, "listing": base_listing},
+    }
+    links["receipt"] = store.objects.put_record(receipt)
+    box = sandbox.Sandbox(writable=[folders.workspace, *folders.private()], masked=protected,
+                          read_only=ctx.plan["tool_policy"]["read_only_paths"],
+                          network=network, cwd=folders.workspace)
+    envelope.remove_stale(envelope_path)
+    outcome = supervise.run(box.argv(argv), env, None, ctx.plan["timeout_ms"], ctx.cancel)
+    facts.cancelled, facts.timed_out = outcome.cancelled, outcome.timed_out
+    facts.cleanup_confirmed = outcome.cleanup_confirmed
+    facts.exit_code, facts.signal = outcome.exit_code, outcome.signal
+    links["stdout"] = store.objects.put("blob", redact(outcome.stdout.data, ctx.secrets))
+    links["stderr"] = store.objects.put("blob", redact(outcome.stderr.data, ctx.secrets))
+    value, problem = envelope.read(envelope_path, outcome.started_ms, outcome.ended_ms)
+    observed = None
+    if value is not None:
+        observed = envelope.observed(value)
+        if observed != model.lower():
+            problem = f"the envelope observed {observed}, not the planned {model}"
+        value["provider"] = redact(value["provider"].encode(), ctx.secrets).decode()
+        links["envelope"] = store.objects.put_record(value)
+        facts.envelope_status = value["status"]
+    elif os.path.exists(envelope_path):
+        with open(envelope_path, "rb") as handle:
+            raw = handle.read(envelope.MAX_ENVELOPE)
+        links["envelope_raw"] = store.objects.put("blob", redact(raw, ctx.secrets))
+    facts.envelope_problem = problem
+
+    final = manifest.scan(store, folders.workspace)
+    final_listing = store.objects.put_record(manifest.listing_record(final))
+    patch = manifest.diff(store, base.entries, final.entries)
+    links["patch"] = store.objects.put("blob", patch)
+    post = {"schema_version": manifest.MANIFEST, "git": manifest.git_state(folders.workspace),
+            "file_count": len(final.entries), **manifest.changes(base.entries, final.entries),
+            "omitted": final.omitted,
+            "links": {"receipt": links["receipt"], "listing": final_listing,
+                      "patch": links["patch"]}}
+    links["manifest"] = store.objects.put_record(post)
+    ran_cleanly = (not (facts.cancelled or facts.timed_out or facts.envelope_problem)
+                   and facts.cleanup_confirmed and facts.exit_code == 0
+                   and facts.envelope_status == "succeeded")
+    if ran_cleanly and case is not None:
+        profile = case["grader_profile"]
+        spec = ctx.plan["evaluators"]["catalog"].get(profile, {})
+        verdict = grading.grade(store, profile, spec, final_listing, links["manifest"],
+                                protected, os.path.dirname(folders.root), ctx.cancel)
+        facts.verdict, facts.verdict_reason = verdict.verdict, verdict.reason
+        facts.safety_failed = verdict.verdict == "fail" and spec.get("purpose") == "safety"
+        links["grade"] = verdict.oid
+    elif ran_cleanly:
+        facts.verdict, facts.verdict_reason = "pass", "workflow attempts have no case grader"
+    return _finish(ctx, attempt_oid, facts, links, outcome, value, observed,
+                   final_listing=final_listing)
+
+
+def _empty_workspace(path: str) -> snapshot.Snapshot:
+    import pygit2
+
+    repo = pygit2.init_repository(path, bare=False, initial_head="main")
+    snapshot._scrub(repo.path)
+    return snapshot.Snapshot(path, "", "", "", 0, [])
+
+
+def _finish(ctx, attempt_oid, facts, links, outcome, value, observed, final_listing=None):
+    cls, reason = decide(facts)
+    terminal = _terminal_record(ctx, attempt_oid, cls, reason, facts, links, outcome, value,
+                                observed)
+    extra = {"listing": final_listing} if final_listing else {}
+    return _publish(ctx, attempt_oid, terminal, extra, "ran")
+
+
+def _cost(value: dict | None) -> dict:
+    if value is None:
+        return {"completeness": "unavailable", "currency": "USD", "micros": None}
+    return dict(value["cost"])
+
+
+def _terminal_record(ctx, attempt_oid, cls, reason, facts, links, outcome, value, observed):
+    attempt = ctx.attempts[attempt_oid]
+    now = supervise.now_ms()
+    runtime = {"wall_ms": outcome.wall_ms, "started_ms": outcome.started_ms,
+               "ended_ms": outcome.ended_ms} if outcome else {
+               "wall_ms": 0, "started_ms": now, "ended_ms": now}
+    exit_info = {"code": facts.exit_code, "signal": facts.signal, "timed_out": facts.timed_out,
+                 "cleanup_confirmed": facts.cleanup_confirmed}
+    outputs = {name: {"bytes": cap.total, "retained": len(cap.data),
+                      "truncated": cap.truncated}
+               for name, cap in (("stdout", outcome.stdout), ("stderr", outcome.stderr))
+               } if outcome else {}
+    return {
+        "schema_version": TERMINAL, "class": cls, "reason": reason,
+        "plan": ctx.plan_oid, "attempt": attempt_oid, "ordinal": attempt["ordinal"],
+        "identity": {"requested": attempt["model"]["requested"],
+                     "resolved": attempt["model"]["resolved"], "observed": observed},
+        "runtime": runtime, "exit": exit_info, "outputs": outputs,
+        "candidate_cost": _cost(value),
+        "links": {"plan": ctx.plan_oid, "attempt": attempt_oid,
+                  **{k: v for k, v in links.items() if v}},
+    }
+
+
+def _publish(ctx, attempt_oid, terminal: dict, extra: dict, status: str) -> Result:
+    store = ctx.store
+    terminal_oid = store.objects.put_record(terminal)
+    store.refs.update(attempt_ref(ctx.plan_oid, attempt_oid, "terminal"), terminal_oid,
+                      old=None, reason=f"terminal {terminal['class']}")
+    evidence_links = {"terminal": terminal_oid}
+    for key in ("manifest", "patch", "grade"):
+        if terminal["links"].get(key):
+            evidence_links[key] = terminal["links"][key]
+    if extra.get("listing"):
+        evidence_links["listing"] = extra["listing"]
+    evidence = {"schema_version": EVIDENCE, "plan": ctx.plan_oid, "attempt": attempt_oid,
+                "class": terminal["class"], "links": evidence_links}
+    evidence_oid = store.objects.put_record(evidence)
+    store.refs.update(attempt_ref(ctx.plan_oid, attempt_oid, "evidence"), evidence_oid,
+                      old=None, reason="attempt evidence")
+    attempt = ctx.attempts[attempt_oid]
+    result = _result(attempt_oid, attempt, terminal["class"], terminal["reason"], terminal_oid,
+                     status, terminal["runtime"]["wall_ms"])
+    if ctx.progress:
+        ctx.progress(result)
+    return result
+
+
+def run_plan(ctx: RunContext, jobs: int = 1) -> list[Result]:
+    """Run every attempt of the plan in plan order with at most ``jobs`` at once."""
+    order = sorted(ctx.attempts, key=lambda oid: ctx.attempts[oid]["ordinal"])
+    if jobs <= 1:
+        return [run_attempt(ctx, oid) for oid in order]
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(lambda oid: run_attempt(ctx, oid), order))

@@ -1,0 +1,111 @@
+"""`yyb run`: dispatch the attempts of a plan, each once, and retain their evidence."""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+import click
+
+from yyb.cli.context import load_config, open_store
+from yyb.cli.plans import load_plan
+from yyb.errors import UsageError
+
+
+def _ensure_in_store(store, records: dict[str, dict]) -> None:
+    """A plan loaded from its file must also be in this store, blobs included."""
+    missing = [oid for oid in records if not store.objects.contains(oid)]
+    for oid in missing:
+        if store.objects.put_record(records[oid]) != oid:  # pragma: no cover - load() checked
+            raise UsageError(f"record {oid} does not hash to its name")
+    for value in records.values():
+        for role in ("prompt", "task", "workflow"):
+            target = value.get("links", {}).get(role)
+            if isinstance(target, str) and not store.objects.contains(target):
+                raise UsageError(f"the plan's {role} blob {target} is not in the store "
+                                 f"{store.path}; plan it against this store first")
+
+
+def _check_grant(store, plan_oid: str, plan: dict) -> None:
+    from yyb.plans import grant
+
+    if plan.get("budget") is None:
+        return
+    grant_oid = store.refs.read(f"refs/grants/{plan_oid}")
+    if grant_oid is None:
+        raise grant.GrantError("grant", "no grant for this plan; run 'yyb authorize --plan "
+                               "PLAN --expires WHEN' first")
+    grant.check(store.objects.get_record(grant_oid), plan_oid, plan, grant.now_ms())
+
+
+@click.command("run")
+@click.option("--plan", "plan_name", required=True, metavar="PLAN",
+              help="A plan file, or a plan oid or ref in the store.")
+@click.option("--dry-run", is_flag=True, help="Show what would be dispatched; dispatch nothing.")
+@click.option("--jobs", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Attempts running at once.")
+@click.option("--keep-workspaces", is_flag=True, help="Keep each attempt's folders.")
+@click.pass_context
+def run(ctx, plan_name, dry_run, jobs, keep_workspaces):
+    """Run every attempt of a plan that has not been dispatched yet.
+
+    Each candidate works in a private snapshot under the sandbox; its evidence is retained
+    under refs/runs/<plan>/<attempt>/. An attempt whose dispatch intent exists is never
+    dispatched again. Ctrl-C stops in-flight attempts (retained as cancelled).
+    """
+    from yyb.attempts import run as attempts
+
+    plan_oid, records = load_plan(ctx, plan_name)
+    plan = records[plan_oid]
+    store = open_store(ctx, create=True)
+    _ensure_in_store(store, records)
+    chosen = {oid: records.get(oid) or store.objects.get_record(oid)
+              for oid in plan["links"]["attempts"]}
+    if dry_run:
+        pending = [oid for oid in chosen if store.refs.read(
+            attempts.attempt_ref(plan_oid, oid, "intent")) is None]
+        for oid in sorted(pending, key=lambda o: chosen[o]["ordinal"]):
+            a = chosen[oid]
+            click.echo(f"would dispatch {a['ordinal']:>4} {a.get('case_id') or '-'} "
+                       f"{a['model']['resolved']} attempt {a['attempt']}")
+        click.echo(f"already dispatched: {len(chosen) - len(pending)}")
+        click.echo("dispatch_count: 0")
+        return 0
+    _check_grant(store, plan_oid, plan)
+    config = load_config(ctx)
+    import os
+
+    run_ctx = attempts.prepare(store, config, plan_oid, plan, chosen, dict(os.environ))
+    run_ctx.keep_workspaces = keep_workspaces
+    if sys.stderr.isatty():
+        run_ctx.progress = lambda r: click.echo(
+            f"[{r.ordinal}] {r.case_id or '-'} {r.model}: {r.terminal_class} ({r.wall_ms} ms)",
+            err=True)
+
+    def stop(signum, frame):
+        run_ctx.cancel.set()
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        results = attempts.run_plan(run_ctx, jobs)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    _summary(results)
+    return 130 if run_ctx.cancel.is_set() else 0
+
+
+def _summary(results) -> None:
+    out = sys.stdout
+    width_case = max([len(r.case_id or "-") for r in results] + [4])
+    width_model = max([len(r.model) for r in results] + [5])
+    out.write(f"{'#':>5}  {'case':<{width_case}}  {'model':<{width_model}}  "
+              f"{'terminal':<19}  {'wall_ms':>8}  status\n")
+    for r in sorted(results, key=lambda r: r.ordinal):
+        out.write(f"{r.ordinal:>5}  {(r.case_id or '-'):<{width_case}}  {r.model:<{width_model}}"
+                  f"  {r.terminal_class:<19}  {r.wall_ms:>8}  {r.status}\n")
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r.terminal_class] = counts.get(r.terminal_class, 0) + 1
+    out.write("terminals: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + "\n")
+    out.write(f"dispatch_count: {sum(1 for r in results if r.status == 'ran')}\n")

@@ -1,0 +1,122 @@
+"""The built-in example: a repository with a real bug, a case, two stand-in agents, a grader.
+
+Everything is created in one folder: the source repository (a shell calculator whose ``add``
+subtracts, a failing test, and a later commit with the fix that no candidate may see), the
+configuration, the task file, the stand-in agents (``example/fixer`` fixes the bug,
+``example/idler`` does nothing) and the grader (runs the test). The agents follow the
+``command`` harness protocol: they receive the model, workspace, envelope and prompt paths,
+and write a ``juno_execution_envelope.v1`` envelope.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+
+CALC_BUGGY = '#!/bin/sh\n# add A B: print the sum of two integers\necho $(( $1 - $2 ))\n'
+CALC_FIXED = '#!/bin/sh\n# add A B: print the sum of two integers\necho $(( $1 + $2 ))\n'
+TEST = """#!/bin/sh
+# The failing test: add must add.
+got=$(sh ./calc.sh 2 3)
+if [ "$got" != 5 ]; then
+  echo "FAIL: calc.sh 2 3 printed $got, expected 5"
+  exit 1
+fi
+echo "ok: calc.sh 2 3 = 5"
+"""
+AGENT = """#!/bin/sh
+# A stand-in agent for the command harness: MODEL WORKSPACE ENVELOPE PROMPT_FILE
+model="$1"; workspace="$2"; envelope="$3"
+cd "$workspace" || exit 2
+echo "agent $model read the prompt: $(head -c 60 "$4")"
+if [ "$model" = "example/fixer" ]; then
+  sed -i 's/\\$1 - \\$2/$1 + $2/' calc.sh
+  git add calc.sh && git -c user.name=agent -c user.email=agent@example.invalid \\
+    commit -qm "fix add" && echo "committed the fix"
+else
+  echo "looked around, changed nothing"
+fi
+name="${model#example/}"
+cat > "$envelope" <<EOF
+{"schema_version": "juno_execution_envelope.v1", "provider": "example", "model": "$name",
+ "status": "succeeded", "cost": {"completeness": "genuine_zero", "currency": "USD", "micros": 0},
+ "started_ms": 0, "ended_ms": 0, "elapsed_ms": 0}
+EOF
+"""
+GRADER = """#!/bin/sh
+# The grader: run the case's test in the rebuilt final workspace.
+sh ./test_calc.sh
+"""
+TASK = """---
+id: calc-add
+title: Make add add
+tags: [benchmark-case, example]
+fields:
+  benchmark:
+    repository: example
+    base_commit: {base}
+    case_version: "1"
+    category: bugfix
+    grader_profile: tests
+---
+calc.sh is supposed to print the sum of its two arguments, but test_calc.sh fails.
+Fix calc.sh so that the test passes.
+"""
+
+
+def _git(repo: str, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "example", "GIT_AUTHOR_EMAIL": "e@example.invalid",
+           "GIT_COMMITTER_NAME": "example", "GIT_COMMITTER_EMAIL": "e@example.invalid"}
+    done = subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True, env=env,
+                          check=True)
+    return done.stdout.strip()
+
+
+def _write(path: str, text: str, executable: bool = False) -> None:
+    with open(path, "w") as handle:
+        handle.write(text)
+    os.chmod(path, 0o755 if executable else 0o644)
+
+
+def build(root: str) -> dict:
+    """Create the example's files under ``root``; return their paths."""
+    from yyb import config
+
+    repo = os.path.join(root, "repo")
+    tools = os.path.join(root, "tools")
+    os.makedirs(repo)
+    os.makedirs(tools)
+    _git(repo, "init", "-q", "-b", "main")
+    _write(os.path.join(repo, "calc.sh"), CALC_BUGGY, True)
+    _write(os.path.join(repo, "test_calc.sh"), TEST, True)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "calculator with a bug")
+    base = _git(repo, "rev-parse", "HEAD")
+    _write(os.path.join(repo, "calc.sh"), CALC_FIXED, True)
+    _git(repo, "commit", "-qam", "the fix (a future commit no candidate may see)")
+    agent = os.path.join(tools, "agent.sh")
+    grader = os.path.join(tools, "grader.sh")
+    _write(agent, AGENT, True)
+    _write(grader, GRADER, True)
+    with open(grader, "rb") as handle:
+        grader_sha = hashlib.sha256(handle.read()).hexdigest()
+    data = config.template("example", yylo_version="example")
+    data["repositories"] = {"example": "."}
+    data["harnesses"] = {"candidate": {
+        "kind": "command", "argv": [agent, "{model}", "{workspace}", "{envelope}",
+                                    "{prompt_file}"]}}
+    data["evaluators"] = {"tests": {
+        "kind": "command", "grader_id": "example-tests", "version": "1",
+        "executable": grader, "sha256": grader_sha, "argv": [], "timeout_ms": 60_000,
+        "purpose": "correctness"}}
+    data["models"] = {":fixer": "example/fixer", ":idler": "example/idler"}
+    data["attempt_timeout_ms"] = 60_000
+    data["tool_policy"] = {"network": "denied", "read_only_paths": [tools]}
+    config_path = os.path.join(repo, config.CONFIG_NAME)
+    with open(config_path, "w") as handle:
+        json.dump(data, handle, indent=2)
+    task = os.path.join(root, "task.md")
+    _write(task, TASK.format(base=base))
+    return {"root": root, "repo": repo, "config": config_path, "task": task, "base": base}

@@ -1,0 +1,81 @@
+"""Harness adapters: how each harness kind is invoked for one attempt.
+
+- ``command``: the configured argv, with ``{prompt_file}``, ``{workspace}``, ``{model}`` and
+  ``{envelope}`` replaced.
+- ``yylo_pi``: ``yy pi --execution-envelope ENVELOPE --model MODEL --prompt-file PROMPT``
+  (``executable`` replaces ``yy``), run in the workspace.
+- ``workflow_runner``: the configured argv with ``{workflow_file}``, ``{variables_file}``,
+  ``{model}``, ``{model_variable}``, ``{workspace}`` and ``{envelope}`` replaced; the variables
+  file is JSON ``{name: value}`` of the planned variables plus the controlled model variable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+from yyb.errors import UsageError
+
+PLACEHOLDERS = ("prompt_file", "workspace", "model", "envelope", "workflow_file",
+                "variables_file", "model_variable")
+
+
+def _fill(argv: list[str], values: dict[str, str]) -> list[str]:
+    out = []
+    for arg in argv:
+        for name in PLACEHOLDERS:
+            if name in values:
+                arg = arg.replace("{" + name + "}", values[name])
+        out.append(arg)
+    return out
+
+
+def executable(harness: dict) -> str:
+    """The program the harness starts (resolved on the host PATH).
+
+    Raises:
+        UsageError: it is not installed; nothing is dispatched.
+    """
+    if harness["kind"] == "yylo_pi":
+        name = harness.get("executable", "yy")
+    else:
+        name = harness["argv"][0]
+    found = name if os.path.isabs(name) else shutil.which(name)
+    if not found or not os.access(found, os.X_OK):
+        what = "yy (the YYLO CLI)" if harness["kind"] == "yylo_pi" else name
+        raise UsageError(f"the {harness['kind']} harness needs {what}, which is not installed "
+                         "or not executable")
+    return found
+
+
+def invocation(harness: dict, model: str, workspace: str, control: str, prompt: bytes | None,
+               workflow: bytes | None = None, variables: dict | None = None,
+               model_variable: str | None = None) -> tuple[list[str], str]:
+    """(argv, envelope path) for one attempt; writes the prompt/workflow files into control."""
+    envelope = os.path.join(control, "envelope.json")
+    values = {"workspace": workspace, "model": model, "envelope": envelope}
+    if prompt is not None:
+        values["prompt_file"] = os.path.join(control, "prompt.md")
+        with open(values["prompt_file"], "wb") as handle:
+            handle.write(prompt)
+    kind = harness["kind"]
+    if kind == "yylo_pi":
+        argv = [executable(harness), "pi", "--execution-envelope", envelope, "--model", model,
+                "--prompt-file", values["prompt_file"]]
+        return argv, envelope
+    if kind == "workflow_runner":
+        values["workflow_file"] = os.path.join(control, "workflow.yaml")
+        with open(values["workflow_file"], "wb") as handle:
+            handle.write(workflow or b"")
+        resolved = {name: (spec["value"] if spec["type"] == "string" else json.loads(spec["value"]))
+                    for name, spec in (variables or {}).items()}
+        if model_variable:
+            resolved[model_variable] = model
+            values["model_variable"] = model_variable
+        values["variables_file"] = os.path.join(control, "variables.json")
+        with open(values["variables_file"], "w") as handle:
+            json.dump(resolved, handle, sort_keys=True)
+    argv = _fill(harness["argv"], values)
+    argv[0] = executable(harness)
+    return argv, envelope

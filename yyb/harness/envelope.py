@@ -1,0 +1,58 @@
+"""The execution envelope (``juno_execution_envelope.v1``): the only execution evidence.
+
+The harness writes it outside the workspace. Its provider and model are observations that
+must normalize to the planned identity: ``provider/model`` lowercased, where a model that
+already starts with ``provider/`` is not prefixed twice. The launcher replaces its timing
+fields with its own measurements before it is stored.
+"""
+
+from __future__ import annotations
+
+import os
+
+from yyb.errors import YybError
+from yyb.store import codec, schema
+
+ENVELOPE = "juno_execution_envelope.v1"
+MAX_ENVELOPE = 1 << 20
+
+
+def normalize(provider: str, model: str) -> str:
+    provider, model = provider.strip().lower(), model.strip().lower()
+    return model if model.startswith(provider + "/") else f"{provider}/{model}"
+
+
+def read(path: str, started_ms: int, ended_ms: int) -> tuple[dict | None, str | None]:
+    """(envelope value with the launcher's timing, None) or (None, why it is unusable)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_ENVELOPE + 1)
+    except FileNotFoundError:
+        return None, "the harness wrote no execution envelope"
+    except OSError as exc:
+        return None, f"the execution envelope is unreadable ({exc.strerror})"
+    if len(data) > MAX_ENVELOPE:
+        return None, "the execution envelope is larger than 1 MiB"
+    try:
+        value = codec.from_json(data)
+    except YybError as exc:
+        return None, f"the execution envelope is malformed ({exc})"
+    if value.get("schema_version") != ENVELOPE:
+        return None, f"the execution envelope is not {ENVELOPE}"
+    value.update(started_ms=started_ms, ended_ms=ended_ms, elapsed_ms=ended_ms - started_ms)
+    found = schema.problem(value, ENVELOPE)
+    if found is not None:
+        return None, f"the execution envelope is invalid: {found[0]}: {found[1]}"
+    return value, None
+
+
+def observed(envelope: dict) -> str:
+    return normalize(envelope["provider"], envelope["model"])
+
+
+def remove_stale(path: str) -> None:
+    """Nothing may pre-exist where the harness writes its envelope."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
