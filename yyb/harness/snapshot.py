@@ -39,30 +39,104 @@ def is_excluded(path: str, patterns: list[str]) -> bool:
     return False
 
 
-def _copy_tree(src, dst, tree, prefix: str, patterns: list[str], excluded: list[str]) -> tuple:
+def _collect(src, tree, prefix: str, patterns: list[str], excluded: list[str], blobs: dict):
+    """Walk ``tree``: gather included blobs, and return a nested plan of the filtered tree."""
     import pygit2
 
-    builder = dst.TreeBuilder()
-    count = 0
+    plan = []
     for entry in tree:
         path = f"{prefix}{entry.name}"
-        if is_excluded(path, patterns):
-            excluded.append(path)
-            continue
-        if entry.filemode == GITLINK:
-            excluded.append(path)  # a submodule's commit is not in this repository
+        if is_excluded(path, patterns) or entry.filemode == GITLINK:
+            excluded.append(path)  # a submodule's commit is not in this repository either
             continue
         obj = src[entry.id]
         if obj.type == pygit2.GIT_OBJECT_TREE:
-            sub, n = _copy_tree(src, dst, obj, path + "/", patterns, excluded)
-            if n:
-                builder.insert(entry.name, sub, entry.filemode)
-                count += n
+            sub = _collect(src, obj, path + "/", patterns, excluded, blobs)
+            if sub:
+                plan.append((entry.name, entry.filemode, sub))
         else:
-            dst.odb.write(obj.type, obj.read_raw())
-            builder.insert(entry.name, entry.id, entry.filemode)
-            count += 1
-    return builder.write(), count
+            blobs[str(entry.id)] = obj
+            plan.append((entry.name, entry.filemode, entry.id))
+    return plan
+
+
+def _build_trees(dst, plan) -> object:
+    builder = dst.TreeBuilder()
+    for name, mode, target in plan:
+        oid = _build_trees(dst, target) if isinstance(target, list) else target
+        builder.insert(name, oid, mode)
+    return builder.write()
+
+
+def _pack_header(type_num: int, size: int) -> bytes:
+    byte = (type_num << 4) | (size & 0x0F)
+    size >>= 4
+    out = bytearray()
+    while size:
+        out.append(byte | 0x80)
+        byte = size & 0x7F
+        size >>= 7
+    out.append(byte)
+    return bytes(out)
+
+
+def write_pack(gitdir: str, objects: dict) -> int:
+    """Write ``objects`` (sha1 hex -> pygit2 blob) as one undeltified pack plus its v2 index.
+
+    One pack file instead of thousands of loose objects: the snapshot is bounded by the
+    speed of compressing its bytes, not of creating files.
+    """
+    import hashlib
+    import struct
+    import zlib
+
+    folder = os.path.join(gitdir, "objects", "pack")
+    os.makedirs(folder, exist_ok=True)
+    tmp = os.path.join(folder, "tmp-snapshot.pack")
+    digest = hashlib.sha1()
+    entries = []
+    with open(tmp, "wb") as handle:
+        head = b"PACK" + struct.pack(">II", 2, len(objects))
+        handle.write(head)
+        digest.update(head)
+        offset = len(head)
+        for hexid in sorted(objects):
+            data = objects[hexid].read_raw()
+            chunk = _pack_header(3, len(data)) + zlib.compress(data, 1)
+            handle.write(chunk)
+            digest.update(chunk)
+            entries.append((bytes.fromhex(hexid), zlib.crc32(chunk), offset))
+            offset += len(chunk)
+        trailer = digest.digest()
+        handle.write(trailer)
+    fanout = [0] * 256
+    for sha, _, _ in entries:
+        fanout[sha[0]] += 1
+    total = 0
+    for i in range(256):
+        total += fanout[i]
+        fanout[i] = total
+    small, large = [], []
+    for _, _, off in entries:
+        if off < 0x80000000:
+            small.append(off)
+        else:
+            small.append(0x80000000 | len(large))
+            large.append(off)
+    index = b"".join([
+        b"\377tOc", struct.pack(">I", 2), struct.pack(">256I", *fanout),
+        b"".join(sha for sha, _, _ in entries),
+        b"".join(struct.pack(">I", crc) for _, crc, _ in entries),
+        b"".join(struct.pack(">I", off) for off in small),
+        b"".join(struct.pack(">Q", off) for off in large),
+        trailer,
+    ])
+    index += hashlib.sha1(index).digest()
+    name = os.path.join(folder, f"pack-{trailer.hex()}")
+    with open(name + ".idx", "wb") as handle:
+        handle.write(index)
+    os.rename(tmp, name + ".pack")
+    return len(entries)
 
 
 def _scrub(gitdir: str) -> None:
@@ -88,20 +162,26 @@ def create(source_path: str, base_commit: str, excluded_paths: list[str], dest: 
 
     src = source.open_repository(source_path)
     commit = source.commit_at(src, base_commit, "base_commit")
-    dst = pygit2.init_repository(dest, bare=False, initial_head="main")
-    _scrub(dst.path)
+    init = pygit2.init_repository(dest, bare=False, initial_head="main")
+    gitdir = init.path
+    _scrub(gitdir)
     excluded: list[str] = []
-    tree_id, count = _copy_tree(src, dst, commit.tree, "", excluded_paths, excluded)
+    blobs: dict = {}
+    plan = _collect(src, commit.tree, "", excluded_paths, excluded, blobs)
+    write_pack(gitdir, blobs)
+    dst = pygit2.Repository(dest)  # opened after the pack exists, so it sees it
+    tree_id = _build_trees(dst, plan)
     when = commit.committer.time
     signature = pygit2.Signature(*SNAPSHOT_AUTHOR, when, 0)
     message = f"snapshot of {base_commit}\n"
     snap = dst.create_commit("refs/heads/main", signature, signature, message, tree_id, [])
     dst.checkout_tree(dst[tree_id], strategy=pygit2.GIT_CHECKOUT_FORCE)
     dst.set_head("refs/heads/main")
-    dst.index.read_tree(dst[tree_id])
-    dst.index.write()
-    for name in ("logs",):
-        target = os.path.join(dst.path, name)
-        if os.path.isdir(target):
-            shutil.rmtree(target)
-    return Snapshot(dest, base_commit, str(snap), str(tree_id), count, sorted(excluded))
+    logs = os.path.join(gitdir, "logs")
+    if os.path.isdir(logs):
+        shutil.rmtree(logs)
+    return Snapshot(dest, base_commit, str(snap), str(tree_id), _files(plan), sorted(excluded))
+
+
+def _files(plan) -> int:
+    return sum(_files(target) if isinstance(target, list) else 1 for _, _, target in plan)

@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""Per-attempt overhead of `yyb run` with a no-op candidate, against plain git, run by hand.
+
+Builds a repository of --files files totalling --mib MiB, then measures in the same run:
+  baseline: git archive BASE | tar -x; git init; git add -A; git commit   (per attempt)
+  yyb:      one attempt end to end (intent, snapshot, receipt, sandbox start, no-op candidate,
+            manifest, grading on a rebuilt workspace, terminal), sequentially
+  yyb -j2:  attempts per minute with --jobs 2
+Usage: python tools/bench_attempt.py [--files 5000] [--mib 50] [--attempts 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def git(repo: str, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b",
+           "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@b"}
+    return subprocess.run(["git", "-C", repo, *args], capture_output=True, env=env,
+                          check=True).stdout.decode().strip()
+
+
+def make_repo(root: str, files: int, mib: int) -> tuple[str, str]:
+    repo = os.path.join(root, "repo")
+    os.makedirs(repo)
+    git(repo, "init", "-q")
+    size = mib * (1 << 20) // files
+    for i in range(files):
+        folder = os.path.join(repo, f"d{i % 50:02d}")
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, f"f{i:05d}.txt"), "wb") as handle:
+            handle.write(os.urandom(size // 2 + 1).hex().encode()[:size])
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    return repo, git(repo, "rev-parse", "HEAD")
+
+
+def baseline(repo: str, base: str, root: str) -> float:
+    dest = tempfile.mkdtemp(dir=root)
+    start = time.perf_counter()
+    archive = subprocess.Popen(["git", "-C", repo, "archive", base], stdout=subprocess.PIPE)
+    subprocess.run(["tar", "-x", "-C", dest], stdin=archive.stdout, check=True)
+    archive.wait()
+    git(dest, "init", "-q")
+    git(dest, "add", "-A")
+    git(dest, "commit", "-qm", "snapshot")
+    elapsed = time.perf_counter() - start
+    shutil.rmtree(dest)
+    return elapsed
+
+
+NOOP_AGENT = "\n".join([
+    "#!/bin/sh",
+    "printf '%s' '{\"schema_version\": \"juno_execution_envelope.v1\", \"provider\": \"bench\", "
+    "\"model\": \"noop\", \"status\": \"succeeded\", \"cost\": {\"completeness\": "
+    "\"genuine_zero\", \"currency\": \"USD\", \"micros\": 0}, \"started_ms\": 0, "
+    "\"ended_ms\": 0, \"elapsed_ms\": 0}' > \"$3\"",
+    "",
+])
+
+
+def setup(root: str, repo: str, base: str, attempts: int):
+    from yyb import config as configuration
+    from yyb.plans import build
+
+    tools = os.path.join(root, "tools")
+    os.makedirs(tools)
+    agent = os.path.join(tools, "agent.sh")
+    grader = os.path.join(tools, "grader.sh")
+    for path, text in ((agent, NOOP_AGENT), (grader, "#!/bin/sh\nexit 0\n")):
+        with open(path, "w") as handle:
+            handle.write(text)
+        os.chmod(path, 0o755)
+    with open(grader, "rb") as handle:
+        grader_sha = hashlib.sha256(handle.read()).hexdigest()
+    data = configuration.template("repo", "bench")
+    data["repositories"] = {"repo": "."}
+    data["harnesses"] = {"candidate": {"kind": "command",
+                                       "argv": [agent, "{model}", "{workspace}", "{envelope}"]}}
+    data["evaluators"] = {"noop": {"kind": "command", "grader_id": "noop", "version": "1",
+                                   "executable": grader, "sha256": grader_sha, "argv": []}}
+    data["tool_policy"] = {"network": "denied", "read_only_paths": [tools]}
+    cfg = os.path.join(repo, configuration.CONFIG_NAME)
+    with open(cfg, "w") as handle:
+        json.dump(data, handle)
+    task = os.path.join(root, "task.md")
+    with open(task, "w") as handle:
+        handle.write(f"---\nid: bench\ntitle: b\ntags: [benchmark-case]\nfields:\n  benchmark:\n"
+                     f"    repository: repo\n    base_commit: {base}\n    case_version: '1'\n"
+                     "    category: bench\n    grader_profile: noop\n---\nNothing to do.\n")
+    config = configuration.load(cfg)
+    return config, build.task_plan(config, [task], "bench/noop", attempts, None)
+
+
+def run_attempts(root: str, config, plan, jobs: int) -> float:
+    from yyb.attempts import run as attempts
+    from yyb.plans import build
+    from yyb.store.repo import Store
+
+    store, _ = Store.init(os.path.join(tempfile.mkdtemp(dir=root), "store"))
+    build.write(store, plan)
+    chosen = {oid: plan.records[oid] for oid in plan.attempt_oids}
+    ctx = attempts.prepare(store, config, plan.oid, plan.experiment, chosen, dict(os.environ))
+    start = time.perf_counter()
+    results = attempts.run_plan(ctx, jobs)
+    elapsed = time.perf_counter() - start
+    classes = {r.terminal_class for r in results}
+    if classes != {"resolved"}:
+        sys.exit(f"unexpected terminals: {classes} ({results[0].reason})")
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=5000)
+    parser.add_argument("--mib", type=int, default=50)
+    parser.add_argument("--attempts", type=int, default=4)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="yyb-bench-") as root:
+        repo, base = make_repo(root, args.files, args.mib)
+        base_times = [baseline(repo, base, root) for _ in range(3)]
+        config, plan = setup(root, repo, base, args.attempts)
+        sequential = run_attempts(root, config, plan, 1)
+        parallel = run_attempts(root, config, plan, 2)
+    per_base = min(base_times)
+    per_yyb = sequential / args.attempts
+    print(f"| measure ({args.files} files, {args.mib} MiB) | value |")
+    print("|---|---|")
+    print(f"| baseline: git archive + tar + init + add + commit (best of 3) | {per_base:.2f} s |")
+    print(f"| yyb: one attempt with a no-op candidate ({args.attempts} in sequence; the first "
+          f"also stores the snapshot's blobs) | {per_yyb:.2f} s |")
+    print(f"| ratio yyb / baseline | {per_yyb / per_base:.2f}x |")
+    print(f"| attempts per minute, --jobs 2 | {args.attempts / parallel * 60:.1f} |")
+
+
+if __name__ == "__main__":
+    main()
