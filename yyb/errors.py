@@ -21,6 +21,7 @@ The hierarchy::
     │   ├── RefMismatch                   compare-and-swap found another old value
     │   ├── RefConflict                   a ref name that collides with a folder of refs (or v.v.)
     │   └── CorruptRef                    a ref file or ref log that does not hold what it must
+    ├── LockHeld                          another process holds a store-wide lock (locks/)
     └── StoreIOError                      the file system refused a write (full, read-only, ...)
 
 Errors carry structured attributes (``oid``, ``path``, ``ref``, ``field``) so that callers
@@ -182,6 +183,15 @@ class CorruptRef(RefError):
         super().__init__(f"ref {ref}: {reason} (run yyb doctor)")
         self.ref = ref
         self.reason = reason
+
+
+class LockHeld(YybError):
+    def __init__(self, name: str, path: str, holder: dict | None):
+        who = f"pid {holder['pid']} on {holder['host']}" if holder else "another process"
+        super().__init__(f"{name} is held by {who} ({path}); wait for it to finish")
+        self.name = name
+        self.path = path
+        self.holder = holder
 
 
 class StoreIOError(YybError):

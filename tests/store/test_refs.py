@@ -243,3 +243,30 @@ def test_a_live_holder_is_never_broken(disk_store):
     finally:
         os.close(fd)
         os.unlink(lock)
+
+
+def test_store_wide_exclusive_lock(disk_store):
+    from yyb.errors import LockHeld, UsageError
+    from yyb.store.fsck import fsck
+
+    with disk_store.exclusive("run-abc") as broken:
+        assert broken is None
+        with pytest.raises(LockHeld) as caught:
+            with disk_store.exclusive("run-abc"):
+                pass
+        assert caught.value.holder["pid"] == os.getpid()
+        assert [(f.level, f.code) for f in fsck(disk_store)] == [("info", "locked")]
+    with disk_store.exclusive("run-abc"):
+        pass
+    assert [f for f in fsck(disk_store)] == []
+    with pytest.raises(UsageError):
+        with disk_store.exclusive("a/b"):
+            pass
+
+
+def test_exclusive_lock_of_a_crashed_process_is_taken_over(disk_store):
+    lock = os.path.join(disk_store.path, "locks", "run-x.lock")
+    os.makedirs(os.path.dirname(lock), exist_ok=True)
+    _crash_holding_lock(lock)
+    with disk_store.exclusive("run-x") as broken:
+        assert broken is not None and broken["pid"] != os.getpid()

@@ -132,7 +132,7 @@ def run_attempt(ctx: RunContext, attempt_oid: str) -> Result:
         return known
     attempt = ctx.attempts[attempt_oid]
     if ctx.cancel.is_set():
-        return _result(attempt_oid, attempt, "cancelled", "not dispatched: run interrupted",
+        return _result(attempt_oid, attempt, "-", "not dispatched: the run was interrupted",
                        None, "skipped")
     intent_oid = _dispatch(ctx, attempt_oid, attempt)
     if intent_oid is None:  # another process dispatched it first
@@ -335,10 +335,22 @@ def _publish(ctx, attempt_oid, terminal: dict, extra: dict, status: str) -> Resu
     return result
 
 
+def run_lock(plan_oid: str) -> str:
+    return f"run-{plan_oid}"
+
+
 def run_plan(ctx: RunContext, jobs: int = 1) -> list[Result]:
-    """Run every attempt of the plan in plan order with at most ``jobs`` at once."""
+    """Run every attempt of the plan in plan order with at most ``jobs`` at once.
+
+    One process at a time runs a plan (``locks/run-<plan>.lock``): a second one is refused
+    at once rather than mistaking the first one's in-flight attempts for interrupted ones.
+
+    Raises:
+        LockHeld: another live process is running this plan.
+    """
     order = sorted(ctx.attempts, key=lambda oid: ctx.attempts[oid]["ordinal"])
-    if jobs <= 1:
-        return [run_attempt(ctx, oid) for oid in order]
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(lambda oid: run_attempt(ctx, oid), order))
+    with ctx.store.exclusive(run_lock(ctx.plan_oid)):
+        if jobs <= 1:
+            return [run_attempt(ctx, oid) for oid in order]
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            return list(pool.map(lambda oid: run_attempt(ctx, oid), order))

@@ -195,9 +195,9 @@ def _lock_finding(root: str, rel: str, now: float) -> Finding:
     state, holder = file.lock_state(path)
     if state == "abandoned":
         return error("stale-lock", rel, f"left by pid {holder['pid']}, which is gone; the next "
-                     "update of this ref replaces it and records that")
+                     "holder replaces it (a ref update records that in its chain)")
     if state == "held":
-        return info("locked", rel, "a ref update is in progress")
+        return info("locked", rel, "held by a running yyb process")
     try:
         age = now - os.path.getmtime(path)
     except FileNotFoundError:
@@ -232,7 +232,7 @@ def _layout(store: Store) -> Iterator[tuple[str, str]]:
             else:
                 kind = "temp" if name.startswith(file.TEMP_PREFIX) else "stray"
                 yield kind, f"objects/{prefix}/{name}"
-    for top in ("refs", "logs", "tmp"):
+    for top in ("refs", "logs", "tmp", "locks"):
         base = os.path.join(root, top)
         for folder, dirs, files in os.walk(base):
             dirs.sort()
@@ -240,6 +240,8 @@ def _layout(store: Store) -> Iterator[tuple[str, str]]:
                 rel = os.path.relpath(os.path.join(folder, name), root).replace(os.sep, "/")
                 if top == "tmp" or name.startswith(file.TEMP_PREFIX):
                     yield "temp", rel
+                elif top == "locks":
+                    yield ("lock" if name.endswith(LOCK_SUFFIX) else "stray"), rel
                 elif name.endswith(LOCK_SUFFIX):
                     yield "lock", rel
                 else:

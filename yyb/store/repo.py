@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 
-from yyb.errors import RefNotFound, StoreNotFound, UsageError
+from yyb.errors import LockHeld, RefNotFound, StoreNotFound, UsageError
 from yyb.store import file
 from yyb.store.object_store import DiskObjects, MemoryObjects, ObjectStore
 from yyb.store.objects import OID_HEX, check_prefix, is_oid
@@ -13,7 +15,7 @@ from yyb.store.refs import DiskRefs, MemoryRefs, RefStore, check_ref_name
 FORMAT_FILE = "format"
 FORMAT_VERSION = 1
 FORMAT_TEXT = f"yyb-store {FORMAT_VERSION}\nhash sha256\n"
-FOLDERS = ("objects", "refs", "logs", "tmp")
+FOLDERS = ("objects", "refs", "logs", "tmp", "locks")
 
 
 class Store:
@@ -70,6 +72,39 @@ class Store:
         # The format file is written last: a store exists once it is there.
         file.write_atomic(os.path.join(path, FORMAT_FILE), FORMAT_TEXT.encode("ascii"))
         return cls.open(path), True
+
+    @contextlib.contextmanager
+    def exclusive(self, name: str, timeout: float = 0.0) -> Iterator[dict | None]:
+        """Hold the store-wide lock ``locks/<name>.lock`` (one component, ref-name rules).
+
+        Yields the holder of an abandoned lock this one replaced (a crashed process), or None.
+
+        Raises:
+            LockHeld: another live process holds it past ``timeout`` seconds.
+        """
+        check_ref_name(name)
+        if "/" in name:
+            raise UsageError(f"a lock name is one component: {name!r}")
+        if self.path is None:
+            yield None
+            return
+        folder = os.path.join(self.path, "locks")
+        try:
+            file.ensure_dir(folder)
+        except OSError as exc:
+            raise file.io_error(folder, exc) from exc
+        path = os.path.join(folder, name + ".lock")
+        try:
+            fd, broken = file.acquire_lock(path, timeout)
+        except FileExistsError:
+            raise LockHeld(name, path, file.lock_state(path)[1]) from None
+        except OSError as exc:
+            raise file.io_error(path, exc) from exc
+        try:
+            yield broken
+        finally:
+            os.unlink(path)
+            os.close(fd)
 
     def rev_parse(self, name: str) -> str:
         """Resolve a full oid, a unique abbreviation (4+ hex digits) or a ref name to an oid.
