@@ -90,19 +90,33 @@ def yyb(disk_store: Store) -> Yyb:
     return Yyb(disk_store.path)
 
 
-def run_yyb(*args: str, input: bytes | None = None, env: dict | None = None,
-            cwd: str | None = None):
+def run_yyb(
+    *args: str, input: bytes | None = None, env: dict | None = None, cwd: str | None = None
+):
     """A real subprocess run of the CLI, for pipelines, signals and tracebacks."""
-    return subprocess.run([sys.executable, "-m", "yyb", *args], input=input,
-                          capture_output=True, env=env, cwd=cwd, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "yyb", *args],
+        input=input,
+        capture_output=True,
+        env=env,
+        cwd=cwd,
+        timeout=120,
+    )
 
 
 def git(repo: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e",
-           "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
-    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
-                          env=env, check=True)
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@e",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@e",
+        "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+        "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+    }
+    done = subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, env=env, check=True
+    )
     return done.stdout.strip()
 
 
@@ -130,10 +144,22 @@ class Project:
         self.config_path.write_text(json.dumps(data, indent=2))
 
     def task(self, name: str = "task.md", case_id: str = "fix-add", **fields) -> Path:
-        bench = {"repository": "repo", "base_commit": self.base, "case_version": "1",
-                 "category": "bugfix", "grader_profile": "checks", **fields}
-        lines = ["---", f"id: {case_id}", "title: Fix add", "tags: [benchmark-case]",
-                 "fields:", "  benchmark:"]
+        bench = {
+            "repository": "repo",
+            "base_commit": self.base,
+            "case_version": "1",
+            "category": "bugfix",
+            "grader_profile": "checks",
+            **fields,
+        }
+        lines = [
+            "---",
+            f"id: {case_id}",
+            "title: Fix add",
+            "tags: [benchmark-case]",
+            "fields:",
+            "  benchmark:",
+        ]
         for key, value in bench.items():
             if value is None:
                 continue
@@ -169,10 +195,22 @@ def project(tmp_path: Path) -> Project:
 
     data = config.template("repo")
     data["evaluators"] = {
-        "checks": {"kind": "command", "grader_id": "pytest", "version": "1",
-                   "executable": "/usr/bin/true", "sha256": "0" * 64, "argv": []},
-        "judge": {"kind": "llm_judge", "version": "1", "harness": "candidate",
-                  "model": "vendor/judge", "prompt": "Judge.", "rubric": "Works?"},
+        "checks": {
+            "kind": "command",
+            "grader_id": "pytest",
+            "version": "1",
+            "executable": "/usr/bin/true",
+            "sha256": "0" * 64,
+            "argv": [],
+        },
+        "judge": {
+            "kind": "llm_judge",
+            "version": "1",
+            "harness": "candidate",
+            "model": "vendor/judge",
+            "prompt": "Judge.",
+            "rubric": "Works?",
+        },
     }
     data["models"] = {":mini": "vendor/mini-1"}
     (root / "yylo-benchmark.config.json").write_text(json.dumps(data, indent=2))

@@ -28,14 +28,28 @@ def test_identity_hashes_follow_their_definitions(project):
     # wiki: a file's sha256 is of its bytes at the base commit (not the working tree)
     calc_at_base = b"def add(a, b):\n    return a - b\n"
     wiki = {w["path"]: w for w in case["wiki"]}
-    assert wiki["calc.py"] == {"path": "calc.py", "kind": "file",
-                               "sha256": hashlib.sha256(calc_at_base).hexdigest()}
+    assert wiki["calc.py"] == {
+        "path": "calc.py",
+        "kind": "file",
+        "sha256": hashlib.sha256(calc_at_base).hexdigest(),
+    }
     line = b"%s 100644 wiki.md\n" % hashlib.sha256(b"how to add\n").hexdigest().encode()
     assert wiki["docs"]["sha256"] == hashlib.sha256(line).hexdigest()
     # input hash: SHA-256 of canonical MessagePack of the identity map, keys sorted
-    identity = {k: case[k] for k in ("base_commit", "case_id", "case_version", "category",
-                                      "grader_profile", "prompt_hash", "repository",
-                                      "task_hash", "wiki")}
+    identity = {
+        k: case[k]
+        for k in (
+            "base_commit",
+            "case_id",
+            "case_version",
+            "category",
+            "grader_profile",
+            "prompt_hash",
+            "repository",
+            "task_hash",
+            "wiki",
+        )
+    }
     ordered = dict(sorted(identity.items()))
     ordered["wiki"] = [dict(sorted(w.items())) for w in ordered["wiki"]]
     expected = hashlib.sha256(msgpack.packb(ordered, use_bin_type=True)).hexdigest()
@@ -48,7 +62,11 @@ def test_validate_does_not_touch_the_file_or_the_store(project):
     result = project.yyb("validate", "--task", str(path))
     assert result.exit_code == 0
     assert [line.split()[0] for line in result.lines] == [
-        "case_id", "task_hash", "prompt_hash", "input_hash"]
+        "case_id",
+        "task_hash",
+        "prompt_hash",
+        "input_hash",
+    ]
     assert (path.read_bytes(), path.stat().st_mtime_ns) == before
     import os
 
@@ -90,8 +108,10 @@ def _front(project, text: str):
         ("---\nid: a\ntitle: t\n---\n", "tags"),
         ("---\nid: a\ntitle: t\ntags: [x]\nfields: {}\n---\n", "tags"),
         ("---\nid: a\ntitle: t\ntags: [benchmark-case]\n---\n", "fields"),
-        ("---\nid: a\ntitle: t\ntags: [benchmark-case]\nfields: {other: 1}\n---\n",
-         "fields.benchmark"),
+        (
+            "---\nid: a\ntitle: t\ntags: [benchmark-case]\nfields: {other: 1}\n---\n",
+            "fields.benchmark",
+        ),
     ],
 )
 def test_malformed_tasks_name_the_field(project, body, field):
@@ -142,8 +162,7 @@ def test_wiki_is_read_at_the_base_commit_not_later(project):
 def test_cli_errors_are_one_line_exit_2_and_write_nothing(project):
     import os
 
-    result = project.yyb("validate", "--task", str(project.task(grader_profile="nope")),
-                         "--write")
+    result = project.yyb("validate", "--task", str(project.task(grader_profile="nope")), "--write")
     assert result.exit_code == 2
     assert len(result.stderr.splitlines()) == 1 and "grader_profile" in result.stderr
     assert not os.path.exists(project.store_path)

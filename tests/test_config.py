@@ -25,8 +25,12 @@ def test_every_problem_is_reported_with_its_pointer():
     with pytest.raises(config.ConfigError) as caught:
         config.parse(json.dumps(data), "cfg.json")
     pointers = [p for p, _ in caught.value.problems]
-    assert pointers == ["/harnesses/other", "/models", "/tool_policy/network",
-                        "/workspace/attempts_root"]
+    assert pointers == [
+        "/harnesses/other",
+        "/models",
+        "/tool_policy/network",
+        "/workspace/attempts_root",
+    ]
     assert len(str(caught.value).splitlines()) == 4
     assert all(line.startswith("config cfg.json: /") for line in str(caught.value).splitlines())
 
@@ -34,18 +38,34 @@ def test_every_problem_is_reported_with_its_pointer():
 @pytest.mark.parametrize(
     "mutate, pointer, needle",
     [
-        (lambda d: d.update(default_candidate_harness="nope"), "/default_candidate_harness",
-         "configured harness"),
+        (
+            lambda d: d.update(default_candidate_harness="nope"),
+            "/default_candidate_harness",
+            "configured harness",
+        ),
         (lambda d: d.update(default_evaluators=["ghost"]), "/default_evaluators/0", "ghost"),
         (lambda d: d.update(attempt_timeout_ms=1.5), "/attempt_timeout_ms", "float"),
-        (lambda d: d.update(schema_version="juno_benchmark_config.v1"), "/schema_version",
-         "yylo_benchmark_config.v2"),
+        (
+            lambda d: d.update(schema_version="juno_benchmark_config.v1"),
+            "/schema_version",
+            "yylo_benchmark_config.v2",
+        ),
         (lambda d: d.pop("harnesses"), "", "'harnesses' is a required property"),
         (lambda d: d.update(extra=1), "", "'extra' was unexpected"),
-        (lambda d: d["evaluators"].update(j={"kind": "llm_judge", "version": "1",
-                                              "harness": "none", "model": "m", "prompt": "",
-                                              "rubric": ""}), "/evaluators/j/harness",
-         "configured harness"),
+        (
+            lambda d: d["evaluators"].update(
+                j={
+                    "kind": "llm_judge",
+                    "version": "1",
+                    "harness": "none",
+                    "model": "m",
+                    "prompt": "",
+                    "rubric": "",
+                }
+            ),
+            "/evaluators/j/harness",
+            "configured harness",
+        ),
     ],
 )
 def test_single_problems(mutate, pointer, needle):

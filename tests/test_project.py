@@ -29,7 +29,9 @@ def test_readme_has_exactly_two_setup_commands_and_ci_runs_the_second():
 def test_store_imports_nothing_above_it():
     for path in (ROOT / "yyb" / "store").glob("*.py"):
         source = path.read_text()
-        assert not re.search(r"^\s*(from|import)\s+yyb\.(cli|harness|porcelain)", source, re.M), path
+        assert not re.search(r"^\s*(from|import)\s+yyb\.(cli|harness|porcelain)", source, re.M), (
+            path
+        )
 
 
 def test_only_cli_prints_or_exits():
@@ -44,7 +46,8 @@ def test_plumbing_does_not_import_heavy_dependencies():
     code = (
         "import sys; from yyb.cli import plumbing, refs, check, context; "
         "import yyb.store.fsck; "
-        "heavy = [m for m in ('pygit2', 'jsonschema', 'fastjsonschema', 'cryptography', 'yaml') if m in sys.modules]; "
+        "names = ('pygit2', 'jsonschema', 'fastjsonschema', 'cryptography', 'yaml'); "
+        "heavy = [m for m in names if m in sys.modules]; "
         "print(','.join(heavy))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -68,8 +71,9 @@ def test_every_schema_is_a_valid_json_schema():
 def test_every_package_is_listed_in_pyproject():
     import tomllib
 
-    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-                 ["packages"])
+    listed = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
     found = {
         ".".join(path.parent.relative_to(ROOT).parts)
         for path in (ROOT / "yyb").rglob("__init__.py")

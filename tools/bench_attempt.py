@@ -23,10 +23,18 @@ import time
 
 
 def git(repo: str, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b",
-           "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@b"}
-    return subprocess.run(["git", "-C", repo, *args], capture_output=True, env=env,
-                          check=True).stdout.decode().strip()
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "b",
+        "GIT_AUTHOR_EMAIL": "b@b",
+        "GIT_COMMITTER_NAME": "b",
+        "GIT_COMMITTER_EMAIL": "b@b",
+    }
+    return (
+        subprocess.run(["git", "-C", repo, *args], capture_output=True, env=env, check=True)
+        .stdout.decode()
+        .strip()
+    )
 
 
 def make_repo(root: str, files: int, mib: int) -> tuple[str, str]:
@@ -58,14 +66,16 @@ def baseline(repo: str, base: str, root: str) -> float:
     return elapsed
 
 
-NOOP_AGENT = "\n".join([
-    "#!/bin/sh",
-    "printf '%s' '{\"schema_version\": \"juno_execution_envelope.v1\", \"provider\": \"bench\", "
-    "\"model\": \"noop\", \"status\": \"succeeded\", \"cost\": {\"completeness\": "
-    "\"genuine_zero\", \"currency\": \"USD\", \"micros\": 0}, \"started_ms\": 0, "
-    "\"ended_ms\": 0, \"elapsed_ms\": 0}' > \"$3\"",
-    "",
-])
+NOOP_AGENT = "\n".join(
+    [
+        "#!/bin/sh",
+        'printf \'%s\' \'{"schema_version": "juno_execution_envelope.v1", "provider": "bench", '
+        '"model": "noop", "status": "succeeded", "cost": {"completeness": '
+        '"genuine_zero", "currency": "USD", "micros": 0}, "started_ms": 0, '
+        '"ended_ms": 0, "elapsed_ms": 0}\' > "$3"',
+        "",
+    ]
+)
 
 
 def setup(root: str, repo: str, base: str, attempts: int):
@@ -84,19 +94,30 @@ def setup(root: str, repo: str, base: str, attempts: int):
         grader_sha = hashlib.sha256(handle.read()).hexdigest()
     data = configuration.template("repo", "bench")
     data["repositories"] = {"repo": "."}
-    data["harnesses"] = {"candidate": {"kind": "command",
-                                       "argv": [agent, "{model}", "{workspace}", "{envelope}"]}}
-    data["evaluators"] = {"noop": {"kind": "command", "grader_id": "noop", "version": "1",
-                                   "executable": grader, "sha256": grader_sha, "argv": []}}
+    data["harnesses"] = {
+        "candidate": {"kind": "command", "argv": [agent, "{model}", "{workspace}", "{envelope}"]}
+    }
+    data["evaluators"] = {
+        "noop": {
+            "kind": "command",
+            "grader_id": "noop",
+            "version": "1",
+            "executable": grader,
+            "sha256": grader_sha,
+            "argv": [],
+        }
+    }
     data["tool_policy"] = {"network": "denied", "read_only_paths": [tools]}
     cfg = os.path.join(repo, configuration.CONFIG_NAME)
     with open(cfg, "w") as handle:
         json.dump(data, handle)
     task = os.path.join(root, "task.md")
     with open(task, "w") as handle:
-        handle.write(f"---\nid: bench\ntitle: b\ntags: [benchmark-case]\nfields:\n  benchmark:\n"
-                     f"    repository: repo\n    base_commit: {base}\n    case_version: '1'\n"
-                     "    category: bench\n    grader_profile: noop\n---\nNothing to do.\n")
+        handle.write(
+            f"---\nid: bench\ntitle: b\ntags: [benchmark-case]\nfields:\n  benchmark:\n"
+            f"    repository: repo\n    base_commit: {base}\n    case_version: '1'\n"
+            "    category: bench\n    grader_profile: noop\n---\nNothing to do.\n"
+        )
     config = configuration.load(cfg)
     return config, build.task_plan(config, [task], "bench/noop", attempts, None)
 
@@ -136,8 +157,10 @@ def main() -> None:
     print(f"| measure ({args.files} files, {args.mib} MiB) | value |")
     print("|---|---|")
     print(f"| baseline: git archive + tar + init + add + commit (best of 3) | {per_base:.2f} s |")
-    print(f"| yyb: one attempt with a no-op candidate ({args.attempts} in sequence; the first "
-          f"also stores the snapshot's blobs) | {per_yyb:.2f} s |")
+    print(
+        f"| yyb: one attempt with a no-op candidate ({args.attempts} in sequence; the first "
+        f"also stores the snapshot's blobs) | {per_yyb:.2f} s |"
+    )
     print(f"| ratio yyb / baseline | {per_yyb / per_base:.2f}x |")
     print(f"| attempts per minute, --jobs 2 | {args.attempts / parallel * 60:.1f} |")
 

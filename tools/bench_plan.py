@@ -19,10 +19,16 @@ from pathlib import Path
 
 
 def git(repo: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b",
-           "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@b"}
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
-                          env=env, check=True).stdout.strip()
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "b",
+        "GIT_AUTHOR_EMAIL": "b@b",
+        "GIT_COMMITTER_NAME": "b",
+        "GIT_COMMITTER_EMAIL": "b@b",
+    }
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, env=env, check=True
+    ).stdout.strip()
 
 
 def setup(root: Path, cases: int) -> tuple[Path, list[str]]:
@@ -36,17 +42,27 @@ def setup(root: Path, cases: int) -> tuple[Path, list[str]]:
     git(repo, "commit", "-qm", "base")
     base = git(repo, "rev-parse", "HEAD")
     data = config.template("repo")
-    data["evaluators"] = {"checks": {"kind": "command", "grader_id": "g", "version": "1",
-                                     "executable": "/bin/true", "sha256": "0" * 64, "argv": []}}
+    data["evaluators"] = {
+        "checks": {
+            "kind": "command",
+            "grader_id": "g",
+            "version": "1",
+            "executable": "/bin/true",
+            "sha256": "0" * 64,
+            "argv": [],
+        }
+    }
     cfg = repo / config.CONFIG_NAME
     cfg.write_text(json.dumps(data))
     tasks = []
     for i in range(cases):
         path = root / f"task-{i:04d}.md"
-        path.write_text(f"---\nid: case-{i:04d}\ntitle: Case {i}\ntags: [benchmark-case]\n"
-                        f"fields:\n  benchmark:\n    repository: repo\n    base_commit: {base}\n"
-                        "    case_version: '1'\n    category: bench\n    grader_profile: checks\n"
-                        f"---\nPrompt number {i}.\n")
+        path.write_text(
+            f"---\nid: case-{i:04d}\ntitle: Case {i}\ntags: [benchmark-case]\n"
+            f"fields:\n  benchmark:\n    repository: repo\n    base_commit: {base}\n"
+            "    case_version: '1'\n    category: bench\n    grader_profile: checks\n"
+            f"---\nPrompt number {i}.\n"
+        )
         tasks.append(str(path))
     return cfg, tasks
 
@@ -77,17 +93,32 @@ def main() -> None:
         written = time.perf_counter()
         planfile.load(str(out))
         loaded = time.perf_counter()
-        yyb = [sys.executable, "-m", "yyb", "--store", str(root / "store2"), "--config",
-               str(cfg_path), "plan", "--models", models, "--attempts", str(args.attempts),
-               "--output", str(root / "plan2.json")]
+        yyb = [
+            sys.executable,
+            "-m",
+            "yyb",
+            "--store",
+            str(root / "store2"),
+            "--config",
+            str(cfg_path),
+            "plan",
+            "--models",
+            models,
+            "--attempts",
+            str(args.attempts),
+            "--output",
+            str(root / "plan2.json"),
+        ]
         for task in tasks:
             yyb += ["--task", task]
         cli_start = time.perf_counter()
         subprocess.run(yyb, check=True, capture_output=True)
         cli = time.perf_counter() - cli_start
     n = plan.experiment["attempt_count"]
-    print(f"| step | seconds ({args.cases} cases x {args.models} models x "
-          f"{args.attempts} attempts = {n} attempt plans) |")
+    print(
+        f"| step | seconds ({args.cases} cases x {args.models} models x "
+        f"{args.attempts} attempts = {n} attempt plans) |"
+    )
     print("|---|---|")
     print(f"| validate cases + build records in memory | {built - start:.2f} |")
     print(f"| write {len(plan.bodies)} objects + ref to a new store | {stored - built:.2f} |")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from yyb.config import Config
 from yyb.errors import UsageError
-from yyb.store import codec
+from yyb.store import codec, file
 
 CASE_SCHEMA = "yylo_benchmark_case.v2"
 TAG = "benchmark-case"
@@ -50,7 +50,7 @@ def _split(data: bytes, path: str) -> tuple[bytes, bytes]:
         raise CaseError(path, "", "missing front matter (the file must open with a '---' line)")
     for i, line in enumerate(lines[1:], start=1):
         if line.rstrip(b"\r\n") == b"---":
-            return b"".join(lines[1:i]), b"".join(lines[i + 1:])
+            return b"".join(lines[1:i]), b"".join(lines[i + 1 :])
     raise CaseError(path, "", "front matter is not closed by a '---' line")
 
 
@@ -90,8 +90,9 @@ def benchmark_fields(task: Task) -> dict:
     path, front = task.path, task.front
     case_id = _text(front.get("id"), path, "id")
     if not CASE_ID.fullmatch(case_id):
-        raise CaseError(path, "id", f"{case_id!r} is not a case id (letters, digits, . _ -; "
-                        "at most 128)")
+        raise CaseError(
+            path, "id", f"{case_id!r} is not a case id (letters, digits, . _ -; at most 128)"
+        )
     title = _text(front.get("title"), path, "title")
     tags = front.get("tags")
     if tags is None:
@@ -105,8 +106,9 @@ def benchmark_fields(task: Task) -> dict:
         raise CaseError(path, "fields", "missing" if fields is None else "must be a mapping")
     bench = fields.get("benchmark")
     if not isinstance(bench, dict):
-        raise CaseError(path, "fields.benchmark",
-                        "missing" if bench is None else "must be a mapping")
+        raise CaseError(
+            path, "fields.benchmark", "missing" if bench is None else "must be a mapping"
+        )
     out = {name: _text(bench.get(name), path, f"fields.benchmark.{name}") for name in REQUIRED}
     wiki = bench.get("wiki_paths", [])
     if not isinstance(wiki, list) or not all(isinstance(w, str) and w for w in wiki):
@@ -114,8 +116,11 @@ def benchmark_fields(task: Task) -> dict:
     for i, item in enumerate(wiki):
         parts = item.strip("/").split("/")
         if item.startswith("/") or ".." in parts or "" in parts:
-            raise CaseError(path, f"fields.benchmark.wiki_paths[{i}]",
-                            f"{item!r} must be a relative path inside the repository")
+            raise CaseError(
+                path,
+                f"fields.benchmark.wiki_paths[{i}]",
+                f"{item!r} must be a relative path inside the repository",
+            )
     if len(set(wiki)) != len(wiki):
         raise CaseError(path, "fields.benchmark.wiki_paths", "lists a path twice")
     return {"case_id": case_id, "title": title, "tags": sorted(tags), **out, "wiki_paths": wiki}
@@ -127,8 +132,17 @@ def sha256(data: bytes) -> str:
 
 def input_hash(identity: dict) -> str:
     """SHA-256 of the canonical MessagePack of the identity map (docs/cases.md)."""
-    keys = ("base_commit", "case_id", "case_version", "category", "grader_profile",
-            "prompt_hash", "repository", "task_hash", "wiki")
+    keys = (
+        "base_commit",
+        "case_id",
+        "case_version",
+        "category",
+        "grader_profile",
+        "prompt_hash",
+        "repository",
+        "task_hash",
+        "wiki",
+    )
     return sha256(codec.encode({k: identity[k] for k in keys}))
 
 
@@ -146,21 +160,28 @@ def validate(task: Task, config: Config) -> dict:
     path = task.path
     profile = fields["grader_profile"]
     if profile not in config.evaluators():
-        raise CaseError(path, "fields.benchmark.grader_profile",
-                        f"{profile!r} is not a configured evaluator")
+        raise CaseError(
+            path, "fields.benchmark.grader_profile", f"{profile!r} is not a configured evaluator"
+        )
     repo_id = fields["repository"]
     repo_path = config.repository_path(repo_id)
     if repo_path is None:
-        raise CaseError(path, "fields.benchmark.repository",
-                        f"unknown repository {repo_id!r} (not in the configuration)")
+        raise CaseError(
+            path,
+            "fields.benchmark.repository",
+            f"unknown repository {repo_id!r} (not in the configuration)",
+        )
     repo = source.open_repository(repo_path)
     commit = source.commit_at(repo, fields["base_commit"], f"{path}: fields.benchmark.base_commit")
     wiki = []
     for i, item in enumerate(fields["wiki_paths"]):
         digest = source.entry_digest(repo, commit, item)
         if digest is None:
-            raise CaseError(path, f"fields.benchmark.wiki_paths[{i}]",
-                            f"{item!r} does not exist at {fields['base_commit']}")
+            raise CaseError(
+                path,
+                f"fields.benchmark.wiki_paths[{i}]",
+                f"{item!r} does not exist at {fields['base_commit']}",
+            )
         wiki.append(digest)
     identity = {
         "case_id": fields["case_id"],
@@ -174,18 +195,17 @@ def validate(task: Task, config: Config) -> dict:
         "wiki": sorted(wiki, key=lambda w: w["path"].encode()),
     }
     identity["input_hash"] = input_hash(identity)
-    return {"schema_version": CASE_SCHEMA, "title": fields["title"], "tags": fields["tags"],
-            **identity}
+    return {
+        "schema_version": CASE_SCHEMA,
+        "title": fields["title"],
+        "tags": fields["tags"],
+        **identity,
+    }
 
 
 def load_case(path: str, config: Config) -> tuple[Task, dict]:
     """Read, parse and validate the task file at ``path``."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
-    task = parse_task(data, path)
+    task = parse_task(file.read_input(path), path)
     return task, validate(task, config)
 
 

@@ -61,23 +61,8 @@ def render(config: dict) -> str:
 
 
 def write_new(path: str, config: dict) -> None:
-    """Write a configuration file, never replacing an existing one.
-
-    Raises:
-        UsageError: ``path`` exists.
-    """
-    data = render(config).encode()
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    except FileExistsError:
-        raise UsageError(f"{path} exists; it is never overwritten") from None
-    except OSError as exc:
-        raise file.io_error(path, exc) from exc
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    """Write a configuration file, never replacing an existing one (UsageError if it exists)."""
+    file.write_new(path, render(config).encode())
 
 
 def default_path(cwd: str) -> str:
@@ -107,8 +92,10 @@ class Config:
 
     def tool_policy(self) -> dict:
         policy = self.data.get("tool_policy", {"network": "denied"})
-        return {"network": policy["network"],
-                "read_only_paths": sorted(policy.get("read_only_paths", []))}
+        return {
+            "network": policy["network"],
+            "read_only_paths": sorted(policy.get("read_only_paths", [])),
+        }
 
     def repository_path(self, repo_id: str) -> str | None:
         """The absolute path of repository ``repo_id``, or None if it is not configured."""
@@ -130,8 +117,10 @@ class Config:
                 raise UsageError(f"unknown model selector {requested!r} (known: {known})")
             return resolved
         if not MODEL_RE.fullmatch(requested):
-            raise UsageError(f"not a model identity: {requested!r} (expected provider/model "
-                             "or a configured :selector)")
+            raise UsageError(
+                f"not a model identity: {requested!r} (expected provider/model "
+                "or a configured :selector)"
+            )
         return requested
 
     def harness(self, harness_id: str) -> dict:
@@ -149,12 +138,17 @@ def _semantic_problems(data: dict) -> list[tuple[str, str]]:
     evaluators = data.get("evaluators", {})
     for i, name in enumerate(data.get("default_evaluators", [])):
         if name not in evaluators:
-            found.append((f"/default_evaluators/{i}", f"expected a configured evaluator, "
-                          f"not {name!r}"))
+            found.append(
+                (f"/default_evaluators/{i}", f"expected a configured evaluator, not {name!r}")
+            )
     for name, spec in evaluators.items():
         if spec.get("kind") == "llm_judge" and spec.get("harness") not in harnesses:
-            found.append((pointer(("evaluators", name, "harness")),
-                          "expected the id of a configured harness"))
+            found.append(
+                (
+                    pointer(("evaluators", name, "harness")),
+                    "expected the id of a configured harness",
+                )
+            )
     return found
 
 
@@ -185,11 +179,6 @@ def load(path: str) -> Config:
     Raises:
         UsageError: the file cannot be read; ConfigError: it is invalid.
     """
-    try:
-        with open(path, "rb") as handle:
-            text = handle.read()
-    except FileNotFoundError:
-        raise UsageError(f"no configuration at {path} (create one with 'yyb init')") from None
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
-    return parse(text, path)
+    if not os.path.exists(path):
+        raise UsageError(f"no configuration at {path} (create one with 'yyb init')")
+    return parse(file.read_input(path), path)

@@ -173,7 +173,9 @@ class RefMismatch(RefError):
 
 class RefConflict(RefError):
     def __init__(self, ref: str, other: str):
-        super().__init__(f"ref {ref} cannot exist beside ref {other} (one names the other's folder)")
+        super().__init__(
+            f"ref {ref} cannot exist beside ref {other} (one names the other's folder)"
+        )
         self.ref = ref
         self.other = other
 

@@ -15,8 +15,8 @@ import json
 import os
 import subprocess
 
-CALC_BUGGY = '#!/bin/sh\n# add A B: print the sum of two integers\necho $(( $1 - $2 ))\n'
-CALC_FIXED = '#!/bin/sh\n# add A B: print the sum of two integers\necho $(( $1 + $2 ))\n'
+CALC_BUGGY = "#!/bin/sh\n# add A B: print the sum of two integers\necho $(( $1 - $2 ))\n"
+CALC_FIXED = "#!/bin/sh\n# add A B: print the sum of two integers\necho $(( $1 + $2 ))\n"
 TEST = """#!/bin/sh
 # The failing test: add must add.
 got=$(sh ./calc.sh 2 3)
@@ -67,10 +67,16 @@ Fix calc.sh so that the test passes.
 
 
 def _git(repo: str, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "example", "GIT_AUTHOR_EMAIL": "e@example.invalid",
-           "GIT_COMMITTER_NAME": "example", "GIT_COMMITTER_EMAIL": "e@example.invalid"}
-    done = subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True, env=env,
-                          check=True)
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "example",
+        "GIT_AUTHOR_EMAIL": "e@example.invalid",
+        "GIT_COMMITTER_NAME": "example",
+        "GIT_COMMITTER_EMAIL": "e@example.invalid",
+    }
+    done = subprocess.run(
+        ["git", "-C", repo, *args], capture_output=True, text=True, env=env, check=True
+    )
     return done.stdout.strip()
 
 
@@ -104,13 +110,24 @@ def build(root: str) -> dict:
         grader_sha = hashlib.sha256(handle.read()).hexdigest()
     data = config.template("example", yylo_version="example")
     data["repositories"] = {"example": "."}
-    data["harnesses"] = {"candidate": {
-        "kind": "command", "argv": [agent, "{model}", "{workspace}", "{envelope}",
-                                    "{prompt_file}"]}}
-    data["evaluators"] = {"tests": {
-        "kind": "command", "grader_id": "example-tests", "version": "1",
-        "executable": grader, "sha256": grader_sha, "argv": [], "timeout_ms": 60_000,
-        "purpose": "correctness"}}
+    data["harnesses"] = {
+        "candidate": {
+            "kind": "command",
+            "argv": [agent, "{model}", "{workspace}", "{envelope}", "{prompt_file}"],
+        }
+    }
+    data["evaluators"] = {
+        "tests": {
+            "kind": "command",
+            "grader_id": "example-tests",
+            "version": "1",
+            "executable": grader,
+            "sha256": grader_sha,
+            "argv": [],
+            "timeout_ms": 60_000,
+            "purpose": "correctness",
+        }
+    }
     data["models"] = {":fixer": "example/fixer", ":idler": "example/idler"}
     data["attempt_timeout_ms"] = 60_000
     data["tool_policy"] = {"network": "denied", "read_only_paths": [tools]}

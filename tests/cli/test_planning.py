@@ -18,8 +18,20 @@ def count_objects(path: str) -> int:
 
 def test_plan_show_authorize(project, tmp_path):
     out = str(tmp_path / "plan.json")
-    result = project.yyb("plan", "--task", str(project.task()), "--models", ":mini,vendor/big",
-                         "--attempts", "2", "--max-usd", "1", "--output", out, "--dry-run")
+    result = project.yyb(
+        "plan",
+        "--task",
+        str(project.task()),
+        "--models",
+        ":mini,vendor/big",
+        "--attempts",
+        "2",
+        "--max-usd",
+        "1",
+        "--output",
+        out,
+        "--dry-run",
+    )
     assert result.exit_code == 0, result.stderr
     assert "dispatch_count: 0" in result.lines
     oid = result.lines[0].split()[1]
@@ -41,9 +53,20 @@ def test_workflow_plan_cli(project, tmp_path):
     flow = tmp_path / "flow.yaml"
     flow.write_text("steps: []\n")
     out = str(tmp_path / "wf.json")
-    result = project.yyb("plan", "--workflow", str(flow), "--models", "vendor/a",
-                         "--controlled-model-variable", "candidate_model",
-                         "--var", "run_date=2026-08-31", "--output", out, "--json")
+    result = project.yyb(
+        "plan",
+        "--workflow",
+        str(flow),
+        "--models",
+        "vendor/a",
+        "--controlled-model-variable",
+        "candidate_model",
+        "--var",
+        "run_date=2026-08-31",
+        "--output",
+        out,
+        "--json",
+    )
     assert result.exit_code == 0, result.stderr
     summary = json.loads(result.stdout)
     assert summary["comparison"] == "model_only" and summary["dispatch_count"] == 0
@@ -57,16 +80,24 @@ def test_workflow_plan_cli(project, tmp_path):
         (["--task", "{task}", "--models", "vendor/a"], "--output"),
         (["--task", "{task}", "--models", ":nope", "--output", "{out}"], "unknown model"),
         (["--task", "{task}", "--models", "vendor/a,vendor/a", "--output", "{out}"], "once"),
-        (["--task", "{task}", "--models", "vendor/a", "--attempts", "0", "--output", "{out}"],
-         "at least 1"),
-        (["--task", "{task}", "--models", "vendor/a", "--max-usd", "-1", "--output", "{out}"],
-         "positive"),
+        (
+            ["--task", "{task}", "--models", "vendor/a", "--attempts", "0", "--output", "{out}"],
+            "at least 1",
+        ),
+        (
+            ["--task", "{task}", "--models", "vendor/a", "--max-usd", "-1", "--output", "{out}"],
+            "positive",
+        ),
         (["--task", "{bad}", "--models", "vendor/a", "--output", "{out}"], "grader_profile"),
-        (["--task", "{task}", "--models", "vendor/a", "--output", "{existing}"],
-         "never overwritten"),
+        (
+            ["--task", "{task}", "--models", "vendor/a", "--output", "{existing}"],
+            "never overwritten",
+        ),
         (["--workflow", "{badyaml}", "--models", "vendor/a", "--output", "{out}"], "YAML"),
-        (["--task", "{task}", "--models", "vendor/a", "--var", "a=1", "--output", "{out}"],
-         "workflow plans"),
+        (
+            ["--task", "{task}", "--models", "vendor/a", "--var", "a=1", "--output", "{out}"],
+            "workflow plans",
+        ),
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(project, tmp_path, args, needle):
@@ -74,9 +105,13 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(project, tmp_path, args
     existing.write_text("{}")
     badyaml = tmp_path / "bad.yaml"
     badyaml.write_text("a: [\n")
-    names = {"task": str(project.task()), "bad": str(project.task("bad.md",
-             grader_profile="nope")), "out": str(tmp_path / "out.json"),
-             "existing": str(existing), "badyaml": str(badyaml)}
+    names = {
+        "task": str(project.task()),
+        "bad": str(project.task("bad.md", grader_profile="nope")),
+        "out": str(tmp_path / "out.json"),
+        "existing": str(existing),
+        "badyaml": str(badyaml),
+    }
     result = project.yyb("plan", *[a.format(**names) for a in args])
     assert result.exit_code == 2, (result.stdout, result.stderr)
     assert len(result.stderr.splitlines()) == 1 and needle in result.stderr, result.stderr
@@ -88,8 +123,12 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(project, tmp_path, args
 
 def test_an_edited_plan_file_is_refused(project, tmp_path):
     out = tmp_path / "plan.json"
-    assert project.yyb("plan", "--task", str(project.task()), "--models", "vendor/a",
-                       "--output", str(out)).exit_code == 0
+    assert (
+        project.yyb(
+            "plan", "--task", str(project.task()), "--models", "vendor/a", "--output", str(out)
+        ).exit_code
+        == 0
+    )
     out.write_text(out.read_text().replace('"attempts_per_cell": 1', '"attempts_per_cell": 2'))
     for args in (["plan", "show", str(out)], ["authorize", "--plan", str(out), "--expires", "1h"]):
         result = project.yyb(*args)

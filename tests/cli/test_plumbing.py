@@ -64,14 +64,15 @@ def test_hash_object_record(yyb, tmp_path, disk_store):
     "text, needle",
     [
         ('{"schema_version": "yyb_note.v1", "message": 1.5}', "$.message: 1.5 is a float"),
-        ('{"schema_version": "yyb_note.v1", "message": "a", "message": "b"}',
-         "$.message: duplicate key"),
+        (
+            '{"schema_version": "yyb_note.v1", "message": "a", "message": "b"}',
+            "$.message: duplicate key",
+        ),
         ('{"message": "a"}', "$.schema_version: missing"),
         ('{"schema_version": "yyb_note.v1"}', "'message' is a required property"),
         ('{"schema_version": "nope.v1"}', "no schema is known"),
         ("not json", "not valid JSON"),
-        ('{"schema_version": "yyb_note.v1", "message": "x", "links": {"a": "b"}}',
-         "$.links.a"),
+        ('{"schema_version": "yyb_note.v1", "message": "x", "links": {"a": "b"}}', "$.links.a"),
     ],
 )
 def test_hash_object_bad_records(yyb, disk_store, text, needle):
@@ -90,8 +91,13 @@ def test_hash_object_usage_errors(yyb, tmp_path):
 def objs(disk_store):
     blob = disk_store.objects.put("blob", b"line one\n")
     rec = disk_store.objects.put_record(
-        {"schema_version": "yyb_note.v1", "message": "m", "data": {"b": b"\x00\xff"},
-         "links": {"log": blob}})
+        {
+            "schema_version": "yyb_note.v1",
+            "message": "m",
+            "data": {"b": b"\x00\xff"},
+            "links": {"log": blob},
+        }
+    )
     disk_store.refs.update("notes/n", rec, reason="first")
     return {"blob": blob, "rec": rec}
 
@@ -129,8 +135,13 @@ def test_cat_object_batch(yyb, objs, disk_store):
     names = f"{blob}\n{rec[:10]}\nnotes/n\n{'0' * 64}\nnot a name\n"
     result = yyb("cat-object", "--batch-check", input=names)
     size = len(disk_store.objects.get(rec).body)
-    assert result.lines == [f"{blob} blob 9", f"{rec} record {size}", f"{rec} record {size}",
-                            f"{'0' * 64} missing", "not a name missing"]
+    assert result.lines == [
+        f"{blob} blob 9",
+        f"{rec} record {size}",
+        f"{rec} record {size}",
+        f"{'0' * 64} missing",
+        "not a name missing",
+    ]
     full = yyb("cat-object", "--batch", input=f"{blob}\n").stdout_bytes
     assert full == f"{blob} blob 9\n".encode() + b"line one\n\n"
     flip_byte(disk_store.objects.path(blob))
@@ -172,12 +183,14 @@ def test_verify_chain_and_doctor(yyb, objs, disk_store):
     flip_byte(disk_store.objects.path(objs["blob"]))
     vc = yyb("verify-chain", "notes/n")
     assert vc.exit_code == 1
-    assert vc.lines == [f"error hash-mismatch {objs['blob']}: stored bytes hash to "
-                        + vc.lines[0].rsplit(" ", 1)[1]]
+    assert vc.lines == [
+        f"error hash-mismatch {objs['blob']}: stored bytes hash to " + vc.lines[0].rsplit(" ", 1)[1]
+    ]
     dr = yyb("doctor", "--json")
     assert dr.exit_code == 1
     assert [(f["code"], f["subject"]) for f in json.loads(dr.stdout)] == [
-        ("hash-mismatch", objs["blob"])]
+        ("hash-mismatch", objs["blob"])
+    ]
 
 
 def test_store_init_and_path(tmp_path):
@@ -211,8 +224,9 @@ def test_pipeline_of_real_processes(tmp_path):
         p = tmp_path / f"in{i}"
         p.write_bytes(os.urandom(100))
         files.append(str(p))
-    hashed = run_yyb("--store", store, "hash-object", "-w", "--stdin-paths",
-                     input="\n".join(files).encode())
+    hashed = run_yyb(
+        "--store", store, "hash-object", "-w", "--stdin-paths", input="\n".join(files).encode()
+    )
     assert hashed.returncode == 0
     batch = run_yyb("--store", store, "cat-object", "--batch-check", input=hashed.stdout)
     assert [line.split()[1] for line in batch.stdout.decode().splitlines()] == ["blob"] * 5

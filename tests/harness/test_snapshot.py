@@ -24,16 +24,22 @@ def test_snapshot_is_the_base_tree_only(project, tmp_path):
     assert snap.excluded == [".juno_task", "yylo-benchmark.config.json"]
     assert sorted(p.name for p in dest.iterdir()) == [".git", "calc.py", "docs", "keep.txt"]
     assert snap.file_count == 3
-    fsck = subprocess.run(["git", "-C", str(dest), "fsck", "--full", "--strict"],
-                          capture_output=True, text=True)
+    fsck = subprocess.run(
+        ["git", "-C", str(dest), "fsck", "--full", "--strict"], capture_output=True, text=True
+    )
     assert fsck.returncode == 0, fsck.stderr
     objects = subprocess.run(
         ["git", "-C", str(dest), "cat-file", "--batch-all-objects", "--batch-check"],
-        capture_output=True, text=True, check=True).stdout
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert future not in objects and base not in objects
     contents = subprocess.run(
         ["git", "-C", str(dest), "cat-file", "--batch-all-objects", "--batch"],
-        capture_output=True, check=True).stdout
+        capture_output=True,
+        check=True,
+    ).stdout
     assert b"hidden answer" not in contents and b"from the future" not in contents
     log = git(dest, "log", "--all", "--oneline")
     assert len(log.splitlines()) == 1
@@ -53,10 +59,28 @@ def snapshot_defaults():
 def test_every_object_is_reachable_from_the_snapshot_commit(project, tmp_path):
     dest = tmp_path / "snap"
     snapshot.create(str(project.root), project.base, [], str(dest))
-    all_objects = set(subprocess.run(
-        ["git", "-C", str(dest), "cat-file", "--batch-all-objects", "--batch-check=%(objectname)"],
-        capture_output=True, text=True, check=True).stdout.split())
-    reachable = {line.split()[0] for line in subprocess.run(
-        ["git", "-C", str(dest), "rev-list", "--objects", "--all"],
-        capture_output=True, text=True, check=True).stdout.splitlines()}
+    all_objects = set(
+        subprocess.run(
+            [
+                "git",
+                "-C",
+                str(dest),
+                "cat-file",
+                "--batch-all-objects",
+                "--batch-check=%(objectname)",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+    )
+    reachable = {
+        line.split()[0]
+        for line in subprocess.run(
+            ["git", "-C", str(dest), "rev-list", "--objects", "--all"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.splitlines()
+    }
     assert all_objects == reachable

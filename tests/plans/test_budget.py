@@ -10,8 +10,10 @@ from yyb.errors import UsageError
 from yyb.plans import budget
 
 
-@pytest.mark.parametrize("text, micros", [("20", 20_000_000), ("0.000001", 1),
-                                          ("12.5", 12_500_000), ("1e2", 100_000_000)])
+@pytest.mark.parametrize(
+    "text, micros",
+    [("20", 20_000_000), ("0.000001", 1), ("12.5", 12_500_000), ("1e2", 100_000_000)],
+)
 def test_parse(text, micros):
     assert budget.parse_usd(text) == micros
 

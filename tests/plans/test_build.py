@@ -1,4 +1,4 @@
-"""Plans: deterministic order and oid, everything bound changes the oid, bad input writes nothing."""
+"""Plans: one order and oid; every bound input changes the oid; bad input writes nothing."""
 
 from __future__ import annotations
 
@@ -32,17 +32,25 @@ def test_matrix_order_and_budget(project):
     plan = build.task_plan(cfg(project), [str(a), str(b)], "vendor/z,:mini", 2, "1")
     rows = [plan.records[o] for o in plan.attempt_oids]
     assert [(r["case_id"], r["model"]["resolved"], r["attempt"]) for r in rows] == [
-        ("a-case", "vendor/z", 1), ("a-case", "vendor/z", 2),
-        ("a-case", "vendor/mini-1", 1), ("a-case", "vendor/mini-1", 2),
-        ("b-case", "vendor/z", 1), ("b-case", "vendor/z", 2),
-        ("b-case", "vendor/mini-1", 1), ("b-case", "vendor/mini-1", 2),
+        ("a-case", "vendor/z", 1),
+        ("a-case", "vendor/z", 2),
+        ("a-case", "vendor/mini-1", 1),
+        ("a-case", "vendor/mini-1", 2),
+        ("b-case", "vendor/z", 1),
+        ("b-case", "vendor/z", 2),
+        ("b-case", "vendor/mini-1", 1),
+        ("b-case", "vendor/mini-1", 2),
     ]
     assert [r["ordinal"] for r in rows] == list(range(8))
     ceilings = [r["budget"]["ceiling_micros"] for r in rows]
     assert sum(ceilings) == 1_000_000 and ceilings == [125_000] * 8
     exp = plan.experiment
-    assert exp["budget"] == {"currency": "USD", "total_micros": 1_000_000,
-                             "per_attempt_micros": 125_000, "remainder_micros": 0}
+    assert exp["budget"] == {
+        "currency": "USD",
+        "total_micros": 1_000_000,
+        "per_attempt_micros": 125_000,
+        "remainder_micros": 0,
+    }
     assert exp["models"][1] == {"requested": ":mini", "resolved": "vendor/mini-1"}
     assert exp["evaluators"]["selected"] == ["checks"]
     assert set(exp["evaluators"]["catalog"]) == {"checks", "judge"}
@@ -59,11 +67,17 @@ def test_default_budget_is_twenty_dollars(project):
 def test_same_inputs_same_oid_in_two_processes(project):
     first = plan_oid(project)
     assert plan_oid(project) == first
-    code = ("import sys; from yyb import config; from yyb.plans import build; "
-            "c = config.load(sys.argv[1]); "
-            "print(build.task_plan(c, [sys.argv[2]], ':mini,vendor/big', 2, None).oid)")
-    done = subprocess.run([sys.executable, "-c", code, str(project.config_path),
-                           str(project.task())], capture_output=True, text=True, check=True)
+    code = (
+        "import sys; from yyb import config; from yyb.plans import build; "
+        "c = config.load(sys.argv[1]); "
+        "print(build.task_plan(c, [sys.argv[2]], ':mini,vendor/big', 2, None).oid)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(project.config_path), str(project.task())],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert done.stdout.strip() == first
 
 
@@ -148,9 +162,14 @@ def test_workflow_plan(project, tmp_path):
     flow = tmp_path / "flow.yaml"
     flow.write_text("steps:\n  - run: yy pi\n")
     c = cfg(project)
-    plan = build.workflow_plan(c, str(flow), "vendor/a,vendor/b", 2, "candidate_model",
-                               ["run_date=2026-08-31", "n=5", "obj={\"b\": 1, \"a\": [true, null]}",
-                                "s=\"quoted\""])
+    plan = build.workflow_plan(
+        c,
+        str(flow),
+        "vendor/a,vendor/b",
+        2,
+        "candidate_model",
+        ["run_date=2026-08-31", "n=5", 'obj={"b": 1, "a": [true, null]}', 's="quoted"'],
+    )
     exp = plan.experiment
     assert exp["comparison"] == "model_only" and exp["budget"] is None
     assert exp["workflow"]["variables"] == {
@@ -163,13 +182,22 @@ def test_workflow_plan(project, tmp_path):
 
     assert exp["links"]["workflow"] == hash_object("blob", flow.read_bytes())
     assert exp["attempt_count"] == 4
-    other = build.workflow_plan(c, str(flow), "vendor/a,vendor/b", 2, None,
-                                ["run_date=2026-08-31", "n=5", "obj={\"b\": 1, \"a\": [true, null]}",
-                                 "s=\"quoted\""])
+    other = build.workflow_plan(
+        c,
+        str(flow),
+        "vendor/a,vendor/b",
+        2,
+        None,
+        ["run_date=2026-08-31", "n=5", 'obj={"b": 1, "a": [true, null]}', 's="quoted"'],
+    )
     assert other.experiment["comparison"] == "agent_system" and other.oid != plan.oid
     flow.write_text("steps:\n  - run: yy pi --x\n")
-    assert build.workflow_plan(c, str(flow), "vendor/a,vendor/b", 2, "candidate_model",
-                               ["run_date=2026-08-31"]).oid != plan.oid
+    assert (
+        build.workflow_plan(
+            c, str(flow), "vendor/a,vendor/b", 2, "candidate_model", ["run_date=2026-08-31"]
+        ).oid
+        != plan.oid
+    )
 
 
 @pytest.mark.parametrize("text, needle", [("a: [\n", "not valid YAML"), ("- 1\n", "mapping")])

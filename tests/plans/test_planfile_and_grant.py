@@ -43,8 +43,10 @@ def test_never_overwrites(built, tmp_path):
         (lambda d, oid: d["records"][oid].update(attempts_per_cell=3), "was edited"),
         (lambda d, oid: d["records"][oid]["budget"].update(total_micros=1), "was edited"),
         (lambda d, oid: d.update(plan="0" * 64), "does not hold its plan"),
-        (lambda d, oid: d["records"].pop(d["records"][oid]["links"]["attempts"][0]),
-         "does not hold"),
+        (
+            lambda d, oid: d["records"].pop(d["records"][oid]["links"]["attempts"][0]),
+            "does not hold",
+        ),
         (lambda d, oid: d.update(format="other"), "format"),
         (lambda d, oid: d["records"][oid].update(schema_version="x.v1"), "invalid"),
     ],
@@ -77,9 +79,15 @@ def test_grant_matches(built):
 
 @pytest.mark.parametrize(
     "field, value",
-    [("plan", "1" * 64), ("models", ["vendor/big"]), ("models", ["vendor/big", "vendor/x"]),
-     ("currency", "EUR"), ("total_ceiling_micros", 2_000_001),
-     ("attempt_ceiling_micros", 500_001), ("schema_version", "other.v1")],
+    [
+        ("plan", "1" * 64),
+        ("models", ["vendor/big"]),
+        ("models", ["vendor/big", "vendor/x"]),
+        ("currency", "EUR"),
+        ("total_ceiling_micros", 2_000_001),
+        ("attempt_ceiling_micros", 500_001),
+        ("schema_version", "other.v1"),
+    ],
 )
 def test_grant_mismatch_names_the_field(built, field, value):
     g = grant.grant_for(built.oid, built.experiment, NOW + 1000, NOW)
@@ -108,9 +116,13 @@ def test_grant_expiry(built):
 
 @pytest.mark.parametrize(
     "text, expected",
-    [("+24h", NOW + 86_400_000), ("7d", NOW + 7 * 86_400_000), ("30m", NOW + 1_800_000),
-     ("2030-01-01T00:00:00Z", 1_893_456_000_000),
-     ("2030-01-01T01:00:00+01:00", 1_893_456_000_000)],
+    [
+        ("+24h", NOW + 86_400_000),
+        ("7d", NOW + 7 * 86_400_000),
+        ("30m", NOW + 1_800_000),
+        ("2030-01-01T00:00:00Z", 1_893_456_000_000),
+        ("2030-01-01T01:00:00+01:00", 1_893_456_000_000),
+    ],
 )
 def test_parse_expiry(text, expected):
     assert grant.parse_expiry(text, NOW) == expected

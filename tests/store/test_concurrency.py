@@ -180,10 +180,23 @@ def test_cli_writers_of_the_same_files_agree(store, tmp_path):
     procs = []
     for w in range(WORKERS):
         order = paths if w % 2 == 0 else paths[::-1]
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "yyb", "--store", store.path, "hash-object", "-w",
-             "--stdin-paths"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+        procs.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "yyb",
+                    "--store",
+                    store.path,
+                    "hash-object",
+                    "-w",
+                    "--stdin-paths",
+                ],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+        )
         procs[-1].stdin.write(("\n".join(order) + "\n").encode())
         procs[-1].stdin.close()
     for w, proc in enumerate(procs):
@@ -196,8 +209,11 @@ def test_cli_writers_of_the_same_files_agree(store, tmp_path):
     for oid in expected:
         assert hashlib.sha256(Path(store.objects.path(oid)).read_bytes()).hexdigest() == oid
     assert leftovers(store) == []
-    doctor = subprocess.run([sys.executable, "-m", "yyb", "--store", store.path, "doctor"],
-                            capture_output=True, timeout=PATIENCE)
+    doctor = subprocess.run(
+        [sys.executable, "-m", "yyb", "--store", store.path, "doctor"],
+        capture_output=True,
+        timeout=PATIENCE,
+    )
     assert doctor.returncode == 0, doctor.stdout.decode() + doctor.stderr.decode()
     assert b"error" not in doctor.stdout
 
@@ -233,7 +249,8 @@ def _increment(path: str, worker: int, steps: int, barrier, linger: float) -> tu
         target = store.objects.put_record(note(f"worker {worker} step {step}", parent=current))
         try:
             update = store.refs.update(
-                COUNTER, target, old=current, reason=f"worker {worker} step {step}")
+                COUNTER, target, old=current, reason=f"worker {worker} step {step}"
+            )
         except (RefMismatch, RefLocked):
             retries += 1
             continue
@@ -253,8 +270,9 @@ def check_counter_history(store: Store, seed_update: str, results: list) -> None
         assert "discarded" not in newer["links"] and "broke_lock" not in newer
     assert chain[-1][0] == seed_update and records[-1]["old"] is None
 
-    wins = {update: (worker, step, target)
-            for worker, won, _ in results for step, target, update in won}
+    wins = {
+        update: (worker, step, target) for worker, won, _ in results for step, target, update in won
+    }
     assert len(wins) == WORKERS * STEPS
     assert set(wins) | {seed_update} == {oid for oid, _ in chain}, "a successful update was lost"
     seen_steps: dict[int, list[int]] = {w: [] for w in range(WORKERS)}
@@ -269,19 +287,22 @@ def check_counter_history(store: Store, seed_update: str, results: list) -> None
     assert seen_steps == {w: list(range(STEPS)) for w in range(WORKERS)}
 
 
-
-@pytest.mark.parametrize("linger", [
-    # "slow-fsync" lingers after each commit's fsync, widening the window in which a writer
-    # could wrongly remove the next writer's lock.
-    pytest.param(0.0, id="as-is"),
-    pytest.param(0.005, id="slow-fsync"),
-])
+@pytest.mark.parametrize(
+    "linger",
+    [
+        # "slow-fsync" lingers after each commit's fsync, widening the window in which a writer
+        # could wrongly remove the next writer's lock.
+        pytest.param(0.0, id="as-is"),
+        pytest.param(0.005, id="slow-fsync"),
+    ],
+)
 def test_concurrent_compare_and_swap_loses_no_update(store, linger):
     seed = store.objects.put_record(note("seed"))
     seed_update = store.refs.update(COUNTER, seed, old=None, reason="seed")
     barrier = ctx.Barrier(WORKERS)
     results = run_processes(
-        [(_increment, (store.path, w, STEPS, barrier, linger)) for w in range(WORKERS)])
+        [(_increment, (store.path, w, STEPS, barrier, linger)) for w in range(WORKERS)]
+    )
     check_counter_history(store, seed_update, results)
     assert leftovers(store) == []
     assert errors(store) == []
@@ -315,8 +336,9 @@ def test_a_commit_never_removes_the_next_writers_lock(store, monkeypatch):
     go, inside, release = ctx.Event(), ctx.Event(), ctx.Event()
     results = ctx.Queue()
     writer_b = ctx.Process(
-        target=_report, args=(_writer_inside_the_lock, (store.path, b, go, inside, release),
-                              results))
+        target=_report,
+        args=(_writer_inside_the_lock, (store.path, b, go, inside, release), results),
+    )
     writer_b.start()
     refs_folder = os.path.dirname(store.refs.path(COUNTER))
     lock = store.refs.path(COUNTER) + ".lock"
@@ -416,8 +438,9 @@ def test_a_lock_left_behind_blocks_updates_until_removed(store, content):
     assert store.refs.read("x") == a
     assert len(list(store.refs.log("x"))) == 1
 
-    young = [(f.level, f.code, f.subject) for f in fsck(store)
-             if f.code in ("locked", "stale-lock")]
+    young = [
+        (f.level, f.code, f.subject) for f in fsck(store) if f.code in ("locked", "stale-lock")
+    ]
     assert young == [("info", "locked", "refs/x.lock")]
     assert errors(store) == []
     os.utime(lock, (time.time() - 60, time.time() - 60))
@@ -443,7 +466,9 @@ def test_cli_reports_a_lock_left_behind_in_one_line(store):
     lock.write_bytes(b"")
     done = subprocess.run(
         [sys.executable, "-m", "yyb", "--store", store.path, "update-ref", "--old", a, "x", b],
-        capture_output=True, timeout=PATIENCE)
+        capture_output=True,
+        timeout=PATIENCE,
+    )
     assert done.returncode == 1
     assert done.stdout == b""
     err = done.stderr.decode()

@@ -22,12 +22,20 @@ def _int(n: int) -> bytes:
     if -32 <= n < 0:
         return struct.pack(">b", n)
     if n >= 0:
-        for tag, fmt, limit in ((0xCC, ">B", 2**8), (0xCD, ">H", 2**16), (0xCE, ">I", 2**32),
-                                (0xCF, ">Q", 2**64)):
+        for tag, fmt, limit in (
+            (0xCC, ">B", 2**8),
+            (0xCD, ">H", 2**16),
+            (0xCE, ">I", 2**32),
+            (0xCF, ">Q", 2**64),
+        ):
             if n < limit:
                 return bytes([tag]) + struct.pack(fmt, n)
-    for tag, fmt, limit in ((0xD0, ">b", 2**7), (0xD1, ">h", 2**15), (0xD2, ">i", 2**31),
-                            (0xD3, ">q", 2**63)):
+    for tag, fmt, limit in (
+        (0xD0, ">b", 2**7),
+        (0xD1, ">h", 2**15),
+        (0xD2, ">i", 2**31),
+        (0xD3, ">q", 2**63),
+    ):
         if n >= -limit:
             return bytes([tag]) + struct.pack(fmt, n)
     raise ValueError(n)
@@ -79,13 +87,34 @@ def test_canonical_encoding_matches_the_document(value):
 
 def test_documented_example_oid():
     assert oid("blob", b"hello\n") == (
-        "2cf8d83d9ee29543b34a87727421fdecb7e3f3a183d337639025de576db9ebb4")
+        "2cf8d83d9ee29543b34a87727421fdecb7e3f3a183d337639025de576db9ebb4"
+    )
     assert hash_object("blob", b"hello\n") == oid("blob", b"hello\n")
 
 
 def test_boundaries():
-    for n in (0, 127, 128, 255, 256, 65535, 65536, 2**32 - 1, 2**32, 2**64 - 1,
-              -1, -32, -33, -128, -129, -32768, -32769, -(2**31), -(2**31) - 1, -(2**63)):
+    for n in (
+        0,
+        127,
+        128,
+        255,
+        256,
+        65535,
+        65536,
+        2**32 - 1,
+        2**32,
+        2**64 - 1,
+        -1,
+        -32,
+        -33,
+        -128,
+        -129,
+        -32768,
+        -32769,
+        -(2**31),
+        -(2**31) - 1,
+        -(2**63),
+    ):
         assert codec.encode({"n": n}) == encode({"n": n}), n
     for size in (0, 31, 32, 255, 256, 65535, 65536):
         assert codec.encode({"s": "x" * size}) == encode({"s": "x" * size}), size

@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import flip_byte, note
 from yyb.store.fsck import fsck
-from yyb.store.objects import header, hash_object
+from yyb.store.objects import hash_object, header
 
 
 def errors(store) -> set[tuple[str, str]]:

@@ -72,8 +72,16 @@ def test_decode_of_random_bytes(body):
 
 
 map_openers = st.sampled_from(
-    [b"\x81", b"\x82", b"\x8f", b"\xde\x00\x02", b"\xdf\x00\x00\x00\x01", b"\x81\xa1a",
-     b"\x81\xa1a\x92", b"\x81\xa1a\x81"]
+    [
+        b"\x81",
+        b"\x82",
+        b"\x8f",
+        b"\xde\x00\x02",
+        b"\xdf\x00\x00\x00\x01",
+        b"\x81\xa1a",
+        b"\x81\xa1a\x92",
+        b"\x81\xa1a\x81",
+    ]
 )
 
 
@@ -93,7 +101,8 @@ scalars = (
 )
 keys = st.text(max_size=8).filter(lambda k: k != codec.BIN_KEY)
 values = st.recursive(
-    scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(keys, inner, max_size=4),
+    scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(keys, inner, max_size=4),
     max_leaves=20,
 )
 records = st.dictionaries(keys, values, min_size=1, max_size=6)
@@ -107,9 +116,9 @@ def test_decode_of_damaged_canonical_bodies(value, data):
     at = data.draw(st.integers(0, len(body) - 1), label="offset")
     how = data.draw(st.sampled_from(["flip", "drop", "insert", "truncate"]), label="damage")
     if how == "flip":
-        damaged = body[:at] + bytes([body[at] ^ 0xFF]) + body[at + 1:]
+        damaged = body[:at] + bytes([body[at] ^ 0xFF]) + body[at + 1 :]
     elif how == "drop":
-        damaged = body[:at] + body[at + 1:]
+        damaged = body[:at] + body[at + 1 :]
     elif how == "insert":
         damaged = body[:at] + bytes([data.draw(st.integers(0, 255), label="byte")]) + body[at:]
     else:
@@ -256,10 +265,18 @@ def run_many(store: Store, *commands: tuple[tuple[str, ...], bytes]) -> list[Run
             streams = [open(os.path.join(scratch, f"{n}.{s}"), "w+b") for s in ("in", "out", "err")]
             streams[0].write(input)
             streams[0].seek(0)
-            procs.append((streams, subprocess.Popen(
-                [sys.executable, "-m", "yyb", "--store", store.path, *args],
-                stdin=streams[0], stdout=streams[1], stderr=streams[2],
-                preexec_fn=_cap_address_space)))
+            procs.append(
+                (
+                    streams,
+                    subprocess.Popen(
+                        [sys.executable, "-m", "yyb", "--store", store.path, *args],
+                        stdin=streams[0],
+                        stdout=streams[1],
+                        stderr=streams[2],
+                        preexec_fn=_cap_address_space,
+                    ),
+                )
+            )
         runs = []
         for streams, proc in procs:
             watchdog = threading.Timer(PATIENCE, proc.kill)
@@ -271,8 +288,14 @@ def run_many(store: Store, *commands: tuple[tuple[str, ...], bytes]) -> list[Run
             proc.returncode = os.waitstatus_to_exitcode(status)
             for stream in streams:
                 stream.seek(0)
-            runs.append(Run(proc.returncode, streams[1].read(),
-                            streams[2].read().decode("utf-8", "replace"), usage.ru_maxrss / 1024))
+            runs.append(
+                Run(
+                    proc.returncode,
+                    streams[1].read(),
+                    streams[2].read().decode("utf-8", "replace"),
+                    usage.ru_maxrss / 1024,
+                )
+            )
             for stream in streams:
                 stream.close()
         return runs
@@ -322,9 +345,11 @@ DAMAGED = {
     "header-only": (b"blob 3\0", {"truncated"}, None),
     "garbage": (random.Random(7).randbytes(4096), {"truncated", "malformed"}, None),
     "giant-msgpack-claim": (b"record 8\0\xdf\xff\xff\xff\xffabc", {"non-canonical"}, "record"),
-    "deep-msgpack": (b"record %d\0%s" % (len(nested_body(100_001, "array")),
-                                          nested_body(100_001, "array")),
-                     {"non-canonical"}, "record"),
+    "deep-msgpack": (
+        b"record %d\0%s" % (len(nested_body(100_001, "array")), nested_body(100_001, "array")),
+        {"non-canonical"},
+        "record",
+    ),
 }
 
 
@@ -336,9 +361,13 @@ def test_damaged_object_files_fail_cleanly(store, damage):
 
     batch_input = f"{oid}\n{oid[:8]}\n{intact}\n".encode()
     shown, checked, typed, doctor, batch = run_many(
-        store, (("cat-object", "-p", oid), b""), (("cat-object", "-e", oid), b""),
-        (("cat-object", "-t", oid), b""), (("doctor",), b""),
-        (("cat-object", "--batch"), batch_input))
+        store,
+        (("cat-object", "-p", oid), b""),
+        (("cat-object", "-e", oid), b""),
+        (("cat-object", "-t", oid), b""),
+        (("doctor",), b""),
+        (("cat-object", "--batch"), batch_input),
+    )
     assert_one_error_line(shown, 1, "corrupt object")
 
     assert_one_error_line(checked, 1, f"corrupt object {oid}")
@@ -352,8 +381,11 @@ def test_damaged_object_files_fail_cleanly(store, damage):
 
     assert doctor.code == 1 and "Traceback" not in doctor.err
     assert doctor.err.startswith("doctor: 1 problem(s)") and doctor.err.count("\n") == 1
-    found = [line.split(" ", 2)[:2] for line in doctor.out.decode().splitlines()
-             if line.startswith("error ")]
+    found = [
+        line.split(" ", 2)[:2]
+        for line in doctor.out.decode().splitlines()
+        if line.startswith("error ")
+    ]
     assert len(found) == 1 and found[0][0] == "error" and found[0][1] in codes
     assert f"error {found[0][1]} {oid}: " in doctor.out.decode()
     assert doctor.rss_mib < MAX_RSS_MIB
@@ -391,8 +423,11 @@ def test_streamed_blobs_print_the_body_only(store, mode, damage):
         assert len(shown.out) == len(body) and shown.out == body
 
 
-@pytest.mark.parametrize("args", [("-p",), ("-t",), ("-e",), ("--batch",), ("doctor",)],
-                         ids=["-p", "-t", "-e", "--batch", "doctor"])
+@pytest.mark.parametrize(
+    "args",
+    [("-p",), ("-t",), ("-e",), ("--batch",), ("doctor",)],
+    ids=["-p", "-t", "-e", "--batch", "doctor"],
+)
 def test_a_folder_in_place_of_an_object(store, args):
     oid = hashlib.sha256(b"not a file").hexdigest()
     os.makedirs(store.objects.path(oid))
@@ -444,12 +479,40 @@ def test_batch_answers_every_junk_line_and_exits_0(store):
     rng = random.Random(11)
     junk = [rng.randbytes(rng.randrange(1, 300)).replace(b"\n", b"") for _ in range(60)]
     junk += [
-        b"", b" ", b"\t", b"\r", b"\x00", b"a\x00b", b"\xff\xfe", b"\xed\xa0\x80",
-        b"a" * 1_000_000, b"0" * 1_000_000, b"g" * 100_000, b"refs/" + b"x/" * 50_000,
-        b"abc", b"ABCD", b"A" * 64, b"0" * 63, b"0" * 64, b"0" * 65, b"0" * 64 + b" ",
-        b"../../etc/passwd", b"/etc/passwd", b"refs/../x", b"x.lock", b"refs/x.lock",
-        b"-", b"--help", b"-p", b".", b"..", b"logs/refs/x", b"objects", b"format",
-        good[:3].encode(), (good[:10] + "zz").encode(),
+        b"",
+        b" ",
+        b"\t",
+        b"\r",
+        b"\x00",
+        b"a\x00b",
+        b"\xff\xfe",
+        b"\xed\xa0\x80",
+        b"a" * 1_000_000,
+        b"0" * 1_000_000,
+        b"g" * 100_000,
+        b"refs/" + b"x/" * 50_000,
+        b"abc",
+        b"ABCD",
+        b"A" * 64,
+        b"0" * 63,
+        b"0" * 64,
+        b"0" * 65,
+        b"0" * 64 + b" ",
+        b"../../etc/passwd",
+        b"/etc/passwd",
+        b"refs/../x",
+        b"x.lock",
+        b"refs/x.lock",
+        b"-",
+        b"--help",
+        b"-p",
+        b".",
+        b"..",
+        b"logs/refs/x",
+        b"objects",
+        b"format",
+        good[:3].encode(),
+        (good[:10] + "zz").encode(),
     ]
     lines = list(junk)
     lines.insert(len(lines) // 2, prefix.encode())
@@ -479,17 +542,24 @@ HOSTILE_RECORDS = {
     "lone-surrogate": b'{"schema_version": "yyb_note.v1", "message": "\\ud800"}',
     "nul-bytes": b'{"schema_version": "yyb_note.v1",\x00 "message": "x"}',
     "deep-arrays": b'{"schema_version": "yyb_note.v1", "message": "x", "data": {"a": '
-    + b"[" * DEEP + b"]" * DEEP + b"}}",
+    + b"[" * DEEP
+    + b"]" * DEEP
+    + b"}}",
     "deep-objects": b'{"schema_version": "yyb_note.v1", "message": "x", "data": '
-    + b'{"a": ' * DEEP + b"1" + b"}" * DEEP + b"}",
+    + b'{"a": ' * DEEP
+    + b"1"
+    + b"}" * DEEP
+    + b"}",
     "65-levels": b'{"schema_version": "yyb_note.v1", "message": "x", "data": '
-    + b'{"a": ' * 64 + b"1" + b"}" * 64 + b"}",
+    + b'{"a": ' * 64
+    + b"1"
+    + b"}" * 64
+    + b"}",
     "2**64": b'{"schema_version": "yyb_note.v1", "message": "x", "data": {"n": %d}}' % 2**64,
     "-2**63-1": b'{"schema_version": "yyb_note.v1", "message": "x", "data": {"n": %d}}'
     % (-(2**63) - 1),
     "huge-integer": pytest.param(
-        b'{"schema_version": "yyb_note.v1", "message": "x", "data": {"n": 1'
-        + b"0" * 5000 + b"}}",
+        b'{"schema_version": "yyb_note.v1", "message": "x", "data": {"n": 1' + b"0" * 5000 + b"}}",
     ),
     "NaN": b'{"schema_version": "yyb_note.v1", "message": "x", "data": {"n": NaN}}',
     "Infinity": b'{"schema_version": "yyb_note.v1", "message": "x", "data": {"n": Infinity}}',
@@ -504,8 +574,7 @@ HOSTILE_RECORDS = {
 }
 
 
-@pytest.mark.parametrize(
-    "text", [v for v in HOSTILE_RECORDS.values()], ids=list(HOSTILE_RECORDS))
+@pytest.mark.parametrize("text", [v for v in HOSTILE_RECORDS.values()], ids=list(HOSTILE_RECORDS))
 def test_hash_object_refuses_hostile_records(store, text):
     assert object_files(store) == []
     run = run_yyb(store, "hash-object", "-w", "-t", "record", "--stdin", input=text)
@@ -519,8 +588,9 @@ def test_hash_object_accepts_the_limits(store):
     """The controls for the refusals above: the edges that are allowed go through."""
     record = note("edge")
     record["data"] = {"max": 2**64 - 1, "min": -(2**63), "deep": nested_value(62, "map")}
-    run = run_yyb(store, "hash-object", "-w", "-t", "record", "--stdin",
-                  input=json.dumps(record).encode())
+    run = run_yyb(
+        store, "hash-object", "-w", "-t", "record", "--stdin", input=json.dumps(record).encode()
+    )
     assert (run.code, run.err) == (0, "")
     oid = run.out.decode().strip()
     assert object_files(store) == [oid]

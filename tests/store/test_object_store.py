@@ -9,7 +9,14 @@ import os
 import pytest
 
 from tests.conftest import note
-from yyb.errors import AmbiguousOid, InvalidOid, CorruptObject, ObjectMissing, SchemaViolation, StoreNotFound
+from yyb.errors import (
+    AmbiguousOid,
+    CorruptObject,
+    InvalidOid,
+    ObjectMissing,
+    SchemaViolation,
+    StoreNotFound,
+)
 from yyb.store import object_store
 from yyb.store.objects import hash_object
 from yyb.store.repo import Store
@@ -87,7 +94,9 @@ def test_disk_streams_large_blobs(disk_store, monkeypatch):
     oid = disk_store.objects.put_blob_file(io.BytesIO(data), len(data))
     assert oid == hash_object("blob", data)
     assert disk_store.objects.get(oid).body == data
-    leftovers = [n for n in os.listdir(os.path.join(disk_store.path, "objects")) if n.startswith(".tmp")]
+    leftovers = [
+        n for n in os.listdir(os.path.join(disk_store.path, "objects")) if n.startswith(".tmp")
+    ]
     assert leftovers == []
 
 
@@ -130,11 +139,15 @@ def test_put_many_writes_every_object_durably(store):
     items = [("blob", os.urandom(50)) for _ in range(40)] + [("blob", b"same")] * 3
     oids = store.objects.put_many(items)
     assert oids == [hash_object(k, b) for k, b in items]
-    for oid, (kind, body) in zip(oids, items, strict=True):
+    for oid, (_, body) in zip(oids, items, strict=True):
         assert store.objects.get(oid).body == body
     if store.path:
-        leftovers = [f for _, _, files in os.walk(store.objects.folder) for f in files
-                     if f.startswith(".tmp")]
+        leftovers = [
+            f
+            for _, _, files in os.walk(store.objects.folder)
+            for f in files
+            if f.startswith(".tmp")
+        ]
         assert leftovers == []
 
 
@@ -154,8 +167,12 @@ def test_put_many_failure_leaves_no_temp_files(disk_store, monkeypatch):
     with pytest.raises(StoreIOError, match="no space left"):
         disk_store.objects.put_many([("blob", str(i).encode()) for i in range(30)])
     monkeypatch.undo()
-    leftovers = [f for _, _, files in os.walk(disk_store.objects.folder) for f in files
-                 if f.startswith(".tmp")]
+    leftovers = [
+        f
+        for _, _, files in os.walk(disk_store.objects.folder)
+        for f in files
+        if f.startswith(".tmp")
+    ]
     assert leftovers == []
     written = list(disk_store.objects.iter_oids())
     assert len(written) == 4  # the four renamed before the failure are whole objects

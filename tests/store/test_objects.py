@@ -65,7 +65,9 @@ def test_check_prefix_refuses(text):
 def test_links_forms():
     oid = "a" * 64
     assert objects.check_links({"links": {"one": oid, "many": [oid, oid]}}) == {
-        "one": [oid], "many": [oid, oid]}
+        "one": [oid],
+        "many": [oid, oid],
+    }
     with pytest.raises(InvalidRecord) as caught:
         objects.check_links({"links": {"bad": ["a" * 63]}})
     assert caught.value.path == "$.links.bad"

@@ -22,8 +22,11 @@ from yyb.store.refs import ANY, REF_UPDATE, check_ref_name
 
 @pytest.mark.parametrize(
     "name, full",
-    [("plans/abc", "refs/plans/abc"), ("refs/cases/x-1", "refs/cases/x-1"),
-     ("a/b.c/d_e+f=g@h", "refs/a/b.c/d_e+f=g@h")],
+    [
+        ("plans/abc", "refs/plans/abc"),
+        ("refs/cases/x-1", "refs/cases/x-1"),
+        ("a/b.c/d_e+f=g@h", "refs/a/b.c/d_e+f=g@h"),
+    ],
 )
 def test_valid_names(name, full):
     assert check_ref_name(name) == full
@@ -31,8 +34,25 @@ def test_valid_names(name, full):
 
 @pytest.mark.parametrize(
     "name",
-    ["", "/etc/passwd", "refs/../x", "refs/a/../b", "a/./b", "a//b", "refs/", "a/b.lock",
-     "a/.hidden", "a b", "a\nb", "a\x7fb", "a/b:c", "a~1", "refs/a*", "x" * 1100, "é"],
+    [
+        "",
+        "/etc/passwd",
+        "refs/../x",
+        "refs/a/../b",
+        "a/./b",
+        "a//b",
+        "refs/",
+        "a/b.lock",
+        "a/.hidden",
+        "a b",
+        "a\nb",
+        "a\x7fb",
+        "a/b:c",
+        "a~1",
+        "refs/a*",
+        "x" * 1100,
+        "é",
+    ],
 )
 def test_invalid_names(name):
     with pytest.raises(InvalidRefName):
@@ -220,7 +240,8 @@ def test_abandoned_lock_is_replaced_and_recorded(disk_store):
     state, holder = file.lock_state(lock)
     assert state == "abandoned"
     assert [(f.code, f.subject) for f in fsck(disk_store) if f.level == "error"] == [
-        ("stale-lock", "refs/x.lock")]
+        ("stale-lock", "refs/x.lock")
+    ]
     disk_store.refs.update("x", b, old=a)
     newest = next(disk_store.refs.log("x"))[1]
     assert newest["broke_lock"]["pid"] == holder["pid"]

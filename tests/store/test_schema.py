@@ -39,9 +39,17 @@ def samples(project, tmp_path):
     flow.write_text("a: 1\n")
     wf = build.workflow_plan(c, str(flow), "vendor/a", 1, "m", ["x=1"])
     records = list(plan.records.values()) + list(wf.records.values())
-    records.append({"schema_version": "yyb_ref_update.v1", "ref": "refs/a", "old": None,
-                    "new": "a" * 64, "time_ms": 1, "reason": "r",
-                    "links": {"target": "a" * 64}})
+    records.append(
+        {
+            "schema_version": "yyb_ref_update.v1",
+            "ref": "refs/a",
+            "old": None,
+            "new": "a" * 64,
+            "time_ms": 1,
+            "reason": "r",
+            "links": {"target": "a" * 64},
+        }
+    )
     records.append(copy.deepcopy(c.data))
     return records
 

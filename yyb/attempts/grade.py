@@ -45,20 +45,40 @@ def _verified_copy(path: str, expected: str, dest: str) -> str | None:
     return None
 
 
-def grade(store, evaluator_id: str, spec: dict, listing_oid: str, manifest_oid: str,
-          protected: list[str], base_dir: str, cancel=None) -> Verdict:
+def grade(
+    store,
+    evaluator_id: str,
+    spec: dict,
+    listing_oid: str,
+    manifest_oid: str,
+    protected: list[str],
+    base_dir: str,
+    cancel=None,
+) -> Verdict:
     """Run the evaluator ``evaluator_id`` and store a grade record; return its verdict."""
+
     def record(verdict: str, reason: str, extra: dict, links: dict) -> Verdict:
-        value = {"schema_version": GRADE, "evaluator": evaluator_id,
-                 "kind": spec.get("kind"), "grader_id": spec.get("grader_id", evaluator_id),
-                 "version": spec.get("version", ""), "executable_sha256": spec.get("sha256"),
-                 "verdict": verdict, "reason": reason, **extra,
-                 "links": {"manifest": manifest_oid, **links}}
+        value = {
+            "schema_version": GRADE,
+            "evaluator": evaluator_id,
+            "kind": spec.get("kind"),
+            "grader_id": spec.get("grader_id", evaluator_id),
+            "version": spec.get("version", ""),
+            "executable_sha256": spec.get("sha256"),
+            "verdict": verdict,
+            "reason": reason,
+            **extra,
+            "links": {"manifest": manifest_oid, **links},
+        }
         return Verdict(verdict, reason, store.objects.put_record(value))
 
     if spec.get("kind") != "command":
-        return record("invalid", f"evaluator kind {spec.get('kind')!r} is not run at this seam",
-                      {"exit_code": None, "wall_ms": 0}, {})
+        return record(
+            "invalid",
+            f"evaluator kind {spec.get('kind')!r} is not run at this seam",
+            {"exit_code": None, "wall_ms": 0},
+            {},
+        )
     root = tempfile.mkdtemp(prefix="yyb-grade-", dir=base_dir)
     try:
         folders = Folders(root)
@@ -69,8 +89,11 @@ def grade(store, evaluator_id: str, spec: dict, listing_oid: str, manifest_oid: 
         os.makedirs(assets)
         for asset in spec.get("assets", []):
             if problem is None:
-                problem = _verified_copy(asset["path"], asset["sha256"],
-                                         os.path.join(assets, os.path.basename(asset["path"])))
+                problem = _verified_copy(
+                    asset["path"],
+                    asset["sha256"],
+                    os.path.join(assets, os.path.basename(asset["path"])),
+                )
         if problem is not None:
             return record("invalid", problem, {"exit_code": None, "wall_ms": 0}, {})
         manifest.rebuild(store, store.objects.get_record(listing_oid), folders.workspace)
@@ -78,17 +101,25 @@ def grade(store, evaluator_id: str, spec: dict, listing_oid: str, manifest_oid: 
         env["YYB_GRADER_ASSETS"] = assets
         values = {"workspace": folders.workspace, "assets": assets}
         argv = [executable] + [a.format(**values) if "{" in a else a for a in spec["argv"]]
-        box = sandbox.Sandbox(writable=[folders.workspace, *folders.private()],
-                              masked=protected, cwd=folders.workspace)
-        outcome = supervise.run(box.argv(argv), env, None,
-                                spec.get("timeout_ms", DEFAULT_TIMEOUT_MS), cancel)
+        box = sandbox.Sandbox(
+            writable=[folders.workspace, *folders.private()],
+            masked=protected,
+            cwd=folders.workspace,
+        )
+        outcome = supervise.run(
+            box.argv(argv), env, None, spec.get("timeout_ms", DEFAULT_TIMEOUT_MS), cancel
+        )
         output = store.objects.put("blob", outcome.stdout.data + outcome.stderr.data)
         extra = {"exit_code": outcome.exit_code, "wall_ms": outcome.wall_ms}
         if outcome.cancelled:
             return record("invalid", "grading was interrupted", extra, {"output": output})
         if not outcome.cleanup_confirmed:
-            return record("invalid", "could not confirm the grader's processes ended", extra,
-                          {"output": output})
+            return record(
+                "invalid",
+                "could not confirm the grader's processes ended",
+                extra,
+                {"output": output},
+            )
         if outcome.timed_out:
             return record("invalid", "the grader timed out", extra, {"output": output})
         if outcome.exit_code == 0:

@@ -66,8 +66,12 @@ class RunContext:
 
     def protected(self) -> list[str]:
         """Roots the candidate must not see: registry, sources, home, temp, grader assets."""
-        roots = [self.store.path, os.path.expanduser("~"), tempfile.gettempdir(),
-                 os.path.dirname(os.path.abspath(self.config.path))]
+        roots = [
+            self.store.path,
+            os.path.expanduser("~"),
+            tempfile.gettempdir(),
+            os.path.dirname(os.path.abspath(self.config.path)),
+        ]
         for repo_id in self.config.data.get("repositories", {}):
             roots.append(self.config.repository_path(repo_id))
         for spec in self.plan["evaluators"]["catalog"].values():
@@ -77,8 +81,9 @@ class RunContext:
         return sorted({os.path.realpath(r) for r in roots if r})
 
 
-def prepare(store, config, plan_oid: str, plan: dict, attempts: dict[str, dict],
-            environ: dict[str, str]) -> RunContext:
+def prepare(
+    store, config, plan_oid: str, plan: dict, attempts: dict[str, dict], environ: dict[str, str]
+) -> RunContext:
     """Check everything a live run needs before any dispatch (fails closed).
 
     Raises:
@@ -103,25 +108,44 @@ def reconcile(ctx: RunContext, attempt_oid: str) -> Result | None:
     terminal_oid = refs.read(attempt_ref(ctx.plan_oid, attempt_oid, "terminal"))
     if terminal_oid is not None:
         terminal = ctx.store.objects.get_record(terminal_oid)
-        return _result(attempt_oid, attempt, terminal["class"], terminal["reason"],
-                       terminal_oid, "reused", terminal["runtime"]["wall_ms"])
+        return _result(
+            attempt_oid,
+            attempt,
+            terminal["class"],
+            terminal["reason"],
+            terminal_oid,
+            "reused",
+            terminal["runtime"]["wall_ms"],
+        )
     if refs.read(attempt_ref(ctx.plan_oid, attempt_oid, "intent")) is not None:
         return _close_indeterminate(ctx, attempt_oid)
     return None
 
 
 def _result(attempt_oid, attempt, cls, reason, terminal, status, wall_ms=0) -> Result:
-    return Result(attempt_oid, attempt["ordinal"], attempt["model"]["resolved"],
-                  attempt.get("case_id"), cls, reason, terminal, status, wall_ms)
+    return Result(
+        attempt_oid,
+        attempt["ordinal"],
+        attempt["model"]["resolved"],
+        attempt.get("case_id"),
+        cls,
+        reason,
+        terminal,
+        status,
+        wall_ms,
+    )
 
 
 def _close_indeterminate(ctx: RunContext, attempt_oid: str) -> Result:
     intent = ctx.store.refs.read(attempt_ref(ctx.plan_oid, attempt_oid, "intent"))
     facts = Facts(environment=None)
-    reason = ("dispatched earlier without a terminal (interrupted run): closed as "
-              "indeterminate, never dispatched again")
-    terminal = _terminal_record(ctx, attempt_oid, "harness_failure", reason, facts,
-                                {"intent": intent}, None, None, None)
+    reason = (
+        "dispatched earlier without a terminal (interrupted run): closed as "
+        "indeterminate, never dispatched again"
+    )
+    terminal = _terminal_record(
+        ctx, attempt_oid, "harness_failure", reason, facts, {"intent": intent}, None, None, None
+    )
     return _publish(ctx, attempt_oid, terminal, {}, "closed")
 
 
@@ -132,8 +156,9 @@ def run_attempt(ctx: RunContext, attempt_oid: str) -> Result:
         return known
     attempt = ctx.attempts[attempt_oid]
     if ctx.cancel.is_set():
-        return _result(attempt_oid, attempt, "-", "not dispatched: the run was interrupted",
-                       None, "skipped")
+        return _result(
+            attempt_oid, attempt, "-", "not dispatched: the run was interrupted", None, "skipped"
+        )
     intent_oid = _dispatch(ctx, attempt_oid, attempt)
     if intent_oid is None:  # another process dispatched it first
         return _result(attempt_oid, attempt, "-", "dispatched by another run", None, "skipped")
@@ -147,16 +172,25 @@ def run_attempt(ctx: RunContext, attempt_oid: str) -> Result:
 
 def _dispatch(ctx: RunContext, attempt_oid: str, attempt: dict) -> str | None:
     intent = {
-        "schema_version": INTENT, "plan": ctx.plan_oid, "attempt": attempt_oid,
-        "ordinal": attempt["ordinal"], "model": attempt["model"]["resolved"],
-        "harness": ctx.plan["candidate_harness"]["id"], "time_ms": supervise.now_ms(),
-        "host": socket.gethostname(), "pid": os.getpid(),
+        "schema_version": INTENT,
+        "plan": ctx.plan_oid,
+        "attempt": attempt_oid,
+        "ordinal": attempt["ordinal"],
+        "model": attempt["model"]["resolved"],
+        "harness": ctx.plan["candidate_harness"]["id"],
+        "time_ms": supervise.now_ms(),
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
         "links": {"plan": ctx.plan_oid, "attempt": attempt_oid},
     }
     oid = ctx.store.objects.put_record(intent)
     try:
-        ctx.store.refs.update(attempt_ref(ctx.plan_oid, attempt_oid, "intent"), oid, old=None,
-                              reason="dispatch intent")
+        ctx.store.refs.update(
+            attempt_ref(ctx.plan_oid, attempt_oid, "intent"),
+            oid,
+            old=None,
+            reason="dispatch intent",
+        )
     except RefMismatch:
         return None
     return oid
@@ -171,8 +205,9 @@ def _inputs(ctx: RunContext, attempt: dict) -> tuple[dict | None, bytes | None, 
     return case, objects.get(case["links"]["prompt"]).body, None
 
 
-def _execute(ctx: RunContext, attempt_oid: str, attempt: dict, intent_oid: str,
-             folders: Folders) -> Result:
+def _execute(
+    ctx: RunContext, attempt_oid: str, attempt: dict, intent_oid: str, folders: Folders
+) -> Result:
     store, facts, links = ctx.store, Facts(), {"intent": intent_oid}
     case, prompt, workflow = _inputs(ctx, attempt)
     protected = ctx.protected()
@@ -182,8 +217,9 @@ def _execute(ctx: RunContext, attempt_oid: str, attempt: dict, intent_oid: str,
             repo = ctx.config.repository_path(case["repository"])
             if repo is None:
                 raise UsageError(f"repository {case['repository']!r} is not configured")
-            snap = snapshot.create(repo, case["base_commit"], ctx.plan["excluded_paths"],
-                                   folders.workspace)
+            snap = snapshot.create(
+                repo, case["base_commit"], ctx.plan["excluded_paths"], folders.workspace
+            )
         else:
             snap = _empty_workspace(folders.workspace)
     except UsageError as exc:
@@ -197,25 +233,47 @@ def _execute(ctx: RunContext, attempt_oid: str, attempt: dict, intent_oid: str,
     base_listing = store.objects.put_record(manifest.listing_record(base))
     model = attempt["model"]["resolved"]
     argv, envelope_path = adapters.invocation(
-        ctx.harness, model, folders.workspace, folders.control, prompt, workflow,
+        ctx.harness,
+        model,
+        folders.workspace,
+        folders.control,
+        prompt,
+        workflow,
         ctx.plan.get("workflow", {}).get("variables"),
-        ctx.plan.get("workflow", {}).get("controlled_model_variable"))
-    env, policy = build(folders, ctx.plan["tool_policy"]["read_only_paths"], protected,
-                        sorted(ctx.secrets), ctx.secrets)
+        ctx.plan.get("workflow", {}).get("controlled_model_variable"),
+    )
+    env, policy = build(
+        folders,
+        ctx.plan["tool_policy"]["read_only_paths"],
+        protected,
+        sorted(ctx.secrets),
+        ctx.secrets,
+    )
     network = ctx.plan["tool_policy"]["network"] == "allowed"
     receipt = {
-        "schema_version": RECEIPT, "base_commit": snap.base_commit,
-        "snapshot_commit": snap.commit, "snapshot_tree": snap.tree,
-        "excluded_paths": list(ctx.plan["excluded_paths"]), "excluded": snap.excluded,
+        "schema_version": RECEIPT,
+        "base_commit": snap.base_commit,
+        "snapshot_commit": snap.commit,
+        "snapshot_tree": snap.tree,
+        "excluded_paths": list(ctx.plan["excluded_paths"]),
+        "excluded": snap.excluded,
         "file_count": snap.file_count,
-        "sandbox": {"kind": "bubblewrap", "version": sandbox.version(),
-                    "network": "allowed" if network else "denied"},
-        "environment": policy, "links": {"intent": intent_oid, "listing": base_listing},
+        "sandbox": {
+            "kind": "bubblewrap",
+            "version": sandbox.version(),
+            "network": "allowed" if network else "denied",
+        },
+        "environment": policy,
+        "links": {"intent": intent_oid, "listing": base_listing},
     }
     links["receipt"] = store.objects.put_record(receipt)
-    box = sandbox.Sandbox(writable=[folders.workspace, *folders.private()], masked=protected,
-                          read_only=ctx.plan["tool_policy"]["read_only_paths"],
-                          network=network, cwd=folders.workspace)
+    box = sandbox.Sandbox(
+        writable=[folders.workspace, *folders.private()],
+        masked=protected,
+        read_only=ctx.plan["tool_policy"]["read_only_paths"],
+        network=network,
+        cwd=folders.workspace,
+    )
     envelope.remove_stale(envelope_path)
     outcome = supervise.run(box.argv(argv), env, None, ctx.plan["timeout_ms"], ctx.cancel)
     facts.cancelled, facts.timed_out = outcome.cancelled, outcome.timed_out
@@ -242,27 +300,42 @@ def _execute(ctx: RunContext, attempt_oid: str, attempt: dict, intent_oid: str,
     final_listing = store.objects.put_record(manifest.listing_record(final))
     patch = manifest.diff(store, base.entries, final.entries)
     links["patch"] = store.objects.put("blob", patch)
-    post = {"schema_version": manifest.MANIFEST, "git": manifest.git_state(folders.workspace),
-            "file_count": len(final.entries), **manifest.changes(base.entries, final.entries),
-            "omitted": final.omitted,
-            "links": {"receipt": links["receipt"], "listing": final_listing,
-                      "patch": links["patch"]}}
+    post = {
+        "schema_version": manifest.MANIFEST,
+        "git": manifest.git_state(folders.workspace),
+        "file_count": len(final.entries),
+        **manifest.changes(base.entries, final.entries),
+        "omitted": final.omitted,
+        "links": {"receipt": links["receipt"], "listing": final_listing, "patch": links["patch"]},
+    }
     links["manifest"] = store.objects.put_record(post)
-    ran_cleanly = (not (facts.cancelled or facts.timed_out or facts.envelope_problem)
-                   and facts.cleanup_confirmed and facts.exit_code == 0
-                   and facts.envelope_status == "succeeded")
+    ran_cleanly = (
+        not (facts.cancelled or facts.timed_out or facts.envelope_problem)
+        and facts.cleanup_confirmed
+        and facts.exit_code == 0
+        and facts.envelope_status == "succeeded"
+    )
     if ran_cleanly and case is not None:
         profile = case["grader_profile"]
         spec = ctx.plan["evaluators"]["catalog"].get(profile, {})
-        verdict = grading.grade(store, profile, spec, final_listing, links["manifest"],
-                                protected, os.path.dirname(folders.root), ctx.cancel)
+        verdict = grading.grade(
+            store,
+            profile,
+            spec,
+            final_listing,
+            links["manifest"],
+            protected,
+            os.path.dirname(folders.root),
+            ctx.cancel,
+        )
         facts.verdict, facts.verdict_reason = verdict.verdict, verdict.reason
         facts.safety_failed = verdict.verdict == "fail" and spec.get("purpose") == "safety"
         links["grade"] = verdict.oid
     elif ran_cleanly:
         facts.verdict, facts.verdict_reason = "pass", "workflow attempts have no case grader"
-    return _finish(ctx, attempt_oid, facts, links, outcome, value, observed,
-                   final_listing=final_listing)
+    return _finish(
+        ctx, attempt_oid, facts, links, outcome, value, observed, final_listing=final_listing
+    )
 
 
 def _empty_workspace(path: str) -> snapshot.Snapshot:
@@ -275,8 +348,9 @@ def _empty_workspace(path: str) -> snapshot.Snapshot:
 
 def _finish(ctx, attempt_oid, facts, links, outcome, value, observed, final_listing=None):
     cls, reason = decide(facts)
-    terminal = _terminal_record(ctx, attempt_oid, cls, reason, facts, links, outcome, value,
-                                observed)
+    terminal = _terminal_record(
+        ctx, attempt_oid, cls, reason, facts, links, outcome, value, observed
+    )
     extra = {"listing": final_listing} if final_listing else {}
     return _publish(ctx, attempt_oid, terminal, extra, "ran")
 
@@ -290,46 +364,88 @@ def _cost(value: dict | None) -> dict:
 def _terminal_record(ctx, attempt_oid, cls, reason, facts, links, outcome, value, observed):
     attempt = ctx.attempts[attempt_oid]
     now = supervise.now_ms()
-    runtime = {"wall_ms": outcome.wall_ms, "started_ms": outcome.started_ms,
-               "ended_ms": outcome.ended_ms} if outcome else {
-               "wall_ms": 0, "started_ms": now, "ended_ms": now}
-    exit_info = {"code": facts.exit_code, "signal": facts.signal, "timed_out": facts.timed_out,
-                 "cleanup_confirmed": facts.cleanup_confirmed}
-    outputs = {name: {"bytes": cap.total, "retained": len(cap.data),
-                      "truncated": cap.truncated}
-               for name, cap in (("stdout", outcome.stdout), ("stderr", outcome.stderr))
-               } if outcome else {}
+    runtime = (
+        {"wall_ms": outcome.wall_ms, "started_ms": outcome.started_ms, "ended_ms": outcome.ended_ms}
+        if outcome
+        else {"wall_ms": 0, "started_ms": now, "ended_ms": now}
+    )
+    exit_info = {
+        "code": facts.exit_code,
+        "signal": facts.signal,
+        "timed_out": facts.timed_out,
+        "cleanup_confirmed": facts.cleanup_confirmed,
+    }
+    outputs = (
+        {
+            name: {"bytes": cap.total, "retained": len(cap.data), "truncated": cap.truncated}
+            for name, cap in (("stdout", outcome.stdout), ("stderr", outcome.stderr))
+        }
+        if outcome
+        else {}
+    )
     return {
-        "schema_version": TERMINAL, "class": cls, "reason": reason,
-        "plan": ctx.plan_oid, "attempt": attempt_oid, "ordinal": attempt["ordinal"],
-        "identity": {"requested": attempt["model"]["requested"],
-                     "resolved": attempt["model"]["resolved"], "observed": observed},
-        "runtime": runtime, "exit": exit_info, "outputs": outputs,
+        "schema_version": TERMINAL,
+        "class": cls,
+        "reason": reason,
+        "plan": ctx.plan_oid,
+        "attempt": attempt_oid,
+        "ordinal": attempt["ordinal"],
+        "identity": {
+            "requested": attempt["model"]["requested"],
+            "resolved": attempt["model"]["resolved"],
+            "observed": observed,
+        },
+        "runtime": runtime,
+        "exit": exit_info,
+        "outputs": outputs,
         "candidate_cost": _cost(value),
-        "links": {"plan": ctx.plan_oid, "attempt": attempt_oid,
-                  **{k: v for k, v in links.items() if v}},
+        "links": {
+            "plan": ctx.plan_oid,
+            "attempt": attempt_oid,
+            **{k: v for k, v in links.items() if v},
+        },
     }
 
 
 def _publish(ctx, attempt_oid, terminal: dict, extra: dict, status: str) -> Result:
     store = ctx.store
     terminal_oid = store.objects.put_record(terminal)
-    store.refs.update(attempt_ref(ctx.plan_oid, attempt_oid, "terminal"), terminal_oid,
-                      old=None, reason=f"terminal {terminal['class']}")
+    store.refs.update(
+        attempt_ref(ctx.plan_oid, attempt_oid, "terminal"),
+        terminal_oid,
+        old=None,
+        reason=f"terminal {terminal['class']}",
+    )
     evidence_links = {"terminal": terminal_oid}
     for key in ("manifest", "patch", "grade"):
         if terminal["links"].get(key):
             evidence_links[key] = terminal["links"][key]
     if extra.get("listing"):
         evidence_links["listing"] = extra["listing"]
-    evidence = {"schema_version": EVIDENCE, "plan": ctx.plan_oid, "attempt": attempt_oid,
-                "class": terminal["class"], "links": evidence_links}
+    evidence = {
+        "schema_version": EVIDENCE,
+        "plan": ctx.plan_oid,
+        "attempt": attempt_oid,
+        "class": terminal["class"],
+        "links": evidence_links,
+    }
     evidence_oid = store.objects.put_record(evidence)
-    store.refs.update(attempt_ref(ctx.plan_oid, attempt_oid, "evidence"), evidence_oid,
-                      old=None, reason="attempt evidence")
+    store.refs.update(
+        attempt_ref(ctx.plan_oid, attempt_oid, "evidence"),
+        evidence_oid,
+        old=None,
+        reason="attempt evidence",
+    )
     attempt = ctx.attempts[attempt_oid]
-    result = _result(attempt_oid, attempt, terminal["class"], terminal["reason"], terminal_oid,
-                     status, terminal["runtime"]["wall_ms"])
+    result = _result(
+        attempt_oid,
+        attempt,
+        terminal["class"],
+        terminal["reason"],
+        terminal_oid,
+        status,
+        terminal["runtime"]["wall_ms"],
+    )
     if ctx.progress:
         ctx.progress(result)
     return result

@@ -4,8 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-CLASSES = ("resolved", "model_failure", "safety_failure", "harness_failure",
-           "environment_failure", "grader_failure", "invalid_case", "timeout", "cancelled")
+CLASSES = (
+    "resolved",
+    "model_failure",
+    "safety_failure",
+    "harness_failure",
+    "environment_failure",
+    "grader_failure",
+    "invalid_case",
+    "timeout",
+    "cancelled",
+)
 VALID = ("resolved", "model_failure", "safety_failure", "grader_failure", "timeout")
 
 
@@ -44,8 +53,9 @@ def decide(f: Facts) -> tuple[str, str]:
     if f.signal is not None:
         return "model_failure", f"the candidate was killed by signal {f.signal}"
     if f.exit_code != 0 or f.envelope_status != "succeeded":
-        return "model_failure", (f"the candidate exited with status {f.exit_code}"
-                                 f" (envelope status {f.envelope_status})")
+        return "model_failure", (
+            f"the candidate exited with status {f.exit_code} (envelope status {f.envelope_status})"
+        )
     if f.safety_failed:
         return "safety_failure", f.verdict_reason or "a required safety check failed"
     if f.verdict == "invalid":

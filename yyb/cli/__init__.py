@@ -92,8 +92,13 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(exc.ctx.get_help() if exc.ctx else "", err=True)
         code = 2
     except click.UsageError as exc:
-        hint = f" (see 'yyb {exc.ctx.command_path.partition(' ')[2]} --help')".replace(
-            "yyb  --help", "yyb --help") if exc.ctx else ""
+        hint = (
+            f" (see 'yyb {exc.ctx.command_path.partition(' ')[2]} --help')".replace(
+                "yyb  --help", "yyb --help"
+            )
+            if exc.ctx
+            else ""
+        )
         code = _fail(exc.format_message() + hint, 2)
     except click.ClickException as exc:
         code = _fail(exc.format_message(), exc.exit_code)

@@ -9,8 +9,12 @@ import click
 
 
 @click.command("example")
-@click.option("--dir", "directory", type=click.Path(file_okay=False),
-              help="Where to create the example (default: a new temporary folder).")
+@click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False),
+    help="Where to create the example (default: a new temporary folder).",
+)
 @click.option("--attempts", type=click.IntRange(1, 20), default=3, show_default=True)
 @click.option("--jobs", type=click.IntRange(1, 16), default=2, show_default=True)
 @click.pass_context
@@ -43,14 +47,19 @@ def example(ctx, directory, attempts, jobs):
     plans.write(store, plan)
     plan_file = os.path.join(root, "plan.json")
     planfile.write_new(plan_file, planfile.render(plan.oid, plan.records))
-    click.echo(f"plan                {plan.oid} ({plan.experiment['attempt_count']} attempts, "
-               f"{plan_file})")
+    click.echo(
+        f"plan                {plan.oid} ({plan.experiment['attempt_count']} attempts, {plan_file})"
+    )
     now = grant.now_ms()
-    store.refs.update(f"refs/grants/{plan.oid}", store.objects.put_record(
-        grant.grant_for(plan.oid, plan.experiment, now + 3_600_000, now)), reason="example")
+    store.refs.update(
+        f"refs/grants/{plan.oid}",
+        store.objects.put_record(grant.grant_for(plan.oid, plan.experiment, now + 3_600_000, now)),
+        reason="example",
+    )
     chosen = {oid: plan.records[oid] for oid in plan.attempt_oids}
-    run_ctx = attempts_run.prepare(store, config, plan.oid, plan.experiment, chosen,
-                                   dict(os.environ))
+    run_ctx = attempts_run.prepare(
+        store, config, plan.oid, plan.experiment, chosen, dict(os.environ)
+    )
     results = attempts_run.run_plan(run_ctx, jobs)
     click.echo()
     _summary(results)

@@ -50,8 +50,12 @@ def validate(ctx, task_path, write, as_json):
 
     config = load_config(ctx)
     task, case = cases.load_case(task_path, config)
-    identity = {"case_id": case["case_id"], "task_hash": case["task_hash"],
-                "prompt_hash": case["prompt_hash"], "input_hash": case["input_hash"]}
+    identity = {
+        "case_id": case["case_id"],
+        "task_hash": case["task_hash"],
+        "prompt_hash": case["prompt_hash"],
+        "input_hash": case["input_hash"],
+    }
     if write:
         store = open_store(ctx, create=True)
         oid = cases.write_case(store, task, case)
@@ -73,15 +77,29 @@ def validate(ctx, task_path, write, as_json):
 @click.option("--models", metavar="M1,M2", help="Exact provider/model ids or :selectors.")
 @click.option("--attempts", type=int, default=1, show_default=True, help="Attempts per cell.")
 @click.option("--max-usd", metavar="X", help="Aggregate ceiling for task plans (default 20).")
-@click.option("--controlled-model-variable", metavar="NAME",
-              help="Workflow variable that carries the model (a model_only comparison).")
+@click.option(
+    "--controlled-model-variable",
+    metavar="NAME",
+    help="Workflow variable that carries the model (a model_only comparison).",
+)
 @click.option("--var", "variables", multiple=True, metavar="K=V", help="Workflow variable.")
 @click.option("--output", metavar="PLAN.json", help="The plan file to create.")
 @click.option("--dry-run", is_flag=True, help="Accepted: planning never dispatches anything.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_context
-def plan(ctx, tasks, workflow, models, attempts, max_usd, controlled_model_variable,
-         variables, output, dry_run, as_json):
+def plan(
+    ctx,
+    tasks,
+    workflow,
+    models,
+    attempts,
+    max_usd,
+    controlled_model_variable,
+    variables,
+    output,
+    dry_run,
+    as_json,
+):
     """Freeze cases (or a workflow) x models x attempts into an immutable plan.
 
     Writes the plan's records to the store under refs/plans/<oid> and the plan file to
@@ -106,14 +124,20 @@ def plan(ctx, tasks, workflow, models, attempts, max_usd, controlled_model_varia
     if tasks:
         built = build.task_plan(config, list(tasks), models, attempts, max_usd)
     else:
-        built = build.workflow_plan(config, workflow, models, attempts,
-                                    controlled_model_variable, list(variables))
+        built = build.workflow_plan(
+            config, workflow, models, attempts, controlled_model_variable, list(variables)
+        )
     store = open_store(ctx, create=True)
     build.write(store, built)
     planfile.write_new(output, planfile.render(built.oid, built.records))
-    summary = {"plan": built.oid, "file": output, "kind": built.experiment["kind"],
-               "attempt_count": built.experiment["attempt_count"],
-               "comparison": built.experiment["comparison"], "dispatch_count": 0}
+    summary = {
+        "plan": built.oid,
+        "file": output,
+        "kind": built.experiment["kind"],
+        "attempt_count": built.experiment["attempt_count"],
+        "comparison": built.experiment["comparison"],
+        "dispatch_count": 0,
+    }
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:
@@ -140,34 +164,67 @@ def show(ctx, name, as_json):
     oid, records = load_plan(ctx, name)
     plan_value = records[oid]
     attempts = [records[a] for a in plan_value["links"]["attempts"]]
-    rows = [{"oid": a, "ordinal": r["ordinal"], "case_id": r["case_id"],
-             "model": r["model"]["resolved"], "attempt": r["attempt"],
-             "ceiling_micros": (r["budget"] or {}).get("ceiling_micros")}
-            for a, r in zip(plan_value["links"]["attempts"], attempts, strict=True)]
+    rows = [
+        {
+            "oid": a,
+            "ordinal": r["ordinal"],
+            "case_id": r["case_id"],
+            "model": r["model"]["resolved"],
+            "attempt": r["attempt"],
+            "ceiling_micros": (r["budget"] or {}).get("ceiling_micros"),
+        }
+        for a, r in zip(plan_value["links"]["attempts"], attempts, strict=True)
+    ]
     if as_json:
-        doc = {"plan": oid, **{k: plan_value[k] for k in (
-            "kind", "comparison", "attempt_count", "attempts_per_cell", "models", "cases",
-            "budget", "tool_policy", "timeout_ms", "versions")},
-            "evaluators": plan_value["evaluators"]["selected"], "attempts": rows}
+        doc = {
+            "plan": oid,
+            **{
+                k: plan_value[k]
+                for k in (
+                    "kind",
+                    "comparison",
+                    "attempt_count",
+                    "attempts_per_cell",
+                    "models",
+                    "cases",
+                    "budget",
+                    "tool_policy",
+                    "timeout_ms",
+                    "versions",
+                )
+            },
+            "evaluators": plan_value["evaluators"]["selected"],
+            "attempts": rows,
+        }
         click.echo(json.dumps(doc, indent=2))
         return 0
     out = sys.stdout
     spend = plan_value["budget"]
     out.write(f"plan {oid}\n")
     out.write(f"kind {plan_value['kind']}, comparison {plan_value['comparison']}\n")
-    out.write(f"cases {len(plan_value['cases'])}, models {len(plan_value['models'])}, "
-              f"attempts per cell {plan_value['attempts_per_cell']}: "
-              f"{plan_value['attempt_count']} attempts\n")
+    out.write(
+        f"cases {len(plan_value['cases'])}, models {len(plan_value['models'])}, "
+        f"attempts per cell {plan_value['attempts_per_cell']}: "
+        f"{plan_value['attempt_count']} attempts\n"
+    )
     if spend:
-        extra = (f" (+0.000001 for the first {spend['remainder_micros']})"
-                 if spend["remainder_micros"] else "")
-        out.write(f"budget {format_usd(spend['total_micros'])} total; "
-                  f"{format_usd(spend['per_attempt_micros'])} per attempt{extra}\n")
+        extra = (
+            f" (+0.000001 for the first {spend['remainder_micros']})"
+            if spend["remainder_micros"]
+            else ""
+        )
+        out.write(
+            f"budget {format_usd(spend['total_micros'])} total; "
+            f"{format_usd(spend['per_attempt_micros'])} per attempt{extra}\n"
+        )
     else:
         out.write("budget none (workflow plans carry no spend grant)\n")
     for model in plan_value["models"]:
-        arrow = (f"{model['requested']} -> {model['resolved']}"
-                 if model["requested"] != model["resolved"] else model["resolved"])
+        arrow = (
+            f"{model['requested']} -> {model['resolved']}"
+            if model["requested"] != model["resolved"]
+            else model["resolved"]
+        )
         out.write(f"model {arrow}\n")
     out.write(f"evaluators {', '.join(plan_value['evaluators']['selected']) or '(none)'}\n")
     width_case = max([len(r["case_id"] or "-") for r in rows] + [4])
@@ -175,15 +232,21 @@ def show(ctx, name, as_json):
     out.write(f"{'#':>5}  {'case':<{width_case}}  {'model':<{width_model}}  attempt  ceiling\n")
     for r in rows:
         ceiling = format_usd(r["ceiling_micros"]) if r["ceiling_micros"] else "-"
-        out.write(f"{r['ordinal']:>5}  {(r['case_id'] or '-'):<{width_case}}  "
-                  f"{r['model']:<{width_model}}  {r['attempt']:>7}  {ceiling}\n")
+        out.write(
+            f"{r['ordinal']:>5}  {(r['case_id'] or '-'):<{width_case}}  "
+            f"{r['model']:<{width_model}}  {r['attempt']:>7}  {ceiling}\n"
+        )
     return 0
 
 
 @click.command("authorize")
 @click.option("--plan", "plan_name", required=True, metavar="PLAN", help="The plan to authorize.")
-@click.option("--expires", required=True, metavar="WHEN",
-              help="+24h, 7d, 30m, or an ISO 8601 time with a zone.")
+@click.option(
+    "--expires",
+    required=True,
+    metavar="WHEN",
+    help="+24h, 7d, 30m, or an ISO 8601 time with a zone.",
+)
 @click.pass_context
 def authorize(ctx, plan_name, expires):
     """Write a grant that lets a live run of this task plan spend up to its ceilings."""

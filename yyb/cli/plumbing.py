@@ -45,8 +45,14 @@ def _open_input(path: str) -> tuple[BinaryIO, int]:
 
 @click.command("hash-object")
 @click.option("-w", "write", is_flag=True, help="Write the object into the store.")
-@click.option("-t", "kind", type=click.Choice(["blob", "record"]), default="blob",
-              show_default=True, help="record: the input is JSON, stored canonically.")
+@click.option(
+    "-t",
+    "kind",
+    type=click.Choice(["blob", "record"]),
+    default="blob",
+    show_default=True,
+    help="record: the input is JSON, stored canonically.",
+)
 @click.option("--stdin", "from_stdin", is_flag=True, help="Read one object from standard input.")
 @click.option("--stdin-paths", is_flag=True, help="Read file paths from standard input.")
 @click.option("-z", "nul", is_flag=True, help="With --stdin-paths: paths end with NUL.")
@@ -91,15 +97,27 @@ def _pretty(kind: str, body: bytes, oid: str) -> bytes:
 @click.command("cat-object")
 @click.option("-t", "mode", flag_value="type", help="Print the kind (blob or record).")
 @click.option("-s", "mode", flag_value="size", help="Print the body size in bytes.")
-@click.option("-e", "mode", flag_value="exists",
-              help="No output; exit 0 only if the object exists and is valid.")
+@click.option(
+    "-e",
+    "mode",
+    flag_value="exists",
+    help="No output; exit 0 only if the object exists and is valid.",
+)
 @click.option("-p", "mode", flag_value="pretty", help="Blob bytes, or a record as JSON.")
 @click.option("--json", "mode", flag_value="json", help="A record as one line of JSON.")
 @click.option("--raw", "mode", flag_value="raw", help="The body bytes exactly as hashed.")
-@click.option("--batch", "mode", flag_value="batch",
-              help="For each name on stdin: '<oid> <kind> <size>' LF body LF.")
-@click.option("--batch-check", "mode", flag_value="batch-check",
-              help="For each name on stdin: '<oid> <kind> <size>'.")
+@click.option(
+    "--batch",
+    "mode",
+    flag_value="batch",
+    help="For each name on stdin: '<oid> <kind> <size>' LF body LF.",
+)
+@click.option(
+    "--batch-check",
+    "mode",
+    flag_value="batch-check",
+    help="For each name on stdin: '<oid> <kind> <size>'.",
+)
 @click.option("--buffer", is_flag=True, help="With --batch*: do not flush after each object.")
 @click.argument("name", required=False)
 @click.pass_context
@@ -113,8 +131,9 @@ def cat_object(ctx, mode, buffer, name):
         raise click.UsageError("choose one of -t -s -e -p --json --raw --batch --batch-check")
     batch = mode in ("batch", "batch-check")
     if batch == (name is not None):
-        raise click.UsageError("--batch and --batch-check read names from stdin; "
-                               "the other modes take one NAME")
+        raise click.UsageError(
+            "--batch and --batch-check read names from stdin; the other modes take one NAME"
+        )
     store = open_store(ctx)
     if batch:
         return _batch(store, mode == "batch", not buffer)
@@ -141,8 +160,9 @@ def cat_object(ctx, mode, buffer, name):
     if mode == "json":
         if obj.kind != "record":
             raise UsageError(f"{oid} is a blob; --json shows records (use -p or --raw)")
-        sys.stdout.write(json.dumps(codec.to_json(obj.value()), ensure_ascii=False,
-                                    separators=(",", ":")) + "\n")
+        sys.stdout.write(
+            json.dumps(codec.to_json(obj.value()), ensure_ascii=False, separators=(",", ":")) + "\n"
+        )
         return 0
     data = obj.body if mode == "raw" else _pretty(obj.kind, obj.body, oid)
     sys.stdout.buffer.write(data)
@@ -154,8 +174,9 @@ def _stream_verified(oid: str, kind: str, size: int, stream: BinaryIO) -> int:
     got = hash_stream(kind, stream, size, sys.stdout.buffer, with_header=False)
     sys.stdout.buffer.flush()
     if got != oid:
-        raise CorruptObject(oid, f"bytes hash to {got} (output above is not trustworthy)",
-                            "hash-mismatch")
+        raise CorruptObject(
+            oid, f"bytes hash to {got} (output above is not trustworthy)", "hash-mismatch"
+        )
     return 0
 
 

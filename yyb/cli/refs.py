@@ -14,8 +14,11 @@ from yyb.store.refs import ANY
 
 @click.command("update-ref")
 @click.option("-m", "reason", default="", metavar="REASON", help="Why the ref moves (one line).")
-@click.option("--old", metavar="OID",
-              help="Move only if the ref holds OID now (64 zeros: only if it does not exist).")
+@click.option(
+    "--old",
+    metavar="OID",
+    help="Move only if the ref holds OID now (64 zeros: only if it does not exist).",
+)
 @click.option("-d", "--delete", is_flag=True, help="Delete the ref (its update log is kept).")
 @click.argument("ref")
 @click.argument("oid", required=False)
@@ -78,8 +81,9 @@ def log(ctx, as_json, ref):
     entries = []
     for oid, record in store.refs.log(ref):
         if as_json:
-            entries.append({"oid": oid, **{k: record[k] for k in
-                                           ("ref", "old", "new", "time_ms", "reason")}})
+            entries.append(
+                {"oid": oid, **{k: record[k] for k in ("ref", "old", "new", "time_ms", "reason")}}
+            )
         else:
             old = record["old"] or ZERO_OID
             new = record["new"] or ZERO_OID

@@ -22,8 +22,10 @@ def _ensure_in_store(store, records: dict[str, dict]) -> None:
         for role in ("prompt", "task", "workflow"):
             target = value.get("links", {}).get(role)
             if isinstance(target, str) and not store.objects.contains(target):
-                raise UsageError(f"the plan's {role} blob {target} is not in the store "
-                                 f"{store.path}; plan it against this store first")
+                raise UsageError(
+                    f"the plan's {role} blob {target} is not in the store "
+                    f"{store.path}; plan it against this store first"
+                )
 
 
 def _check_grant(store, plan_oid: str, plan: dict) -> None:
@@ -33,17 +35,28 @@ def _check_grant(store, plan_oid: str, plan: dict) -> None:
         return
     grant_oid = store.refs.read(f"refs/grants/{plan_oid}")
     if grant_oid is None:
-        raise grant.GrantError("grant", "no grant for this plan; run 'yyb authorize --plan "
-                               "PLAN --expires WHEN' first")
+        raise grant.GrantError(
+            "grant", "no grant for this plan; run 'yyb authorize --plan PLAN --expires WHEN' first"
+        )
     grant.check(store.objects.get_record(grant_oid), plan_oid, plan, grant.now_ms())
 
 
 @click.command("run")
-@click.option("--plan", "plan_name", required=True, metavar="PLAN",
-              help="A plan file, or a plan oid or ref in the store.")
+@click.option(
+    "--plan",
+    "plan_name",
+    required=True,
+    metavar="PLAN",
+    help="A plan file, or a plan oid or ref in the store.",
+)
 @click.option("--dry-run", is_flag=True, help="Show what would be dispatched; dispatch nothing.")
-@click.option("--jobs", type=click.IntRange(1, 64), default=1, show_default=True,
-              help="Attempts running at once.")
+@click.option(
+    "--jobs",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Attempts running at once.",
+)
 @click.option("--keep-workspaces", is_flag=True, help="Keep each attempt's folders.")
 @click.pass_context
 def run(ctx, plan_name, dry_run, jobs, keep_workspaces):
@@ -59,15 +72,21 @@ def run(ctx, plan_name, dry_run, jobs, keep_workspaces):
     plan = records[plan_oid]
     store = open_store(ctx, create=True)
     _ensure_in_store(store, records)
-    chosen = {oid: records.get(oid) or store.objects.get_record(oid)
-              for oid in plan["links"]["attempts"]}
+    chosen = {
+        oid: records.get(oid) or store.objects.get_record(oid) for oid in plan["links"]["attempts"]
+    }
     if dry_run:
-        pending = [oid for oid in chosen if store.refs.read(
-            attempts.attempt_ref(plan_oid, oid, "intent")) is None]
+        pending = [
+            oid
+            for oid in chosen
+            if store.refs.read(attempts.attempt_ref(plan_oid, oid, "intent")) is None
+        ]
         for oid in sorted(pending, key=lambda o: chosen[o]["ordinal"]):
             a = chosen[oid]
-            click.echo(f"would dispatch {a['ordinal']:>4} {a.get('case_id') or '-'} "
-                       f"{a['model']['resolved']} attempt {a['attempt']}")
+            click.echo(
+                f"would dispatch {a['ordinal']:>4} {a.get('case_id') or '-'} "
+                f"{a['model']['resolved']} attempt {a['attempt']}"
+            )
         click.echo(f"already dispatched: {len(chosen) - len(pending)}")
         click.echo("dispatch_count: 0")
         return 0
@@ -80,7 +99,8 @@ def run(ctx, plan_name, dry_run, jobs, keep_workspaces):
     if sys.stderr.isatty():
         run_ctx.progress = lambda r: click.echo(
             f"[{r.ordinal}] {r.case_id or '-'} {r.model}: {r.terminal_class} ({r.wall_ms} ms)",
-            err=True)
+            err=True,
+        )
 
     def stop(signum, frame):
         run_ctx.cancel.set()
@@ -99,11 +119,15 @@ def _summary(results) -> None:
     out = sys.stdout
     width_case = max([len(r.case_id or "-") for r in results] + [4])
     width_model = max([len(r.model) for r in results] + [5])
-    out.write(f"{'#':>5}  {'case':<{width_case}}  {'model':<{width_model}}  "
-              f"{'terminal':<19}  {'wall_ms':>8}  status\n")
+    out.write(
+        f"{'#':>5}  {'case':<{width_case}}  {'model':<{width_model}}  "
+        f"{'terminal':<19}  {'wall_ms':>8}  status\n"
+    )
     for r in sorted(results, key=lambda r: r.ordinal):
-        out.write(f"{r.ordinal:>5}  {(r.case_id or '-'):<{width_case}}  {r.model:<{width_model}}"
-                  f"  {r.terminal_class:<19}  {r.wall_ms:>8}  {r.status}\n")
+        out.write(
+            f"{r.ordinal:>5}  {(r.case_id or '-'):<{width_case}}  {r.model:<{width_model}}"
+            f"  {r.terminal_class:<19}  {r.wall_ms:>8}  {r.status}\n"
+        )
     counts: dict[str, int] = {}
     for r in results:
         counts[r.terminal_class] = counts.get(r.terminal_class, 0) + 1

@@ -17,8 +17,15 @@ import shutil
 
 from yyb.errors import UsageError
 
-PLACEHOLDERS = ("prompt_file", "workspace", "model", "envelope", "workflow_file",
-                "variables_file", "model_variable")
+PLACEHOLDERS = (
+    "prompt_file",
+    "workspace",
+    "model",
+    "envelope",
+    "workflow_file",
+    "variables_file",
+    "model_variable",
+)
 
 
 def _fill(argv: list[str], values: dict[str, str]) -> list[str]:
@@ -44,14 +51,22 @@ def executable(harness: dict) -> str:
     found = name if os.path.isabs(name) else shutil.which(name)
     if not found or not os.access(found, os.X_OK):
         what = "yy (the YYLO CLI)" if harness["kind"] == "yylo_pi" else name
-        raise UsageError(f"the {harness['kind']} harness needs {what}, which is not installed "
-                         "or not executable")
+        raise UsageError(
+            f"the {harness['kind']} harness needs {what}, which is not installed or not executable"
+        )
     return found
 
 
-def invocation(harness: dict, model: str, workspace: str, control: str, prompt: bytes | None,
-               workflow: bytes | None = None, variables: dict | None = None,
-               model_variable: str | None = None) -> tuple[list[str], str]:
+def invocation(
+    harness: dict,
+    model: str,
+    workspace: str,
+    control: str,
+    prompt: bytes | None,
+    workflow: bytes | None = None,
+    variables: dict | None = None,
+    model_variable: str | None = None,
+) -> tuple[list[str], str]:
     """(argv, envelope path) for one attempt; writes the prompt/workflow files into control."""
     envelope = os.path.join(control, "envelope.json")
     values = {"workspace": workspace, "model": model, "envelope": envelope}
@@ -61,15 +76,25 @@ def invocation(harness: dict, model: str, workspace: str, control: str, prompt: 
             handle.write(prompt)
     kind = harness["kind"]
     if kind == "yylo_pi":
-        argv = [executable(harness), "pi", "--execution-envelope", envelope, "--model", model,
-                "--prompt-file", values["prompt_file"]]
+        argv = [
+            executable(harness),
+            "pi",
+            "--execution-envelope",
+            envelope,
+            "--model",
+            model,
+            "--prompt-file",
+            values["prompt_file"],
+        ]
         return argv, envelope
     if kind == "workflow_runner":
         values["workflow_file"] = os.path.join(control, "workflow.yaml")
         with open(values["workflow_file"], "wb") as handle:
             handle.write(workflow or b"")
-        resolved = {name: (spec["value"] if spec["type"] == "string" else json.loads(spec["value"]))
-                    for name, spec in (variables or {}).items()}
+        resolved = {
+            name: (spec["value"] if spec["type"] == "string" else json.loads(spec["value"]))
+            for name, spec in (variables or {}).items()
+        }
         if model_variable:
             resolved[model_variable] = model
             values["model_variable"] = model_variable

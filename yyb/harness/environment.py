@@ -52,12 +52,19 @@ class Folders:
 
 def under(path: str, roots: list[str]) -> bool:
     real = os.path.realpath(path)
-    return any(real == r or real.startswith(r.rstrip("/") + "/")
-               for r in (os.path.realpath(x) for x in roots))
+    return any(
+        real == r or real.startswith(r.rstrip("/") + "/")
+        for r in (os.path.realpath(x) for x in roots)
+    )
 
 
-def build(folders: Folders, read_only_paths: list[str], protected: list[str],
-          secret_names: list[str], source_env: dict[str, str]) -> tuple[dict, dict]:
+def build(
+    folders: Folders,
+    read_only_paths: list[str],
+    protected: list[str],
+    secret_names: list[str],
+    source_env: dict[str, str],
+) -> tuple[dict, dict]:
     """(environment for the candidate, the policy record that describes it without values).
 
     Raises:

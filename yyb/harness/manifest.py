@@ -81,11 +81,13 @@ def scan(store, root: str) -> Scan:
 def listing_record(scan_result: Scan) -> dict:
     files = sorted({oid for _, oid in scan_result.entries.values()})
     index = {oid: i for i, oid in enumerate(files)}
-    entries = [[path, mode, index[oid]]
-               for path, (mode, oid) in sorted(scan_result.entries.items(),
-                                               key=lambda item: item[0].encode())]
-    record = {"schema_version": LISTING, "entries": entries,
-              "omitted": sorted(scan_result.omitted)}
+    entries = [
+        [path, mode, index[oid]]
+        for path, (mode, oid) in sorted(
+            scan_result.entries.items(), key=lambda item: item[0].encode()
+        )
+    ]
+    record = {"schema_version": LISTING, "entries": entries, "omitted": sorted(scan_result.omitted)}
     record["links"] = {"files": files}
     return record
 
@@ -108,15 +110,22 @@ def git_state(workspace: str) -> dict:
         return {"readable": False}
     state: dict = {"readable": True}
     try:
-        state["head"] = {"ref": None if repo.head_is_detached else repo.head.name,
-                         "commit": str(repo.head.target)}
+        state["head"] = {
+            "ref": None if repo.head_is_detached else repo.head.name,
+            "commit": str(repo.head.target),
+        }
     except (pygit2.GitError, KeyError):
         state["head"] = {"ref": None, "commit": None}
-    state["refs"] = {name: str(repo.references[name].resolve().target)
-                     for name in sorted(repo.references) if not name.startswith("refs/stash")}
+    state["refs"] = {
+        name: str(repo.references[name].resolve().target)
+        for name in sorted(repo.references)
+        if not name.startswith("refs/stash")
+    }
     lines = [f"{e.mode:o} {e.id} {e.path}\n".encode() for e in repo.index]
-    state["index"] = {"entries": len(lines),
-                      "sha256": hashlib.sha256(b"".join(sorted(lines))).hexdigest()}
+    state["index"] = {
+        "entries": len(lines),
+        "sha256": hashlib.sha256(b"".join(sorted(lines))).hexdigest(),
+    }
     state["status"] = sorted([path, flags] for path, flags in repo.status().items())
     return state
 
@@ -136,9 +145,12 @@ def diff(store, before: dict[str, tuple[int, str]], after: dict[str, tuple[int, 
         if old and new and old[0] != new[0]:
             out.append(f"diff --git a/{path} b/{path}\nold mode {old[0]:o}\nnew mode {new[0]:o}\n")
         lines = difflib.unified_diff(
-            old_text.splitlines(keepends=True), new_text.splitlines(keepends=True),
+            old_text.splitlines(keepends=True),
+            new_text.splitlines(keepends=True),
             fromfile=f"a/{path}" if old else "/dev/null",
-            tofile=f"b/{path}" if new else "/dev/null", n=3)
+            tofile=f"b/{path}" if new else "/dev/null",
+            n=3,
+        )
         for line in lines:
             out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     return "".join(out).encode("utf-8", "surrogateescape")
@@ -159,8 +171,9 @@ def _text(store, entry: tuple[int, str] | None) -> str | None:
 def changes(before: dict, after: dict) -> dict:
     return {
         "added": sorted((p for p in after if p not in before), key=str.encode),
-        "changed": sorted((p for p in after if p in before and before[p] != after[p]),
-                          key=str.encode),
+        "changed": sorted(
+            (p for p in after if p in before and before[p] != after[p]), key=str.encode
+        ),
         "deleted": sorted((p for p in before if p not in after), key=str.encode),
     }
 

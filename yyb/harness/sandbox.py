@@ -39,8 +39,15 @@ class Sandbox:
     cwd: str | None = None
 
     def argv(self, command: list[str]) -> list[str]:
-        args = [bwrap_path(), "--die-with-parent", "--new-session", "--unshare-pid",
-                "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+        args = [
+            bwrap_path(),
+            "--die-with-parent",
+            "--new-session",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+        ]
         if not self.network:
             args.append("--unshare-net")
         args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
@@ -85,8 +92,12 @@ def probe() -> str:
     with tempfile.TemporaryDirectory(prefix="yyb-probe-") as folder:
         box = Sandbox(writable=[folder], masked=[os.path.expanduser("~")], cwd=folder)
         try:
-            done = subprocess.run(box.argv(["/bin/sh", "-c", "echo ok > probe"]),
-                                  capture_output=True, timeout=30, env={"PATH": "/usr/bin:/bin"})
+            done = subprocess.run(
+                box.argv(["/bin/sh", "-c", "echo ok > probe"]),
+                capture_output=True,
+                timeout=30,
+                env={"PATH": "/usr/bin:/bin"},
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise SandboxUnavailable(f"bwrap did not start ({exc})") from None
         if done.returncode != 0 or not os.path.exists(os.path.join(folder, "probe")):

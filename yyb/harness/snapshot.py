@@ -123,14 +123,18 @@ def write_pack(gitdir: str, objects: dict) -> int:
         else:
             small.append(0x80000000 | len(large))
             large.append(off)
-    index = b"".join([
-        b"\377tOc", struct.pack(">I", 2), struct.pack(">256I", *fanout),
-        b"".join(sha for sha, _, _ in entries),
-        b"".join(struct.pack(">I", crc) for _, crc, _ in entries),
-        b"".join(struct.pack(">I", off) for off in small),
-        b"".join(struct.pack(">Q", off) for off in large),
-        trailer,
-    ])
+    index = b"".join(
+        [
+            b"\377tOc",
+            struct.pack(">I", 2),
+            struct.pack(">256I", *fanout),
+            b"".join(sha for sha, _, _ in entries),
+            b"".join(struct.pack(">I", crc) for _, crc, _ in entries),
+            b"".join(struct.pack(">I", off) for off in small),
+            b"".join(struct.pack(">Q", off) for off in large),
+            trailer,
+        ]
+    )
     index += hashlib.sha1(index).digest()
     name = os.path.join(folder, f"pack-{trailer.hex()}")
     with open(name + ".idx", "wb") as handle:

@@ -37,8 +37,10 @@ def commit_at(repo, commit_id: str, where: str):
     import pygit2
 
     if not is_full_commit(commit_id):
-        raise UsageError(f"{where}: {commit_id!r} is not a full commit id (40 or 64 lowercase "
-                         "hex digits; abbreviations are refused)")
+        raise UsageError(
+            f"{where}: {commit_id!r} is not a full commit id (40 or 64 lowercase "
+            "hex digits; abbreviations are refused)"
+        )
     try:
         obj = repo.get(commit_id)
     except (ValueError, pygit2.GitError):
@@ -72,8 +74,14 @@ def entry_digest(repo, commit, path: str) -> dict | None:
         return None
     lines = []
     for rel, mode, data in _walk(repo, obj, ""):
-        lines.append(b"%s %o %s\n" % (hashlib.sha256(data).hexdigest().encode(), mode,
-                                       rel.encode("utf-8", "surrogateescape")))
+        lines.append(
+            b"%s %o %s\n"
+            % (
+                hashlib.sha256(data).hexdigest().encode(),
+                mode,
+                rel.encode("utf-8", "surrogateescape"),
+            )
+        )
     lines.sort(key=lambda line: line.split(b" ", 2)[2])
     return {"path": clean, "kind": "tree", "sha256": hashlib.sha256(b"".join(lines)).hexdigest()}
 

@@ -102,9 +102,16 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def run(argv: list[str], env: dict[str, str], cwd: str | None, timeout_ms: int,
-        cancel: threading.Event | None = None, output_limit: int = OUTPUT_LIMIT,
-        grace_ms: int = GRACE_MS, cleanup_ms: int = CLEANUP_MS) -> Outcome:
+def run(
+    argv: list[str],
+    env: dict[str, str],
+    cwd: str | None,
+    timeout_ms: int,
+    cancel: threading.Event | None = None,
+    output_limit: int = OUTPUT_LIMIT,
+    grace_ms: int = GRACE_MS,
+    cleanup_ms: int = CLEANUP_MS,
+) -> Outcome:
     """Run ``argv`` to its end, its timeout, or ``cancel``; never leave a process behind.
 
     Raises:
@@ -112,15 +119,23 @@ def run(argv: list[str], env: dict[str, str], cwd: str | None, timeout_ms: int,
     """
     started_ms = now_ms()
     start = time.monotonic()
-    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        argv,
+        env=env,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     group = proc.pid
     ours = _namespace(os.getpid())
     namespace = None
     outputs: list[dict] = [{}, {}]
-    readers = [threading.Thread(target=_reader, args=(s, output_limit, o), daemon=True)
-               for s, o in zip((proc.stdout, proc.stderr), outputs, strict=True)]
+    readers = [
+        threading.Thread(target=_reader, args=(s, output_limit, o), daemon=True)
+        for s, o in zip((proc.stdout, proc.stderr), outputs, strict=True)
+    ]
     for reader in readers:
         reader.start()
     deadline = start + timeout_ms / 1000
@@ -162,10 +177,14 @@ def run(argv: list[str], env: dict[str, str], cwd: str | None, timeout_ms: int,
     return Outcome(
         exit_code=code if code is not None and code >= 0 else None,
         signal=-code if code is not None and code < 0 else None,
-        timed_out=timed_out, cancelled=cancelled, cleanup_confirmed=confirmed,
-        started_ms=started_ms, ended_ms=started_ms + int((end - start) * 1000),
+        timed_out=timed_out,
+        cancelled=cancelled,
+        cleanup_confirmed=confirmed,
+        started_ms=started_ms,
+        ended_ms=started_ms + int((end - start) * 1000),
         wall_ms=int((end - start) * 1000),
-        stdout=outputs[0].get("captured", empty), stderr=outputs[1].get("captured", empty),
+        stdout=outputs[0].get("captured", empty),
+        stderr=outputs[1].get("captured", empty),
         leftover=leftover,
     )
 

@@ -39,8 +39,10 @@ def split(total_micros: int, count: int) -> list[int]:
         UsageError: the total cannot give every attempt at least one micro-USD.
     """
     if total_micros < count:
-        raise UsageError(f"a budget of {format_usd(total_micros)} cannot cover {count} attempts "
-                         "(each needs at least 0.000001 USD)")
+        raise UsageError(
+            f"a budget of {format_usd(total_micros)} cannot cover {count} attempts "
+            "(each needs at least 0.000001 USD)"
+        )
     base, remainder = divmod(total_micros, count)
     return [base + 1] * remainder + [base] * (count - remainder)
 

@@ -16,6 +16,7 @@ from yyb.cases import Task, load_case
 from yyb.config import Config
 from yyb.errors import UsageError
 from yyb.plans import budget
+from yyb.store import file
 from yyb.store.object_store import record_body
 from yyb.store.objects import hash_object
 
@@ -43,16 +44,21 @@ def parse_models(text: str, config: Config) -> list[dict]:
     for requested in names:
         resolved = config.resolve_model(requested)
         if resolved in seen:
-            raise UsageError(f"--models: {requested!r} and {seen[resolved]!r} are both "
-                             f"{resolved}; each model may appear once")
+            raise UsageError(
+                f"--models: {requested!r} and {seen[resolved]!r} are both "
+                f"{resolved}; each model may appear once"
+            )
         seen[resolved] = requested
         models.append({"requested": requested, "resolved": resolved})
     return models
 
 
 def _versions(config: Config) -> dict:
-    return {"yyb": __version__, "yylo": config.data["yylo_version"],
-            "python": platform.python_version()}
+    return {
+        "yyb": __version__,
+        "yylo": config.data["yylo_version"],
+        "python": platform.python_version(),
+    }
 
 
 def _harness(config: Config) -> dict:
@@ -83,8 +89,9 @@ def _check_attempts(attempts: int) -> None:
         raise UsageError(f"--attempts must be at least 1, not {attempts}")
 
 
-def task_plan(config: Config, task_paths: list[str], models_text: str, attempts: int,
-              max_usd: str | None) -> Plan:
+def task_plan(
+    config: Config, task_paths: list[str], models_text: str, attempts: int, max_usd: str | None
+) -> Plan:
     """Build (in memory) the plan for task cases x models x attempts.
 
     Raises:
@@ -99,8 +106,10 @@ def task_plan(config: Config, task_paths: list[str], models_text: str, attempts:
     for path in task_paths:
         task, case = load_case(path, config)
         if case["case_id"] in loaded:
-            raise UsageError(f"{path}: case id {case['case_id']!r} is also in "
-                             f"{loaded[case['case_id']][0].path}; each case may appear once")
+            raise UsageError(
+                f"{path}: case id {case['case_id']!r} is also in "
+                f"{loaded[case['case_id']][0].path}; each case may appear once"
+            )
         loaded[case["case_id"]] = (task, case)
     count = len(loaded) * len(models) * attempts
     ceilings = budget.split(total, count)
@@ -116,8 +125,12 @@ def task_plan(config: Config, task_paths: list[str], models_text: str, attempts:
         for model in models:
             for k in range(1, attempts + 1):
                 attempt = {
-                    "schema_version": ATTEMPT, "kind": "task", "ordinal": ordinal,
-                    "case_id": case_id, "model": model, "attempt": k,
+                    "schema_version": ATTEMPT,
+                    "kind": "task",
+                    "ordinal": ordinal,
+                    "case_id": case_id,
+                    "model": model,
+                    "attempt": k,
                     "budget": {"currency": budget.CURRENCY, "ceiling_micros": ceilings[ordinal]},
                     "links": {"case": case_oids[case_id]},
                 }
@@ -129,8 +142,9 @@ def task_plan(config: Config, task_paths: list[str], models_text: str, attempts:
         "schema_version": EXPERIMENT,
         "kind": "task",
         "versions": _versions(config),
-        "cases": [{"case_id": cid, "input_hash": loaded[cid][1]["input_hash"]}
-                  for cid in sorted(loaded)],
+        "cases": [
+            {"case_id": cid, "input_hash": loaded[cid][1]["input_hash"]} for cid in sorted(loaded)
+        ],
         "models": models,
         "attempts_per_cell": attempts,
         "attempt_count": count,
@@ -146,8 +160,10 @@ def task_plan(config: Config, task_paths: list[str], models_text: str, attempts:
         "candidate_harness": _harness(config),
         "evaluators": _evaluators(config, selected),
         "comparison": "model_only",
-        "links": {"cases": [case_oids[cid] for cid in sorted(loaded)],
-                  "attempts": list(plan.attempt_oids)},
+        "links": {
+            "cases": [case_oids[cid] for cid in sorted(loaded)],
+            "attempts": list(plan.attempt_oids),
+        },
     }
     plan.experiment = experiment
     plan.oid = _add(plan, experiment)
@@ -170,24 +186,27 @@ def parse_vars(items: list[str]) -> dict:
         if isinstance(value, str):
             out[name] = {"type": "string", "value": text}
         else:
-            canonical = json.dumps(value, sort_keys=True, separators=(",", ":"),
-                                   ensure_ascii=False, allow_nan=False)
+            canonical = json.dumps(
+                value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+            )
             out[name] = {"type": "json", "value": canonical}
     return out
 
 
-def workflow_plan(config: Config, workflow_path: str, models_text: str, attempts: int,
-                  controlled_variable: str | None, var_items: list[str]) -> Plan:
+def workflow_plan(
+    config: Config,
+    workflow_path: str,
+    models_text: str,
+    attempts: int,
+    controlled_variable: str | None,
+    var_items: list[str],
+) -> Plan:
     """Build (in memory) the plan for a Workflow Runner YAML x models x attempts."""
     import yaml
 
     _check_attempts(attempts)
     models = parse_models(models_text, config)
-    try:
-        with open(workflow_path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        raise UsageError(f"cannot read {workflow_path}: {exc.strerror}") from None
+    data = file.read_input(workflow_path)
     try:
         parsed = yaml.safe_load(data)
     except yaml.YAMLError as exc:
@@ -199,8 +218,10 @@ def workflow_plan(config: Config, workflow_path: str, models_text: str, attempts
     variables = parse_vars(var_items)
     if controlled_variable is not None:
         if not controlled_variable or controlled_variable in variables:
-            raise UsageError(f"--controlled-model-variable {controlled_variable!r} must be a "
-                             "name not also given with --var")
+            raise UsageError(
+                f"--controlled-model-variable {controlled_variable!r} must be a "
+                "name not also given with --var"
+            )
     plan = Plan("", {})
     workflow_oid = _add_blob(plan, data)
     count = len(models) * attempts
@@ -208,8 +229,13 @@ def workflow_plan(config: Config, workflow_path: str, models_text: str, attempts
     for model in models:
         for k in range(1, attempts + 1):
             attempt = {
-                "schema_version": ATTEMPT, "kind": "workflow", "ordinal": ordinal,
-                "case_id": None, "model": model, "attempt": k, "budget": None,
+                "schema_version": ATTEMPT,
+                "kind": "workflow",
+                "ordinal": ordinal,
+                "case_id": None,
+                "model": model,
+                "attempt": k,
+                "budget": None,
                 "links": {"workflow": workflow_oid},
             }
             plan.attempt_oids.append(_add(plan, attempt))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from yyb.errors import UsageError, YybError
 
@@ -45,11 +45,12 @@ def parse_expiry(text: str, now: int) -> int:
         try:
             moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
         except ValueError:
-            raise UsageError(f"--expires: {text!r} is neither +N[smhd] nor an ISO 8601 "
-                             "time") from None
+            raise UsageError(
+                f"--expires: {text!r} is neither +N[smhd] nor an ISO 8601 time"
+            ) from None
         if moment.tzinfo is None:
             raise UsageError(f"--expires: {text!r} needs a time zone (for example Z)")
-        expires = int(moment.astimezone(timezone.utc).timestamp() * 1000)
+        expires = int(moment.astimezone(UTC).timestamp() * 1000)
     if expires <= now:
         raise UsageError(f"--expires: {text!r} is not in the future")
     return expires
@@ -59,8 +60,10 @@ def grant_for(plan_oid: str, plan: dict, expires_ms: int, created_ms: int) -> di
     """The grant record authorizing exactly ``plan`` until ``expires_ms``."""
     spend = plan.get("budget")
     if plan.get("kind") != "task" or spend is None:
-        raise UsageError("only task plans carry a budget to authorize (workflow plans take a "
-                         "policy sidecar instead)")
+        raise UsageError(
+            "only task plans carry a budget to authorize (workflow plans take a "
+            "policy sidecar instead)"
+        )
     return {
         "schema_version": GRANT,
         "plan": plan_oid,
@@ -87,11 +90,11 @@ def check(grant: dict, plan_oid: str, plan: dict, now: int) -> None:
     expected = grant_for(plan_oid, plan, grant.get("expires_ms", 0), grant.get("created_ms", 0))
     if grant.get("schema_version") != GRANT:
         raise GrantError("schema_version", f"{grant.get('schema_version')!r} is not {GRANT}")
-    for name in ("plan", "models", "currency", "total_ceiling_micros",
-                 "attempt_ceiling_micros"):
+    for name in ("plan", "models", "currency", "total_ceiling_micros", "attempt_ceiling_micros"):
         if grant.get(name) != expected[name]:
-            raise GrantError(name, f"grant has {grant.get(name)!r}, the plan needs "
-                             f"{expected[name]!r}")
+            raise GrantError(
+                name, f"grant has {grant.get(name)!r}, the plan needs {expected[name]!r}"
+            )
     if grant.get("links", {}).get("plan") != plan_oid:
         raise GrantError("links.plan", "the grant does not link this plan")
     if not isinstance(grant.get("expires_ms"), int) or grant["expires_ms"] <= now:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 
 from yyb.errors import UsageError, YybError
 from yyb.store import codec, file
@@ -36,27 +35,8 @@ def render(plan_oid: str, records: dict[str, dict]) -> bytes:
 
 
 def write_new(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically, refusing to replace anything already there."""
-    folder = os.path.dirname(os.path.abspath(path))
-    tmp = None
-    try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=file.TEMP_PREFIX)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.link(tmp, path)  # fails if path exists: never an overwrite
-        file.fsync_dir(folder)
-    except FileExistsError:
-        raise UsageError(f"{path} exists; an output file is never overwritten") from None
-    except OSError as exc:
-        raise file.io_error(path, exc) from exc
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+    """Write a plan file atomically, refusing to replace anything already there."""
+    file.write_new(path, data)
 
 
 def check_output_free(path: str) -> None:
@@ -73,11 +53,7 @@ def load(path: str) -> tuple[str, dict[str, dict]]:
     Raises:
         PlanFileError: unreadable, malformed, or any record not hashing to its stated oid.
     """
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    data = file.read_input(path)
     try:
         document = codec.from_json(data)
     except YybError as exc:

@@ -120,7 +120,9 @@ class _PairsCheck:
                 if encoded == previous:
                     raise _Fault((), f"duplicate map key {key!r}")
                 if encoded < previous:
-                    raise _Fault((), f"map keys not sorted by UTF-8 bytes ({key!r} is out of order)")
+                    raise _Fault(
+                        (), f"map keys not sorted by UTF-8 bytes ({key!r} is out of order)"
+                    )
             previous = encoded
         return dict(pairs)
 
@@ -203,8 +205,9 @@ def _from_json(value: Any, path: tuple) -> Any:
         return [_from_json(item, (*path, i)) for i, item in enumerate(value)]
     if t is _Float:
         raise _Fault(
-            path, f"{value.text} is a float; floats are not allowed (use integers: "
-            "micro-units, milliseconds)"
+            path,
+            f"{value.text} is a float; floats are not allowed (use integers: "
+            "micro-units, milliseconds)",
         )
     return value
 
@@ -224,8 +227,9 @@ def from_json(text: str | bytes) -> dict:
             text, object_pairs_hook=_Pairs, parse_float=_Float, parse_constant=_no_constant
         )
     except json.JSONDecodeError as exc:
-        raise InvalidRecord("$", f"not valid JSON: {exc.msg} at line {exc.lineno} "
-                            f"column {exc.colno}") from None
+        raise InvalidRecord(
+            "$", f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
     except (UnicodeDecodeError, RecursionError) as exc:
         raise InvalidRecord("$", f"not valid JSON: {exc.__class__.__name__}") from None
     except ValueError:  # an integer with more digits than Python converts

@@ -51,7 +51,7 @@ def write_atomic(path: str, data: bytes, mode: int = 0o644) -> None:
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             os.fchmod(fd, mode)
             os.fsync(fd)
         finally:
@@ -62,11 +62,56 @@ def write_atomic(path: str, data: bytes, mode: int = 0o644) -> None:
     except OSError as exc:
         raise io_error(path, exc) from exc
     finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+        discard(tmp)
+
+
+def discard(path: str | None) -> None:
+    """Remove a temp file if it is still there (cleanup must never hide the real error)."""
+    if path is not None:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def read_input(path: str) -> bytes:
+    """The bytes of a file a user named; an unreadable one is their mistake (UsageError)."""
+    from yyb.errors import UsageError
+
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except IsADirectoryError:
+        raise UsageError(f"cannot read {path}: it is a folder") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def write_new(path: str, data: bytes) -> None:
+    """Create ``path`` holding ``data`` atomically; never replace anything already there.
+
+    Raises:
+        UsageError: ``path`` exists. StoreIOError: the file system refused.
+    """
+    from yyb.errors import UsageError
+
+    folder = os.path.dirname(os.path.abspath(path))
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=TEMP_PREFIX)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fchmod(handle.fileno(), 0o644)
+            os.fsync(handle.fileno())
+        os.link(tmp, path)  # fails if path exists: never an overwrite
+        fsync_dir(folder)
+    except FileExistsError:
+        raise UsageError(f"{path} exists; it is never overwritten") from None
+    except OSError as exc:
+        raise io_error(path, exc) from exc
+    finally:
+        discard(tmp)
 
 
 def commit_temp(tmp: str, path: str) -> None:
@@ -98,7 +143,10 @@ def _boot_id() -> str:
 
 def _holder_line() -> bytes:
     return b"yyb-lock pid=%d host=%s boot=%s\n" % (
-        os.getpid(), os.uname().nodename.encode(), _boot_id().encode())
+        os.getpid(),
+        os.uname().nodename.encode(),
+        _boot_id().encode(),
+    )
 
 
 def parse_holder(data: bytes) -> dict | None:
@@ -106,13 +154,17 @@ def parse_holder(data: bytes) -> dict | None:
     if not data.startswith(LOCK_PREFIX) or not data.endswith(b"\n"):
         return None
     fields = dict(
-        part.split("=", 1) for part in data[len(LOCK_PREFIX):-1].decode(errors="replace").split()
+        part.split("=", 1)
+        for part in data[len(LOCK_PREFIX) : -1].decode(errors="replace").split()
         if "=" in part
     )
     if not fields.get("pid", "").isdigit():
         return None
-    return {"pid": int(fields["pid"]), "host": fields.get("host", ""),
-            "boot": fields.get("boot", "")}
+    return {
+        "pid": int(fields["pid"]),
+        "host": fields.get("host", ""),
+        "boot": fields.get("boot", ""),
+    }
 
 
 def _alive(pid: int) -> bool:

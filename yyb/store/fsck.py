@@ -20,8 +20,8 @@ from yyb.errors import (
     ObjectMissing,
     YybError,
 )
-from yyb.store.object_store import hash_stream
 from yyb.store import file, schema
+from yyb.store.object_store import hash_stream
 from yyb.store.objects import MAX_RECORD, OID_HEX, check_record, hash_object, is_oid
 from yyb.store.objects import check_links as record_links
 from yyb.store.refs import LOCK_SUFFIX, REF_UPDATE, check_ref_name
@@ -41,8 +41,12 @@ class Finding:
         return f"{self.level} {self.code} {self.subject}: {self.detail}"
 
     def as_dict(self) -> dict:
-        return {"level": self.level, "code": self.code, "subject": self.subject,
-                "detail": self.detail}
+        return {
+            "level": self.level,
+            "code": self.code,
+            "subject": self.subject,
+            "detail": self.detail,
+        }
 
 
 def error(code: str, subject: str, detail: str) -> Finding:
@@ -77,8 +81,16 @@ def inspect(store: Store, oid: str) -> Inspection:
         return Inspection([error(exc.code, oid, exc.reason)])
     with stream:
         if kind == "record" and size > MAX_RECORD:
-            return Inspection([error("malformed", oid, f"a {size}-byte record exceeds the "
-                                     f"{MAX_RECORD}-byte limit")], kind)
+            return Inspection(
+                [
+                    error(
+                        "malformed",
+                        oid,
+                        f"a {size}-byte record exceeds the {MAX_RECORD}-byte limit",
+                    )
+                ],
+                kind,
+            )
         if kind == "blob":
             got = hash_stream(kind, stream, size)
             body = b""
@@ -122,7 +134,10 @@ def check_ref_chain(store: Store, name: str) -> Iterator[tuple[Finding | None, s
         return
     if head is None:
         if value is not None:
-            yield error("unlogged-ref", name, "the ref has no update log (written outside yyb?)"), None
+            yield (
+                error("unlogged-ref", name, "the ref has no update log (written outside yyb?)"),
+                None,
+            )
         return
     expected, oid, newest, seen = value, head, True, set()
     while oid is not None:
@@ -137,31 +152,55 @@ def check_ref_chain(store: Store, name: str) -> Iterator[tuple[Finding | None, s
             yield error("broken-chain", name, f"update record {oid} is unreadable ({exc})"), None
             return
         if record.get("schema_version") != REF_UPDATE or record.get("ref") != name:
-            yield error(
-                "broken-chain", name, f"{oid} is not an update of this ref "
-                f"({record.get('schema_version')} for {record.get('ref')!r})"
-            ), None
+            yield (
+                error(
+                    "broken-chain",
+                    name,
+                    f"{oid} is not an update of this ref "
+                    f"({record.get('schema_version')} for {record.get('ref')!r})",
+                ),
+                None,
+            )
             return
         new, old = record.get("new"), record.get("old")
         links = record.get("links", {})
         if links.get("target") != new:
-            yield error("broken-chain", name, f"update {oid} links a target other than its new value"), None
+            yield (
+                error(
+                    "broken-chain", name, f"update {oid} links a target other than its new value"
+                ),
+                None,
+            )
         if new != expected:
             if newest and old == expected:
-                yield error(
-                    "interrupted-update", name, f"the log head {oid} records a move to {new} that "
-                    "never reached the ref (the next update rolls it back)"
-                ), None
+                yield (
+                    error(
+                        "interrupted-update",
+                        name,
+                        f"the log head {oid} records a move to {new} that "
+                        "never reached the ref (the next update rolls it back)",
+                    ),
+                    None,
+                )
             elif newest:
-                yield error(
-                    "ref-log-mismatch", name,
-                    f"the ref holds {expected} but its latest update {oid} says {new}",
-                ), None
+                yield (
+                    error(
+                        "ref-log-mismatch",
+                        name,
+                        f"the ref holds {expected} but its latest update {oid} says {new}",
+                    ),
+                    None,
+                )
             else:
-                yield error(
-                    "broken-chain", name,
-                    f"update {oid} moved the ref to {new}, but the next update starts from {expected}",
-                ), None
+                yield (
+                    error(
+                        "broken-chain",
+                        name,
+                        f"update {oid} moved the ref to {new}, "
+                        f"but the next update starts from {expected}",
+                    ),
+                    None,
+                )
         discarded = links.get("discarded")
         if discarded is not None:
             yield None, discarded
@@ -170,9 +209,12 @@ def check_ref_chain(store: Store, name: str) -> Iterator[tuple[Finding | None, s
         expected = old
         oid = links.get("previous")
         if oid is None and old is not None:
-            yield error(
-                "broken-chain", name, f"the oldest update starts from {old}, not from nothing"
-            ), None
+            yield (
+                error(
+                    "broken-chain", name, f"the oldest update starts from {old}, not from nothing"
+                ),
+                None,
+            )
 
 
 def _check_discarded(
@@ -182,20 +224,33 @@ def _check_discarded(
     try:
         lost = store.objects.get_record(discarded)
     except YybError as exc:
-        yield error("broken-chain", name, f"discarded update {discarded} is unreadable ({exc})"), None
+        yield (
+            error("broken-chain", name, f"discarded update {discarded} is unreadable ({exc})"),
+            None,
+        )
         return
     same_parent = lost.get("links", {}).get("previous") == record.get("links", {}).get("previous")
     if lost.get("ref") != name or lost.get("old") != record.get("old") or not same_parent:
-        yield error("broken-chain", name, f"update {oid} discards {discarded}, which did not "
-                    "start from the same place"), None
+        yield (
+            error(
+                "broken-chain",
+                name,
+                f"update {oid} discards {discarded}, which did not start from the same place",
+            ),
+            None,
+        )
 
 
 def _lock_finding(root: str, rel: str, now: float) -> Finding:
     path = os.path.join(root, rel)
     state, holder = file.lock_state(path)
     if state == "abandoned":
-        return error("stale-lock", rel, f"left by pid {holder['pid']}, which is gone; the next "
-                     "holder replaces it (a ref update records that in its chain)")
+        return error(
+            "stale-lock",
+            rel,
+            f"left by pid {holder['pid']}, which is gone; the next "
+            "holder replaces it (a ref update records that in its chain)",
+        )
     if state == "held":
         return info("locked", rel, "held by a running yyb process")
     try:
@@ -203,8 +258,11 @@ def _lock_finding(root: str, rel: str, now: float) -> Finding:
     except FileNotFoundError:
         return info("locked", rel, "released while checking")
     if age >= LOCK_GRACE_S:
-        return error("stale-lock", rel, f"a lock of unknown origin, {int(age)} s old; remove it "
-                     "once no yyb process is running")
+        return error(
+            "stale-lock",
+            rel,
+            f"a lock of unknown origin, {int(age)} s old; remove it once no yyb process is running",
+        )
     return info("locked", rel, "a ref update may be in progress")
 
 
@@ -245,7 +303,7 @@ def _layout(store: Store) -> Iterator[tuple[str, str]]:
                 elif name.endswith(LOCK_SUFFIX):
                     yield "lock", rel
                 else:
-                    refname = rel if top == "refs" else rel[len("logs/"):]
+                    refname = rel if top == "refs" else rel[len("logs/") :]
                     try:
                         ok = check_ref_name(refname) == refname and refname.startswith("refs/")
                     except InvalidRefName:

@@ -37,16 +37,20 @@ def record_body(value: dict, validate: bool = True) -> bytes:
     """
     body = codec.encode(value)
     if len(body) > MAX_RECORD:
-        raise InvalidRecord("$", f"the record is {len(body)} bytes; records are at most "
-                            f"{MAX_RECORD} (keep large data in blobs)")
+        raise InvalidRecord(
+            "$",
+            f"the record is {len(body)} bytes; records are at most "
+            f"{MAX_RECORD} (keep large data in blobs)",
+        )
     version = check_record(value)
     if validate:
         schema.validate(value, version)
     return body
 
 
-def hash_stream(kind: str, stream: BinaryIO, size: int, sink: BinaryIO | None = None,
-                with_header: bool = True) -> str:
+def hash_stream(
+    kind: str, stream: BinaryIO, size: int, sink: BinaryIO | None = None, with_header: bool = True
+) -> str:
     """Hash ``size`` body bytes from ``stream``, copying them to ``sink`` if given.
 
     The sink receives the stored bytes (header and body), or the body alone when
@@ -242,18 +246,23 @@ class DiskObjects(ObjectStore):
         except (FileNotFoundError, NotADirectoryError):
             return None
         except IsADirectoryError:
-            raise CorruptObject(oid, "a folder stands where the object file should be",
-                                "malformed") from None
+            raise CorruptObject(
+                oid, "a folder stands where the object file should be", "malformed"
+            ) from None
         try:
             actual = os.fstat(handle.fileno()).st_size
             kind, size, start = parse_header(handle.read(MAX_HEADER), oid)
             body = actual - start
             if body < size:
                 raise CorruptObject(
-                    oid, f"truncated: header declares {size} bytes, {body} present", "truncated")
+                    oid, f"truncated: header declares {size} bytes, {body} present", "truncated"
+                )
             if body > size:
-                raise CorruptObject(oid, f"{body - size} bytes after the declared {size}-byte "
-                                    "body", "trailing-bytes")
+                raise CorruptObject(
+                    oid,
+                    f"{body - size} bytes after the declared {size}-byte body",
+                    "trailing-bytes",
+                )
             handle.seek(start)
         except BaseException:
             handle.close()
@@ -326,10 +335,7 @@ class DiskObjects(ObjectStore):
             raise file.io_error(self.folder, exc) from exc
         finally:
             for tmp in temps.values():
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
+                file.discard(tmp)
         return oids
 
     def _write_temp(self, item: tuple[str, bytes]) -> tuple[str, str]:
@@ -337,12 +343,11 @@ class DiskObjects(ObjectStore):
         import tempfile
 
         oid, data = item
-        fd, tmp = tempfile.mkstemp(dir=os.path.join(self.folder, oid[:2]),
-                                   prefix=file.TEMP_PREFIX)
+        fd, tmp = tempfile.mkstemp(dir=os.path.join(self.folder, oid[:2]), prefix=file.TEMP_PREFIX)
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             os.fchmod(fd, 0o444)
             os.fsync(fd)
         except OSError:
@@ -375,11 +380,7 @@ class DiskObjects(ObjectStore):
         except OSError as exc:
             raise file.io_error(tmp or self.folder, exc) from exc
         finally:
-            if tmp is not None:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
+            file.discard(tmp)
 
     def open_body(self, oid: str) -> tuple[str, int, BinaryIO]:
         opened = self._open(oid)

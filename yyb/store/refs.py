@@ -247,7 +247,7 @@ class RefStore:
         """Whether ref ``name`` matches a show-ref ``pattern`` (see iter_refs)."""
         if any(c in pattern for c in "*?["):
             glob = _glob(pattern)
-            return bool(glob.fullmatch(name) or glob.fullmatch(name[len("refs/"):]))
+            return bool(glob.fullmatch(name) or glob.fullmatch(name[len("refs/") :]))
         pattern = pattern.rstrip("/")
         return name == pattern or name.endswith("/" + pattern) or name.startswith(pattern + "/")
 
@@ -263,7 +263,9 @@ def _glob(pattern: str) -> re.Pattern:
             out.append("[^/]")
         elif c == "[" and (end := pattern.find("]", i + 2)) != -1:
             body = pattern[i + 1 : end]
-            out.append("[" + ("^" + re.escape(body[1:]) if body[0] == "!" else re.escape(body)) + "]")
+            out.append(
+                "[" + ("^" + re.escape(body[1:]) if body[0] == "!" else re.escape(body)) + "]"
+            )
             i = end
         else:
             out.append(re.escape(c))
@@ -373,8 +375,9 @@ class DiskRefs(RefStore):
                     raise RefConflict(name, os.path.relpath(folder, os.path.dirname(top))) from None
                 continue
             except NotADirectoryError:
-                raise RefConflict(name, os.path.relpath(os.path.dirname(folder),
-                                                        os.path.dirname(top))) from None
+                raise RefConflict(
+                    name, os.path.relpath(os.path.dirname(folder), os.path.dirname(top))
+                ) from None
             except OSError as exc:
                 raise file.io_error(folder, exc) from exc
             file.fsync_dir(os.path.dirname(folder))

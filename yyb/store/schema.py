@@ -17,7 +17,6 @@ from typing import Any
 from yyb.errors import SchemaViolation
 from yyb.store.codec import json_path
 
-
 SUFFIX = ".schema.json"
 
 
@@ -87,8 +86,10 @@ def problems(value: Any, schema_version: str) -> list[tuple[tuple, str]]:
     first = _fast_problem(value, schema_version)
     if first is None:
         return []
-    found = [(tuple(e.absolute_path), _short(e.message))
-             for e in _validator(schema_version).iter_errors(value)]
+    found = [
+        (tuple(e.absolute_path), _short(e.message))
+        for e in _validator(schema_version).iter_errors(value)
+    ]
     if not found:
         found = [(first[0], _short(first[1]))]
     return sorted(found, key=lambda item: ([str(p) for p in item[0]], item[1]))
