@@ -78,6 +78,12 @@ NOOP_AGENT = "\n".join(
 )
 
 
+GRADER = (
+    '#!/bin/sh\nprintf \'%s\' \'{"schema_version": "yylo_benchmark_grader_output.v2", '
+    '"passed": true}\' > "$YYB_GRADER_OUTPUT"\n'
+)
+
+
 def setup(root: str, repo: str, base: str, attempts: int):
     from yyb import config as configuration
     from yyb.plans import build
@@ -86,7 +92,7 @@ def setup(root: str, repo: str, base: str, attempts: int):
     os.makedirs(tools)
     agent = os.path.join(tools, "agent.sh")
     grader = os.path.join(tools, "grader.sh")
-    for path, text in ((agent, NOOP_AGENT), (grader, "#!/bin/sh\nexit 0\n")):
+    for path, text in ((agent, NOOP_AGENT), (grader, GRADER)):
         with open(path, "w") as handle:
             handle.write(text)
         os.chmod(path, 0o755)

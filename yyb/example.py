@@ -46,8 +46,12 @@ cat > "$envelope" <<EOF
 EOF
 """
 GRADER = """#!/bin/sh
-# The grader: run the case's test in the rebuilt final workspace.
-sh ./test_calc.sh
+# The grader: run the case's test in the rebuilt final workspace and answer with the grader
+# output protocol (the file named by $YYB_GRADER_OUTPUT).
+if out=$(sh ./test_calc.sh 2>&1); then passed=true; else passed=false; fi
+summary=$(printf '%s' "$out" | head -n 1 | tr -d '"\\\\')
+printf '{"schema_version": "yylo_benchmark_grader_output.v2", "passed": %s, "summary": "%s"}\\n' \\
+  "$passed" "$summary" > "$YYB_GRADER_OUTPUT"
 """
 TASK = """---
 id: calc-add

@@ -16,9 +16,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from yyb.attempts import grade as grading
 from yyb.attempts.terminal import Facts, decide
 from yyb.errors import RefMismatch, UsageError, YybError
+from yyb.grading import evaluate
 from yyb.harness import adapters, envelope, manifest, sandbox, snapshot, supervise
 from yyb.harness.environment import Folders, build, redact
 
@@ -65,20 +65,22 @@ class RunContext:
         return self.plan["candidate_harness"]["config"]
 
     def protected(self) -> list[str]:
-        """Roots the candidate must not see: registry, sources, home, temp, grader assets."""
-        roots = [
-            self.store.path,
-            os.path.expanduser("~"),
-            tempfile.gettempdir(),
-            os.path.dirname(os.path.abspath(self.config.path)),
-        ]
-        for repo_id in self.config.data.get("repositories", {}):
-            roots.append(self.config.repository_path(repo_id))
-        for spec in self.plan["evaluators"]["catalog"].values():
-            if spec.get("executable"):
-                roots.append(os.path.abspath(spec["executable"]))
-            roots += [os.path.abspath(a["path"]) for a in spec.get("assets", [])]
-        return sorted({os.path.realpath(r) for r in roots if r})
+        return protected_roots(self.store.path, self.config, self.plan)
+
+
+def protected_roots(store_path: str | None, config, plan: dict) -> list[str]:
+    """Roots a sandboxed process must not see: the registry, the sources and the config,
+    the controller's home, the system temp folder (so sibling attempts), grader files."""
+    roots = [store_path, os.path.expanduser("~"), tempfile.gettempdir()]
+    if config is not None:
+        roots.append(os.path.dirname(os.path.abspath(config.path)))
+        for repo_id in config.data.get("repositories", {}):
+            roots.append(config.repository_path(repo_id))
+    for spec in plan["evaluators"]["catalog"].values():
+        if spec.get("executable"):
+            roots.append(os.path.abspath(spec["executable"]))
+        roots += [os.path.abspath(a["path"]) for a in spec.get("assets", [])]
+    return sorted({os.path.realpath(r) for r in roots if r})
 
 
 def prepare(
@@ -315,27 +317,56 @@ def _execute(
         and facts.exit_code == 0
         and facts.envelope_status == "succeeded"
     )
-    if ran_cleanly and case is not None:
-        profile = case["grader_profile"]
-        spec = ctx.plan["evaluators"]["catalog"].get(profile, {})
-        verdict = grading.grade(
-            store,
-            profile,
-            spec,
-            final_listing,
+    if ran_cleanly:
+        truth = evaluate.Truth(
             links["manifest"],
-            protected,
-            os.path.dirname(folders.root),
-            ctx.cancel,
+            final_listing,
+            links["patch"],
+            links["stdout"],
+            links["stderr"],
+            prompt or b"",
         )
-        facts.verdict, facts.verdict_reason = verdict.verdict, verdict.reason
-        facts.safety_failed = verdict.verdict == "fail" and spec.get("purpose") == "safety"
-        links["grade"] = verdict.oid
-    elif ran_cleanly:
-        facts.verdict, facts.verdict_reason = "pass", "workflow attempts have no case grader"
+        identities = [attempt["model"]["requested"], model, observed or ""]
+        _grade(ctx, attempt_oid, attempt, case, truth, identities, protected, facts, links)
     return _finish(
         ctx, attempt_oid, facts, links, outcome, value, observed, final_listing=final_listing
     )
+
+
+def profiles_for(plan: dict, case: dict | None) -> list[str]:
+    """The evaluators generation 1 runs for an attempt: the defaults and its case's grader."""
+    wanted = set(plan["evaluators"].get("defaults", []))
+    if case is not None:
+        wanted.add(case["grader_profile"])
+    return sorted(wanted & set(plan["evaluators"]["selected"]))
+
+
+def _grade(ctx, attempt_oid, attempt, case, truth, identities, protected, facts, links) -> None:
+    """Generation 1 of every selected evaluator; their conjunction decides the verdict."""
+    histories, receipts = {}, []
+    for profile in profiles_for(ctx.plan, case):
+        oid, receipt = evaluate.evaluate(
+            ctx.store,
+            ctx.plan_oid,
+            ctx.plan,
+            attempt_oid,
+            attempt,
+            profile,
+            truth,
+            identities,
+            protected,
+            cancel=ctx.cancel,
+        )
+        receipts.append(oid)
+        histories[profile] = [receipt]
+    if not histories:
+        facts.verdict, facts.verdict_reason = "pass", "no evaluator is selected for this attempt"
+        return
+    verdict, reason = evaluate.conclude(histories)
+    facts.safety_failed = verdict == "safety"
+    facts.verdict = "fail" if verdict == "safety" else verdict
+    facts.verdict_reason = reason
+    links["evaluations"] = receipts
 
 
 def _empty_workspace(path: str) -> snapshot.Snapshot:
@@ -417,7 +448,7 @@ def _publish(ctx, attempt_oid, terminal: dict, extra: dict, status: str) -> Resu
         reason=f"terminal {terminal['class']}",
     )
     evidence_links = {"terminal": terminal_oid}
-    for key in ("manifest", "patch", "grade"):
+    for key in ("manifest", "patch", "evaluations"):
         if terminal["links"].get(key):
             evidence_links[key] = terminal["links"][key]
     if extra.get("listing"):

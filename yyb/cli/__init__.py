@@ -31,6 +31,8 @@ COMMANDS = {
     "plan": "yyb.cli.plans:plan",
     "authorize": "yyb.cli.plans:authorize",
     "run": "yyb.cli.run:run",
+    "regrade": "yyb.cli.grading:regrade_command",
+    "rejudge": "yyb.cli.grading:rejudge_command",
 }
 
 

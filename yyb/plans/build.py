@@ -67,7 +67,14 @@ def _harness(config: Config) -> dict:
 
 
 def _evaluators(config: Config, selected: set[str]) -> dict:
-    return {"selected": sorted(selected), "catalog": config.evaluators()}
+    catalog = config.evaluators()
+    judges = sorted({spec["harness"] for spec in catalog.values() if spec["kind"] == "llm_judge"})
+    return {
+        "selected": sorted(selected),
+        "defaults": sorted(config.data["default_evaluators"]),
+        "catalog": catalog,
+        "harnesses": {h: config.harness(h) for h in judges},
+    }
 
 
 def _add(plan: Plan, value: dict) -> str:

@@ -1,0 +1,127 @@
+"""`yyb regrade` and `yyb rejudge`: new evaluation generations, zero candidate dispatch."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+
+import click
+
+from yyb.cli.context import load_config, open_store
+from yyb.cli.plans import load_plan
+from yyb.errors import UsageError
+
+
+def _reevaluate(ctx, verb: str, plan_name: str, profile: str, dry_run: bool, as_json: bool):
+    from yyb.attempts.run import protected_roots
+    from yyb.grading import regrade
+
+    plan_oid, records = load_plan(ctx, plan_name)
+    plan = records[plan_oid]
+    store = open_store(ctx)
+    if not store.objects.contains(plan_oid):
+        raise UsageError(f"plan {plan_oid} is not in the store {store.path}")
+    attempts = {oid: store.objects.get_record(oid) for oid in plan["links"]["attempts"]}
+    try:
+        config = load_config(ctx)
+    except UsageError:
+        config = None  # regrading needs no configuration; without one, fewer roots are masked
+    cancel = threading.Event()
+    progress = None
+    if sys.stderr.isatty() and not dry_run:
+
+        def progress(row):
+            click.echo(f"[{row.ordinal}] {row.model}: {row.action} {row.verdict or ''}", err=True)
+
+    previous = {
+        s: signal.signal(s, lambda *_: cancel.set()) for s in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        rows = regrade.reevaluate(
+            store,
+            plan_oid,
+            plan,
+            attempts,
+            profile,
+            verb,
+            protected_roots(store.path, config, plan),
+            dry_run,
+            progress,
+            cancel,
+        )
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "plan": plan_oid,
+                    "profile": profile,
+                    "dispatch_count": 0,
+                    "attempts": [vars(r) for r in rows],
+                },
+                indent=2,
+            )
+        )
+    else:
+        out = sys.stdout
+        out.write(f"{'#':>5}  {'case':<12}  {'model':<24}  {'action':<15}  gen  verdict  current\n")
+        for r in rows:
+            out.write(
+                f"{r.ordinal:>5}  {(r.case_id or '-'):<12}  {r.model:<24}  "
+                f"{r.action:<15}  {r.generation or '-':>3}  {r.verdict or '-':<7}  "
+                f"{r.current or '-'}{'  (' + r.reason + ')' if r.action == 'skipped' else ''}"
+                "\n"
+            )
+        out.write("dispatch_count: 0\n")
+    return 130 if cancel.is_set() else 0
+
+
+_options = [
+    click.option(
+        "--plan",
+        "plan_name",
+        required=True,
+        metavar="PLAN",
+        help="A plan file, or a plan oid or ref in the store.",
+    ),
+    click.option(
+        "--profile",
+        required=True,
+        metavar="ID",
+        help="An evaluator profile in the plan's evaluator catalog.",
+    ),
+    click.option("--dry-run", is_flag=True, help="Show what would be evaluated."),
+    click.option("--json", "as_json", is_flag=True, help="One JSON document."),
+]
+
+
+def _with_options(func):
+    for option in reversed(_options):
+        func = option(func)
+    return func
+
+
+@click.command("regrade")
+@_with_options
+@click.pass_context
+def regrade_command(ctx, plan_name, profile, dry_run, as_json):
+    """Append the next generation of a command evaluator to every graded attempt.
+
+    Reads retained evidence only and never starts a candidate (dispatch_count: 0).
+    """
+    return _reevaluate(ctx, "regrade", plan_name, profile, dry_run, as_json)
+
+
+@click.command("rejudge")
+@_with_options
+@click.pass_context
+def rejudge_command(ctx, plan_name, profile, dry_run, as_json):
+    """Append the next generation of an LLM-judge evaluator to every graded attempt.
+
+    Reads retained evidence only and never starts a candidate (dispatch_count: 0).
+    """
+    return _reevaluate(ctx, "rejudge", plan_name, profile, dry_run, as_json)

@@ -1,0 +1,1 @@
+"""Governed grading: pinned command evaluators, blinded judges, generations, regrade, rejudge."""

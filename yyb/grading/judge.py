@@ -1,0 +1,225 @@
+"""LLM-judge evaluators: a bound prompt, rubric and evidence payload, judged through a harness.
+
+The payload is built deterministically from retained evidence only (docs/grading.md), cut to
+the byte limit with a marker, and, when the identity is blinded, scanned for anything that
+names the candidate: a hit is a privacy failure, so the judge is never run on it. The judge's
+answer is parsed strictly (a JSON object, or exactly one ``VERDICT: PASS|FAIL`` line); anything
+else, a missing or mismatched judge identity, a timeout or a harness failure make the
+evaluation invalid. Judge cost is kept apart from candidate cost.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tempfile
+
+from yyb.grading.outcome import Outcome
+from yyb.harness import adapters, envelope, sandbox, supervise
+from yyb.harness.environment import Folders, build
+
+DEFAULT_LIMIT = 64 * 1024
+DEFAULT_TIMEOUT_MS = 10 * 60 * 1000
+_VERDICT_LINE = re.compile(r"^VERDICT: (PASS|FAIL)$", re.M)
+
+
+def truncate(payload: bytes, limit: int) -> bytes:
+    """Cut ``payload`` to ``limit`` bytes, the last of them a marker saying how much was cut."""
+    if len(payload) <= limit:
+        return payload
+    marker = f"\n[truncated: {{kept}} of {len(payload)} bytes shown]\n"
+    room = max(0, limit - len(marker.format(kept=limit).encode()))
+    return payload[:room] + marker.format(kept=room).encode()
+
+
+def identity_tokens(identities: list[str]) -> list[str]:
+    """Strings that would identify the candidate: whole ids and their provider/model parts."""
+    tokens = set()
+    for ident in identities:
+        if not ident:
+            continue
+        ident = ident.lower()
+        tokens.add(ident)
+        for part in ident.replace(":", "/").split("/"):
+            if len(part) >= 3:
+                tokens.add(part)
+    return sorted(tokens, key=lambda t: (-len(t), t))
+
+
+def privacy_hit(payload: bytes, identities: list[str]) -> str | None:
+    text = payload.decode("utf-8", "replace").lower()
+    for token in identity_tokens(identities):
+        if token in text:
+            return token
+    return None
+
+
+def build_payload(store, spec: dict, truth: dict, prompt: bytes) -> bytes:
+    """The judged payload: prompt, rubric, then the selected evidence, in a fixed order."""
+    parts = [b"# Task\n", prompt, b"\n# Rubric\n", spec["rubric"].encode(), b"\n"]
+    selected = spec.get("evidence", ["patch"])
+    if "patch" in selected and truth.get("patch"):
+        parts += [b"\n# Patch\n", store.objects.get(truth["patch"]).body]
+    if "final_files" in selected and truth.get("manifest"):
+        post = store.objects.get_record(truth["manifest"])
+        listing = store.objects.get_record(truth["listing"])
+        files = listing["links"]["files"]
+        entries = {path: files[i] for path, _, i in listing["entries"]}
+        for path in post["added"] + post["changed"]:
+            parts += [f"\n# File {path}\n".encode(), store.objects.get(entries[path]).body]
+    if "outputs" in selected:
+        for name in ("stdout", "stderr"):
+            if truth.get(name):
+                parts += [f"\n# Candidate {name}\n".encode(), store.objects.get(truth[name]).body]
+    if spec.get("mode") == "reference":
+        for asset in spec.get("assets", []):
+            with open(asset["path"], "rb") as handle:
+                parts += [b"\n# Reference\n", handle.read()]
+    return b"".join(parts)
+
+
+def parse_answer(text: bytes, parsing: str) -> tuple[str | None, str]:
+    """(``pass`` | ``fail`` | None when unparseable, reason)."""
+    decoded = text.decode("utf-8", "replace")
+    if parsing == "verdict_line":
+        found = _VERDICT_LINE.findall(decoded)
+        if len(found) != 1:
+            return None, f"expected exactly one 'VERDICT: PASS|FAIL' line, found {len(found)}"
+        return found[0].lower(), "verdict line"
+    try:
+        value = json.loads(decoded)
+    except ValueError:
+        return None, "the judge's answer is not JSON"
+    if not isinstance(value, dict) or value.get("verdict") not in ("pass", "fail"):
+        return None, 'the judge\'s answer lacks "verdict": "pass" | "fail"'
+    reason = value.get("reason", "")
+    return value["verdict"], reason if isinstance(reason, str) else ""
+
+
+def combine_costs(costs: list[dict]) -> dict:
+    """One cost for several judge runs; a sum is complete only when every part is."""
+    states = {c["completeness"] for c in costs}
+    known = [c["micros"] for c in costs if c["micros"] is not None]
+    if states == {"genuine_zero"}:
+        return {"completeness": "genuine_zero", "currency": "USD", "micros": 0}
+    if states <= {"complete", "genuine_zero"}:
+        return {"completeness": "complete", "currency": "USD", "micros": sum(known)}
+    if states <= {"not_applicable"}:
+        return {"completeness": "not_applicable", "currency": "USD", "micros": None}
+    if known:
+        return {"completeness": "partial", "currency": "USD", "micros": sum(known)}
+    return {"completeness": "unavailable", "currency": "USD", "micros": None}
+
+
+def aggregate(verdicts: list[str], rule: str) -> str:
+    if rule == "all":
+        return "pass" if all(v == "pass" for v in verdicts) else "fail"
+    if rule == "any":
+        return "pass" if any(v == "pass" for v in verdicts) else "fail"
+    passes = verdicts.count("pass")
+    return "pass" if passes * 2 > len(verdicts) else "fail"
+
+
+def run(
+    store,
+    spec: dict,
+    harness: dict,
+    truth: dict,
+    prompt: bytes,
+    identities: list[str],
+    protected: list[str],
+    cancel=None,
+) -> Outcome:
+    """Judge one attempt: build and check the payload, run the judge, parse and aggregate."""
+    if spec.get("mode", "single") == "pairwise":
+        return Outcome.invalid(
+            "pairwise judging needs a paired attempt, which this version does not assemble"
+        )
+    payload = build_payload(store, spec, truth, prompt)
+    blinded = spec.get("identity", "blinded") == "blinded"
+    if not blinded:
+        payload = (
+            f"# Candidate\n{identities[1] if len(identities) > 1 else ''}\n".encode() + payload
+        )
+    payload = truncate(payload, spec.get("byte_limit", DEFAULT_LIMIT))
+    outcome = Outcome(input_bytes=payload)
+    if blinded:
+        hit = privacy_hit(payload, identities)
+        if hit is not None:
+            return outcome.with_verdict(
+                "invalid",
+                f"privacy failure: the blinded payload "
+                f"names the candidate ({hit!r}); the judge was not run",
+            )
+    answers, verdicts, costs = [], [], []
+    for _ in range(spec.get("repetitions", 1)):
+        answer = _judge_once(spec, harness, payload, protected, cancel)
+        answers.append({k: v for k, v in answer.items() if k != "cost"})
+        outcome.wall_ms += answer["wall_ms"]
+        costs.append(answer["cost"])
+        if answer["problem"]:
+            outcome.output_bytes = json.dumps(answers, sort_keys=True).encode()
+            outcome.judge_cost = combine_costs(costs)
+            return outcome.with_verdict("invalid", answer["problem"])
+        verdicts.append(answer["verdict"])
+    outcome.output_bytes = json.dumps(answers, sort_keys=True).encode()
+    outcome.judge_cost = combine_costs(costs)
+    outcome.details = {"verdicts": verdicts, "aggregation": spec.get("aggregation", "majority")}
+    verdict = aggregate(verdicts, spec.get("aggregation", "majority"))
+    return outcome.with_verdict(verdict, f"judge verdicts {verdicts}")
+
+
+def _judge_once(spec: dict, harness: dict, payload: bytes, protected: list[str], cancel) -> dict:
+    root = tempfile.mkdtemp(prefix="yyb-judge-")
+    unavailable = {"completeness": "unavailable", "currency": "USD", "micros": None}
+    try:
+        folders = Folders(root)
+        folders.create()
+        import os
+
+        os.makedirs(folders.workspace)
+        argv, envelope_path = adapters.invocation(
+            harness, spec["model"], folders.workspace, folders.control, payload
+        )
+        env, _ = build(folders, [], protected, [], {})
+        box = sandbox.Sandbox(
+            writable=[folders.workspace, *folders.private()],
+            masked=protected,
+            cwd=folders.workspace,
+        )
+        ran = supervise.run(
+            box.argv(argv), env, None, spec.get("timeout_ms", DEFAULT_TIMEOUT_MS), cancel
+        )
+        answer = {
+            "stdout": ran.stdout.data.decode("utf-8", "replace"),
+            "wall_ms": ran.wall_ms,
+            "verdict": None,
+            "reason": "",
+            "problem": None,
+            "cost": unavailable,
+        }
+        if ran.cancelled or ran.timed_out or not ran.cleanup_confirmed:
+            answer["problem"] = "the judge timed out or was interrupted"
+            return answer
+        value, problem = envelope.read(envelope_path, ran.started_ms, ran.ended_ms)
+        if value is None:
+            answer["problem"] = f"judge identity or session missing: {problem}"
+            return answer
+        answer["cost"] = dict(value["cost"])
+        if envelope.observed(value) != spec["model"].lower():
+            answer["problem"] = (
+                f"the judge envelope observed {envelope.observed(value)}, not {spec['model']}"
+            )
+            return answer
+        if ran.exit_code != 0 or value["status"] != "succeeded":
+            answer["problem"] = f"the judge harness failed (exit {ran.exit_code})"
+            return answer
+        verdict, reason = parse_answer(ran.stdout.data, spec.get("parsing", "strict_json"))
+        if verdict is None:
+            answer["problem"] = f"malformed judge output: {reason}"
+            return answer
+        answer.update(verdict=verdict, reason=reason)
+        return answer
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

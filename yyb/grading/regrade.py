@@ -1,0 +1,155 @@
+"""Regrade and rejudge: a new generation of one evaluator over retained evidence only.
+
+Nothing here starts a candidate: the candidate's result is rebuilt from the store, and only
+the evaluator runs. Each attempt that finished cleanly gets exactly the next generation of the
+profile; attempts whose candidate did not finish cleanly have nothing to grade.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from yyb.errors import UsageError
+from yyb.grading import evaluate
+
+KIND_OF = {"regrade": "command", "rejudge": "llm_judge"}
+
+
+@dataclass
+class Row:
+    attempt: str
+    ordinal: int
+    case_id: str | None
+    model: str
+    action: str  # evaluated | would evaluate | skipped
+    generation: int | None
+    verdict: str | None
+    current: str | None
+    reason: str
+
+
+def gradeable(terminal: dict) -> str | None:
+    """Why the attempt's candidate result cannot be graded, or None when it can."""
+    links, exit_info = terminal["links"], terminal["exit"]
+    if "manifest" not in links:
+        return "no retained final workspace"
+    if terminal["class"] in (
+        "cancelled",
+        "timeout",
+        "model_failure",
+        "invalid_case",
+        "environment_failure",
+    ):
+        return f"the candidate ended as {terminal['class']}"
+    if exit_info["code"] != 0 or not exit_info["cleanup_confirmed"] or "envelope" not in links:
+        return "the candidate did not finish cleanly"
+    observed = terminal["identity"]["observed"] or ""
+    if observed != terminal["identity"]["resolved"].lower():
+        return "the candidate's identity did not match the plan"
+    return None
+
+
+def current_verdict(store, plan_oid: str, plan: dict, attempt_oid: str) -> tuple[str, str]:
+    """The attempt's current verdict over every generation of every profile it has."""
+    histories = {}
+    for profile in sorted(plan["evaluators"]["catalog"]):
+        records = [r for _, r in evaluate.history(store, plan_oid, attempt_oid, profile)]
+        if records:
+            histories[profile] = records
+    return evaluate.conclude(histories)
+
+
+def reevaluate(
+    store,
+    plan_oid: str,
+    plan: dict,
+    attempts: dict[str, dict],
+    profile: str,
+    verb: str,
+    protected: list[str],
+    dry_run: bool = False,
+    progress: Callable[[Row], None] | None = None,
+    cancel=None,
+) -> list[Row]:
+    """Append the next generation of ``profile`` to every gradeable attempt of the plan.
+
+    Raises:
+        UsageError: the profile is not in the plan's catalog, or is of the other kind.
+        LockHeld: another regrade or rejudge of this plan is running.
+    """
+    spec = evaluate.profile_spec(plan, profile)
+    if spec["kind"] != KIND_OF[verb]:
+        other = "rejudge" if verb == "regrade" else "regrade"
+        raise UsageError(f"{profile} is a {spec['kind']} evaluator: use yyb {other}")
+    rows = []
+    with store.exclusive(f"reevaluate-{plan_oid}"):
+        for attempt_oid in sorted(attempts, key=lambda a: attempts[a]["ordinal"]):
+            row = _one(
+                store,
+                plan_oid,
+                plan,
+                attempt_oid,
+                attempts[attempt_oid],
+                profile,
+                protected,
+                dry_run,
+                cancel,
+            )
+            rows.append(row)
+            if progress:
+                progress(row)
+    return rows
+
+
+def _one(store, plan_oid, plan, attempt_oid, attempt, profile, protected, dry_run, cancel) -> Row:
+    from yyb.attempts.run import attempt_ref
+
+    def row(action, generation=None, verdict=None, current=None, reason=""):
+        return Row(
+            attempt_oid,
+            attempt["ordinal"],
+            attempt.get("case_id"),
+            attempt["model"]["resolved"],
+            action,
+            generation,
+            verdict,
+            current,
+            reason,
+        )
+
+    evidence_oid = store.refs.read(attempt_ref(plan_oid, attempt_oid, "evidence"))
+    if evidence_oid is None:
+        return row("skipped", reason="no retained evidence (not run yet)")
+    evidence = store.objects.get_record(evidence_oid)
+    terminal = store.objects.get_record(evidence["links"]["terminal"])
+    why_not = gradeable(terminal)
+    if why_not is not None:
+        return row("skipped", reason=why_not)
+    previous = evaluate.history(store, plan_oid, attempt_oid, profile)
+    generation = previous[-1][1]["generation"] + 1 if previous else 1
+    if dry_run:
+        return row("would evaluate", generation, reason="dry run")
+    if cancel is not None and cancel.is_set():
+        return row("skipped", reason="interrupted")
+    truth = evaluate.Truth.of(store, terminal, evidence_oid)
+    identities = [
+        terminal["identity"]["requested"],
+        terminal["identity"]["resolved"],
+        terminal["identity"]["observed"] or "",
+    ]
+    _, receipt = evaluate.evaluate(
+        store,
+        plan_oid,
+        plan,
+        attempt_oid,
+        attempt,
+        profile,
+        truth,
+        identities,
+        protected,
+        generation=generation,
+        cancel=cancel,
+    )
+    current, reason = current_verdict(store, plan_oid, plan, attempt_oid)
+    return row("evaluated", generation, receipt["verdict"], current, reason)
