@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from yyb.attempts.terminal import Facts, decide
-from yyb.errors import RefMismatch, UsageError, YybError
+from yyb.errors import CorruptRef, RefMismatch, UsageError, YybError
 from yyb.grading import evaluate
 from yyb.harness import adapters, envelope, manifest, sandbox, snapshot, supervise
 from yyb.harness.environment import Folders, build, redact
@@ -110,6 +110,11 @@ def reconcile(ctx: RunContext, attempt_oid: str) -> Result | None:
     terminal_oid = refs.read(attempt_ref(ctx.plan_oid, attempt_oid, "terminal"))
     if terminal_oid is not None:
         terminal = ctx.store.objects.get_record(terminal_oid)
+        if terminal.get("attempt") != attempt_oid or terminal.get("plan") != ctx.plan_oid:
+            raise CorruptRef(
+                attempt_ref(ctx.plan_oid, attempt_oid, "terminal"),
+                f"names terminal {terminal_oid} of another attempt; run 'yyb doctor --plan'",
+            )
         return _result(
             attempt_oid,
             attempt,
@@ -501,3 +506,31 @@ def run_plan(ctx: RunContext, jobs: int = 1) -> list[Result]:
             return [run_attempt(ctx, oid) for oid in order]
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             return list(pool.map(lambda oid: run_attempt(ctx, oid), order))
+
+
+def recover(store, plan_oid: str, plan: dict, attempts: dict[str, dict]) -> list[Result]:
+    """Reconcile every attempt of the plan without dispatching anything.
+
+    A retained terminal is verified and reused; an intent without a terminal is closed as an
+    indeterminate ``harness_failure``; an attempt never dispatched is left for ``yyb run``.
+
+    Raises:
+        LockHeld: a run of this plan is in progress.
+    """
+    ctx = RunContext(store, None, plan_oid, plan, attempts)
+    results = []
+    with store.exclusive(run_lock(plan_oid)):
+        for attempt_oid in sorted(attempts, key=lambda a: attempts[a]["ordinal"]):
+            known = reconcile(ctx, attempt_oid)
+            if known is None:
+                attempt = attempts[attempt_oid]
+                known = _result(
+                    attempt_oid,
+                    attempt,
+                    "-",
+                    "never dispatched; left for yyb run",
+                    None,
+                    "not dispatched",
+                )
+            results.append(known)
+    return results

@@ -31,6 +31,7 @@ COMMANDS = {
     "plan": "yyb.cli.plans:plan",
     "authorize": "yyb.cli.plans:authorize",
     "run": "yyb.cli.run:run",
+    "recover": "yyb.cli.run:recover",
     "regrade": "yyb.cli.grading:regrade_command",
     "rejudge": "yyb.cli.grading:rejudge_command",
 }

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from yyb.cli.context import emit_findings, open_store
@@ -26,17 +24,39 @@ def verify_chain(ctx, as_json, name):
 
 
 @click.command("doctor")
+@click.option(
+    "--plan",
+    "plan_name",
+    metavar="PLAN",
+    help="Verify one experiment end to end (a plan file, or its oid or ref).",
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON array of findings.")
 @click.pass_context
-def doctor(ctx, as_json):
-    """Check the whole store, like git fsck: exit 0 when clean, 1 when problems are found.
+def doctor(ctx, plan_name, as_json):
+    """Check the whole store, like git fsck, or one experiment with --plan.
 
-    Prints one line per finding, '<level> <code> <subject>: <detail>'; 'info' lines (dangling
-    objects, leftovers of interrupted writes) do not fail the check.
+    Prints one line per finding, '<level> <code> <subject>: <detail>'; exit 0 when clean, 1
+    when problems are found. 'info' lines (dangling objects, leftovers of interrupted writes)
+    do not fail the check. With --plan, an experiment whose attempts do not all have a
+    complete, exactly linked evidence chain is reported incomplete.
     """
+    store = open_store(ctx)
+    if plan_name is not None:
+        from yyb.attempts.verify import verify_experiment
+        from yyb.cli.plans import load_plan
+
+        plan_oid, _ = load_plan(ctx, plan_name)
+        findings, summary = verify_experiment(store, plan_oid)
+        errors, _ = emit_findings(findings, as_json)
+        click.echo(
+            f"doctor: experiment {plan_oid} is {summary['status']}: "
+            f"{summary['complete']} of {summary['attempts']} attempts have a "
+            f"complete chain; {errors} problem(s)",
+            err=True,
+        )
+        return 1 if errors or summary["status"] != "complete" else 0
     from yyb.store.fsck import fsck
 
-    store = open_store(ctx)
     errors, infos = emit_findings(fsck(store), as_json)
-    sys.stderr.write(f"doctor: {errors} problem(s), {infos} note(s) in {store.path}\n")
+    click.echo(f"doctor: {errors} problem(s), {infos} note(s) in {store.path}", err=True)
     return 1 if errors else 0

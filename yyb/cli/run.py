@@ -133,3 +133,53 @@ def _summary(results) -> None:
         counts[r.terminal_class] = counts.get(r.terminal_class, 0) + 1
     out.write("terminals: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + "\n")
     out.write(f"dispatch_count: {sum(1 for r in results if r.status == 'ran')}\n")
+
+
+@click.command("recover")
+@click.option(
+    "--plan",
+    "plan_name",
+    required=True,
+    metavar="PLAN",
+    help="A plan file, or a plan oid or ref in the store.",
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON document.")
+@click.pass_context
+def recover(ctx, plan_name, as_json):
+    """Reconcile an interrupted run without dispatching anything.
+
+    Per attempt: a retained terminal is verified and reused; an attempt dispatched without a
+    terminal is closed as an indeterminate harness_failure (never dispatched again); an attempt
+    never dispatched is left for 'yyb run'.
+    """
+    import json
+
+    from yyb.attempts import run as attempts
+
+    plan_oid, records = load_plan(ctx, plan_name)
+    plan = records[plan_oid]
+    store = open_store(ctx)
+    chosen = {
+        oid: records.get(oid) or store.objects.get_record(oid) for oid in plan["links"]["attempts"]
+    }
+    results = attempts.recover(store, plan_oid, plan, chosen)
+    if as_json:
+        click.echo(
+            json.dumps(
+                {"plan": plan_oid, "dispatch_count": 0, "attempts": [vars(r) for r in results]},
+                indent=2,
+            )
+        )
+        return 0
+    actions = {
+        "reused": "terminal verified and reused",
+        "closed": "closed as indeterminate",
+        "not dispatched": "left for yyb run",
+    }
+    for r in sorted(results, key=lambda r: r.ordinal):
+        click.echo(
+            f"{r.ordinal:>5}  {r.attempt[:12]}  {r.model}  {r.terminal_class}  "
+            f"{actions.get(r.status, r.status)}"
+        )
+    click.echo("dispatch_count: 0")
+    return 0

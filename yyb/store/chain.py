@@ -36,11 +36,17 @@ def verify_chain(store: Store, name: str) -> Iterator[Finding]:
     Raises:
         InvalidOid, AmbiguousOid, InvalidRefName, RefNotFound: ``name`` names nothing.
     """
-    ref = None if is_oid(name) else _as_ref(store, name)
+    return verify_many(store, [name])
+
+
+def verify_many(store: Store, names: list[str]) -> Iterator[Finding]:
+    """verify_chain over several names, visiting each object once."""
     roots: list[str] = []
-    if ref is None:
-        roots.append(store.rev_parse(name))
-    else:
+    for name in names:
+        ref = None if is_oid(name) else _as_ref(store, name)
+        if ref is None:
+            roots.append(store.rev_parse(name))
+            continue
         for finding, oid in check_ref_chain(store, ref):
             if finding is not None:
                 yield finding
@@ -51,7 +57,7 @@ def verify_chain(store: Store, name: str) -> Iterator[Finding]:
         except CorruptRef:
             value = None  # check_ref_chain has reported it
         if value is not None:
-            roots.insert(0, value)
+            roots.append(value)
     seen: set[str] = set()
     stack = list(reversed(roots))
     while stack:

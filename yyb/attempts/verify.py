@@ -1,0 +1,256 @@
+"""`yyb doctor --plan`: re-verify one experiment end to end from retained evidence.
+
+Every attempt of the immutable plan must have the complete chain (intent, receipt, manifest,
+envelope or its retained failure, terminal, evidence, evaluations) and every link must be the
+exact one: the terminal belongs to this attempt of this plan and names this intent, the
+manifest belongs to this receipt, each evaluation to this attempt's manifest and evidence and
+to a profile of the plan's catalog, generations count 1, 2, 3 without a gap. Every object
+reached is checked as fsck checks it (hash, canonical form, schema). A plan with no attempt or
+with any attempt short of a complete chain is incomplete, never complete.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from yyb.attempts.run import EVIDENCE, INTENT, RECEIPT, TERMINAL, attempt_ref
+from yyb.errors import YybError
+from yyb.grading.evaluate import EVALUATION, eval_ref
+from yyb.harness.manifest import MANIFEST
+from yyb.store.chain import verify_many
+from yyb.store.fsck import Finding, error, info
+
+PLAN = "yylo_benchmark_experiment_plan.v2"
+# Terminal classes reached before any workspace existed carry no receipt or manifest.
+NO_WORKSPACE = ("invalid_case", "environment_failure")
+
+
+class _Attempt:
+    """Checks for one attempt; collects findings and whether its chain is complete."""
+
+    def __init__(self, store, plan_oid: str, plan: dict, attempt_oid: str):
+        self.store, self.plan_oid, self.plan, self.oid = store, plan_oid, plan, attempt_oid
+        self.findings: list[Finding] = []
+        self.complete = True
+
+    def fail(self, code: str, detail: str) -> None:
+        self.findings.append(error(code, self.oid, detail))
+        self.complete = False
+
+    def record(self, oid: str | None, schema: str, what: str) -> dict | None:
+        if oid is None:
+            return None
+        try:
+            value = self.store.objects.get_record(oid)
+        except YybError as exc:
+            self.fail("unreadable", f"{what} {oid}: {exc}")
+            return None
+        if value.get("schema_version") != schema:
+            self.fail(
+                "wrong-record", f"{what} {oid} is a {value.get('schema_version')}, not a {schema}"
+            )
+            return None
+        return value
+
+    def owned(self, value: dict, what: str, oid: str) -> bool:
+        """The record names this plan and this attempt, in its fields and its links."""
+        links = value.get("links", {})
+        if (
+            value.get("plan", self.plan_oid) != self.plan_oid
+            or links.get("plan", self.plan_oid) != self.plan_oid
+        ):
+            self.fail("wrong-plan", f"{what} {oid} belongs to plan {value.get('plan')}")
+            return False
+        if value.get("attempt", self.oid) != self.oid or links.get("attempt", self.oid) != self.oid:
+            self.fail("wrong-attempt", f"{what} {oid} belongs to attempt {value.get('attempt')}")
+            return False
+        return True
+
+    def check(self) -> None:
+        refs = self.store.refs
+        intent_oid = refs.read(attempt_ref(self.plan_oid, self.oid, "intent"))
+        if intent_oid is None:
+            self.fail("incomplete", "never dispatched (no intent)")
+            return
+        intent = self.record(intent_oid, INTENT, "intent")
+        if intent is not None:
+            self.owned(intent, "intent", intent_oid)
+        terminal_oid = refs.read(attempt_ref(self.plan_oid, self.oid, "terminal"))
+        if terminal_oid is None:
+            self.fail("incomplete", "dispatched but no terminal (run 'yyb run' again to close it)")
+            return
+        terminal = self.record(terminal_oid, TERMINAL, "terminal")
+        if terminal is None or not self.owned(terminal, "terminal", terminal_oid):
+            return
+        links = terminal["links"]
+        if links.get("intent") != intent_oid:
+            self.fail(
+                "wrong-link",
+                f"terminal {terminal_oid} names intent {links.get('intent')}, not {intent_oid}",
+            )
+        self.check_workspace(terminal_oid, terminal)
+        self.check_evidence(terminal_oid, terminal)
+        self.check_evaluations(terminal)
+
+    def check_workspace(self, terminal_oid: str, terminal: dict) -> None:
+        links = terminal["links"]
+        closed_early = (
+            terminal["class"] in NO_WORKSPACE
+            or "receipt" not in links
+            and terminal["reason"].startswith("dispatched earlier without a terminal")
+        )
+        if closed_early:
+            return
+        receipt = self.record(links.get("receipt"), RECEIPT, "receipt")
+        if receipt is None:
+            self.fail("incomplete", f"terminal {terminal_oid} has no workspace receipt")
+            return
+        if receipt["links"].get("intent") != links.get("intent"):
+            self.fail("wrong-link", f"receipt {links['receipt']} belongs to another intent")
+        post = self.record(links.get("manifest"), MANIFEST, "manifest")
+        if post is None:
+            self.fail("incomplete", f"terminal {terminal_oid} has no post-execution manifest")
+            return
+        if post["links"].get("receipt") != links["receipt"]:
+            self.fail(
+                "wrong-link",
+                f"manifest {links['manifest']} belongs to receipt "
+                f"{post['links'].get('receipt')}, not {links['receipt']}",
+            )
+        if post["links"].get("patch") != links.get("patch"):
+            self.fail("wrong-link", f"manifest {links['manifest']} names another patch")
+        if (
+            "envelope" not in links
+            and "envelope_raw" not in links
+            and terminal["class"] != "harness_failure"
+            and terminal["class"] not in ("timeout", "cancelled", "model_failure")
+        ):
+            self.fail(
+                "incomplete",
+                f"terminal {terminal_oid} is {terminal['class']} without an execution envelope",
+            )
+
+    def check_evidence(self, terminal_oid: str, terminal: dict) -> None:
+        evidence_oid = self.store.refs.read(attempt_ref(self.plan_oid, self.oid, "evidence"))
+        evidence = self.record(evidence_oid, EVIDENCE, "evidence")
+        if evidence is None:
+            if evidence_oid is None:
+                self.fail("incomplete", "no attempt evidence")
+            return
+        if self.owned(evidence, "evidence", evidence_oid):
+            if evidence["links"].get("terminal") != terminal_oid:
+                self.fail(
+                    "wrong-link",
+                    f"evidence {evidence_oid} names terminal "
+                    f"{evidence['links'].get('terminal')}, not {terminal_oid}",
+                )
+            if evidence.get("class") != terminal["class"]:
+                self.fail(
+                    "wrong-link",
+                    f"evidence {evidence_oid} says {evidence.get('class')},"
+                    f" the terminal {terminal['class']}",
+                )
+        self.evidence_oid = evidence_oid
+
+    def check_evaluations(self, terminal: dict) -> None:
+        catalog = self.plan["evaluators"]["catalog"]
+        manifest_oid = terminal["links"].get("manifest")
+        if manifest_oid is None:
+            prefix = attempt_ref(self.plan_oid, self.oid, "evaluations/")
+            if any(name.startswith(prefix) for name in self.store.refs.names()):
+                self.findings.append(
+                    info(
+                        "orphan-evaluation",
+                        self.oid,
+                        "evaluations retained from a run that "
+                        "ended without a terminal; the attempt was closed without them",
+                    )
+                )
+            return
+        first = set(terminal["links"].get("evaluations", []))
+        seen_first = set()
+        for name in self.store.refs.names():
+            prefix = attempt_ref(self.plan_oid, self.oid, "evaluations/")
+            if not name.startswith(prefix):
+                continue
+            profile = name[len(prefix) :]
+            if profile not in catalog:
+                self.fail("unknown-profile", f"evaluation {profile} is not in the plan's catalog")
+            chain = []
+            oid = self.store.refs.read(eval_ref(self.plan_oid, self.oid, profile))
+            while oid is not None and len(chain) < 100_000:
+                value = self.record(oid, EVALUATION, "evaluation")
+                if value is None:
+                    break
+                chain.append((oid, value))
+                oid = value["links"].get("previous")
+            for n, (oid, value) in enumerate(reversed(chain), start=1):
+                if not self.owned(value, "evaluation", oid):
+                    continue
+                if value.get("profile") != profile:
+                    self.fail(
+                        "wrong-link",
+                        f"evaluation {oid} is for {value.get('profile')}, under {profile}",
+                    )
+                if value["generation"] != n:
+                    self.fail(
+                        "generation-gap",
+                        f"{profile}: generation {value['generation']} where {n} belongs",
+                    )
+                if value["links"].get("manifest") != manifest_oid:
+                    self.fail("wrong-link", f"evaluation {oid} judged another manifest")
+                evidence = value["links"].get("evidence")
+                if evidence is not None and evidence != getattr(self, "evidence_oid", None):
+                    self.fail("wrong-link", f"evaluation {oid} names other evidence {evidence}")
+                if n == 1:
+                    seen_first.add(oid)
+        missing = first - seen_first
+        for oid in sorted(missing):
+            self.fail(
+                "wrong-link",
+                f"the terminal's evaluation {oid} is not generation 1 of "
+                "any profile of this attempt",
+            )
+
+
+def verify_experiment(store, plan_oid: str) -> tuple[list[Finding], dict]:
+    """(findings, summary) for the experiment of ``plan_oid``; summary counts complete chains."""
+    findings: list[Finding] = []
+    plan = None
+    try:
+        plan = store.objects.get_record(plan_oid)
+    except YybError as exc:
+        findings.append(error("unreadable", plan_oid, f"plan: {exc}"))
+    if plan is not None and plan.get("schema_version") != PLAN:
+        findings.append(error("wrong-record", plan_oid, "not an experiment plan"))
+        plan = None
+    if plan is None:
+        return findings, {"plan": plan_oid, "attempts": 0, "complete": 0, "status": "incomplete"}
+    if store.refs.read(f"refs/plans/{plan_oid}") != plan_oid:
+        findings.append(error("unlogged-plan", plan_oid, "refs/plans/<oid> does not name it"))
+    attempts = plan["links"]["attempts"]
+    complete = 0
+    for attempt_oid in attempts:
+        check = _Attempt(store, plan_oid, plan, attempt_oid)
+        try:
+            check.check()
+        except YybError as exc:
+            check.fail("unreadable", str(exc))
+        findings += check.findings
+        complete += check.complete
+    findings += list(_objects(store, plan_oid))
+    errors = [f for f in findings if f.level == "error"]
+    status = "complete" if attempts and complete == len(attempts) and not errors else "incomplete"
+    return findings, {
+        "plan": plan_oid,
+        "attempts": len(attempts),
+        "complete": complete,
+        "status": status,
+    }
+
+
+def _objects(store, plan_oid: str) -> Iterator[Finding]:
+    """Object-level checks of everything reachable from the plan and its run refs."""
+    prefix = f"refs/runs/{plan_oid}/"
+    names = [plan_oid] + [name for name in store.refs.names() if name.startswith(prefix)]
+    return verify_many(store, names)
