@@ -250,11 +250,7 @@ def _execute(
         ctx.plan.get("workflow", {}).get("controlled_model_variable"),
     )
     env, policy = build(
-        folders,
-        ctx.plan["tool_policy"]["read_only_paths"],
-        protected,
-        sorted(ctx.secrets),
-        ctx.secrets,
+        folders, ctx.plan["tool_policy"]["read_only_paths"], sorted(ctx.secrets), ctx.secrets
     )
     network = ctx.plan["tool_policy"]["network"] == "allowed"
     receipt = {
@@ -291,16 +287,21 @@ def _execute(
     value, problem = envelope.read(envelope_path, outcome.started_ms, outcome.ended_ms)
     observed = None
     if value is not None:
+        value = envelope.redact_strings(value, lambda data: redact(data, ctx.secrets))
         observed = envelope.observed(value)
         if observed != model.lower():
             problem = f"the envelope observed {observed}, not the planned {model}"
-        value["provider"] = redact(value["provider"].encode(), ctx.secrets).decode()
         links["envelope"] = store.objects.put_record(value)
         facts.envelope_status = value["status"]
-    elif os.path.exists(envelope_path):
-        with open(envelope_path, "rb") as handle:
-            raw = handle.read(envelope.MAX_ENVELOPE)
-        links["envelope_raw"] = store.objects.put("blob", redact(raw, ctx.secrets))
+    else:
+        try:
+            raw = envelope.read_regular(envelope_path, envelope.MAX_ENVELOPE)
+        except (envelope.NotRegular, OSError):
+            raw = None
+        if raw:
+            links["envelope_raw"] = store.objects.put(
+                "blob", redact(raw[: envelope.MAX_ENVELOPE], ctx.secrets)
+            )
     facts.envelope_problem = problem
 
     final = manifest.scan(store, folders.workspace)
@@ -333,6 +334,7 @@ def _execute(
         )
         identities = [attempt["model"]["requested"], model, observed or ""]
         _grade(ctx, attempt_oid, attempt, case, truth, identities, protected, facts, links)
+        facts.cancelled = ctx.cancel.is_set()  # stopped while grading: still in flight
     return _finish(
         ctx, attempt_oid, facts, links, outcome, value, observed, final_listing=final_listing
     )

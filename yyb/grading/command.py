@@ -17,7 +17,7 @@ import shutil
 import tempfile
 
 from yyb.grading.outcome import Outcome
-from yyb.harness import manifest, sandbox, supervise
+from yyb.harness import envelope, manifest, sandbox, supervise
 from yyb.harness.environment import Folders, build
 from yyb.store import codec, schema
 
@@ -101,7 +101,7 @@ def run(
         input_bytes = (json.dumps(document, indent=2, sort_keys=True) + "\n").encode()
         with open(input_path, "wb") as handle:
             handle.write(input_bytes)
-        env, _ = build(folders, [], protected, [], {})
+        env, _ = build(folders, [], [], {})
         env.update(
             YYB_GRADER_INPUT=input_path, YYB_GRADER_OUTPUT=output_path, YYB_GRADER_ASSETS=assets
         )
@@ -121,10 +121,9 @@ def run(
             box.argv(argv), env, None, spec.get("timeout_ms", DEFAULT_TIMEOUT_MS), cancel
         )
         try:
-            with open(output_path, "rb") as handle:
-                output = handle.read(MAX_OUTPUT + 1)
-        except OSError:
-            output = None
+            output = envelope.read_regular(output_path, MAX_OUTPUT)
+        except (envelope.NotRegular, OSError):
+            output = b"(the output path is not a readable regular file)"
         log = outcome.stdout.data + outcome.stderr.data
         result = Outcome(
             input_bytes=input_bytes,

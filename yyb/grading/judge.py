@@ -182,7 +182,7 @@ def _judge_once(spec: dict, harness: dict, payload: bytes, protected: list[str],
         argv, envelope_path = adapters.invocation(
             harness, spec["model"], folders.workspace, folders.control, payload
         )
-        env, _ = build(folders, [], protected, [], {})
+        env, _ = build(folders, [], [], {})
         box = sandbox.Sandbox(
             writable=[folders.workspace, *folders.private()],
             masked=protected,

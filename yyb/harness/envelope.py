@@ -8,7 +8,9 @@ fields with its own measurements before it is stored.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 
 from yyb.errors import YybError
 from yyb.store import codec, schema
@@ -22,15 +24,54 @@ def normalize(provider: str, model: str) -> str:
     return model if model.startswith(provider + "/") else f"{provider}/{model}"
 
 
+class NotRegular(Exception):
+    """A path a sandboxed process controls that is not a plain file (link, folder, FIFO...)."""
+
+
+def read_regular(path: str, limit: int) -> bytes | None:
+    """Read at most ``limit`` + 1 bytes of a file a sandboxed process wrote; None if absent.
+
+    The file is opened without following a symlink and without blocking, and must be a
+    regular file: a candidate must not be able to point the controller at a host file, a FIFO
+    that never answers, or a folder.
+
+    Raises:
+        NotRegular: the path is something other than a regular file.
+        OSError: it could not be read.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO):
+            raise NotRegular(path) from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegular(path)
+        chunks, left = [], limit + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def read(path: str, started_ms: int, ended_ms: int) -> tuple[dict | None, str | None]:
     """(envelope value with the launcher's timing, None) or (None, why it is unusable)."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_ENVELOPE + 1)
-    except FileNotFoundError:
-        return None, "the harness wrote no execution envelope"
+        data = read_regular(path, MAX_ENVELOPE)
+    except NotRegular:
+        return None, "the execution envelope is not a regular file"
     except OSError as exc:
         return None, f"the execution envelope is unreadable ({exc.strerror})"
+    if data is None:
+        return None, "the harness wrote no execution envelope"
     if len(data) > MAX_ENVELOPE:
         return None, "the execution envelope is larger than 1 MiB"
     try:
@@ -44,6 +85,17 @@ def read(path: str, started_ms: int, ended_ms: int) -> tuple[dict | None, str | 
     if found is not None:
         return None, f"the execution envelope is invalid: {found[0]}: {found[1]}"
     return value, None
+
+
+def redact_strings(value, redact):
+    """Apply ``redact`` (bytes -> bytes) to every string inside an envelope value."""
+    if isinstance(value, str):
+        return redact(value.encode("utf-8", "surrogateescape")).decode("utf-8", "replace")
+    if isinstance(value, dict):
+        return {k: redact_strings(v, redact) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_strings(v, redact) for v in value]
+    return value
 
 
 def observed(envelope: dict) -> str:

@@ -50,18 +50,9 @@ class Folders:
             os.makedirs(folder, exist_ok=True)
 
 
-def under(path: str, roots: list[str]) -> bool:
-    real = os.path.realpath(path)
-    return any(
-        real == r or real.startswith(r.rstrip("/") + "/")
-        for r in (os.path.realpath(x) for x in roots)
-    )
-
-
 def build(
     folders: Folders,
     read_only_paths: list[str],
-    protected: list[str],
     secret_names: list[str],
     source_env: dict[str, str],
 ) -> tuple[dict, dict]:
@@ -70,9 +61,11 @@ def build(
     Raises:
         UsageError: a secret the harness names is not set in the controller's environment.
     """
+    # The controller's PATH is never inherited: only system folders, then the tool policy's
+    # folders, which the sandbox exposes read-only even when they lie inside a protected root.
     path = [p for p in SYSTEM_PATH if os.path.isdir(p)]
     for extra in read_only_paths:
-        if os.path.isdir(extra) and not under(extra, protected) and extra not in path:
+        if os.path.isdir(extra) and extra not in path:
             path.append(extra)
     env = {
         "PATH": ":".join(path),

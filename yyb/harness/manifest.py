@@ -54,6 +54,9 @@ def scan(store, root: str) -> Scan:
         for name in sorted(names):
             path = os.path.join(folder, name)
             rel = os.path.normpath(os.path.join(rel_folder, name)).replace(os.sep, "/")
+            if _text_name(rel) != rel:
+                result.omitted.append([_text_name(rel), "the file name is not UTF-8"])
+                continue
             info = os.lstat(path)
             if stat.S_ISLNK(info.st_mode):
                 small.append((rel, 0o120000, os.fsencode(os.readlink(path))))
@@ -99,35 +102,55 @@ def entries_of(listing: dict) -> dict[str, tuple[int, str]]:
 
 
 def git_state(workspace: str) -> dict:
-    """HEAD, refs, index and status of the candidate's repository, as plain data."""
+    """HEAD, refs, index and status of the candidate's repository, as plain data.
+
+    The candidate controls this repository: anything unreadable (a corrupt index, a FIFO where
+    a file belongs) is recorded as such rather than read, and never blocks.
+    """
     import hashlib
 
     import pygit2
 
+    gitdir = os.path.join(workspace, ".git")
+    for name in ("index", "HEAD", "config"):
+        path = os.path.join(gitdir, name)
+        if os.path.lexists(path) and not stat.S_ISREG(os.lstat(path).st_mode):
+            return {"readable": False, "error": f".git/{name} is not a regular file"}
     try:
         repo = pygit2.Repository(workspace)
-    except (pygit2.GitError, KeyError, OSError):
-        return {"readable": False}
-    state: dict = {"readable": True}
-    try:
-        state["head"] = {
-            "ref": None if repo.head_is_detached else repo.head.name,
-            "commit": str(repo.head.target),
+        state: dict = {"readable": True}
+        try:
+            state["head"] = {
+                "ref": None if repo.head_is_detached else repo.head.name,
+                "commit": str(repo.head.target),
+            }
+        except (pygit2.GitError, KeyError):
+            state["head"] = {"ref": None, "commit": None}
+        refs = {}
+        for name in sorted(repo.references):
+            try:
+                refs[name] = str(repo.references[name].resolve().target)
+            except (pygit2.GitError, KeyError):
+                refs[name] = None
+        state["refs"] = refs
+        lines = [
+            f"{e.mode:o} {e.id} {e.path}\n".encode("utf-8", "surrogateescape") for e in repo.index
+        ]
+        state["index"] = {
+            "entries": len(lines),
+            "sha256": hashlib.sha256(b"".join(sorted(lines))).hexdigest(),
         }
-    except (pygit2.GitError, KeyError):
-        state["head"] = {"ref": None, "commit": None}
-    state["refs"] = {
-        name: str(repo.references[name].resolve().target)
-        for name in sorted(repo.references)
-        if not name.startswith("refs/stash")
-    }
-    lines = [f"{e.mode:o} {e.id} {e.path}\n".encode() for e in repo.index]
-    state["index"] = {
-        "entries": len(lines),
-        "sha256": hashlib.sha256(b"".join(sorted(lines))).hexdigest(),
-    }
-    state["status"] = sorted([path, flags] for path, flags in repo.status().items())
-    return state
+        state["status"] = sorted(
+            [_text_name(path), int(flags)] for path, flags in repo.status().items()
+        )
+        return state
+    except (pygit2.GitError, KeyError, OSError, ValueError) as exc:
+        return {"readable": False, "error": str(exc)[:1000] or exc.__class__.__name__}
+
+
+def _text_name(name: str) -> str:
+    """A file name as valid text (undecodable bytes shown as escapes)."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def diff(store, before: dict[str, tuple[int, str]], after: dict[str, tuple[int, str]]) -> bytes:

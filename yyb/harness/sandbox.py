@@ -57,14 +57,25 @@ class Sandbox:
                 args += ["--tmpfs", path]
             elif os.path.exists(path):
                 args += ["--ro-bind", "/dev/null", path]
-        for path in sorted(set(self.read_only), key=len):
-            if os.path.exists(path):
-                args += ["--ro-bind", path, path]
+        exposed = [p for p in sorted(set(self.read_only), key=len) if os.path.exists(p)]
+        for path in exposed:
+            args += ["--ro-bind", path, path]
+        # A protected root inside an exposed path stays hidden: mask it again on top.
+        for path in sorted(set(self.masked), key=len):
+            if any(_inside(path, outer) for outer in exposed):
+                if os.path.isdir(path):
+                    args += ["--tmpfs", path]
+                elif os.path.exists(path):
+                    args += ["--ro-bind", "/dev/null", path]
         for path in sorted(set(self.writable), key=len):
             args += ["--bind", path, path]
         if self.cwd:
             args += ["--chdir", self.cwd]
         return [*args, "--", *command]
+
+
+def _inside(path: str, outer: str) -> bool:
+    return path == outer or path.startswith(outer.rstrip("/") + "/")
 
 
 @cache

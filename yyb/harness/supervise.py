@@ -109,14 +109,16 @@ def run(
     timeout_ms: int,
     cancel: threading.Event | None = None,
     output_limit: int = OUTPUT_LIMIT,
-    grace_ms: int = GRACE_MS,
-    cleanup_ms: int = CLEANUP_MS,
+    grace_ms: int | None = None,
+    cleanup_ms: int | None = None,
 ) -> Outcome:
     """Run ``argv`` to its end, its timeout, or ``cancel``; never leave a process behind.
 
     Raises:
         OSError: the executable could not be started (nothing ran).
     """
+    grace_ms = GRACE_MS if grace_ms is None else grace_ms
+    cleanup_ms = CLEANUP_MS if cleanup_ms is None else cleanup_ms
     started_ms = now_ms()
     start = time.monotonic()
     proc = subprocess.Popen(

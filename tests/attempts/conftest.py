@@ -1,0 +1,454 @@
+"""A bench for attempt tests: a source repository with a bug, a config, a case, stand-in agents.
+
+Built the way ``yyb/example.py`` builds the example, with two differences: every stand-in
+agent behaviour is its own small ``/bin/sh`` snippet (``tools/behaviours/<name>``) chosen by the
+model's name (``stand/<name>``), and the source repository carries things no candidate may see
+(a future commit, another branch, a tag, a remote, harness-owned paths) each tagged with a
+unique marker that tests look for in the retained evidence.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+# The same calculator, test and grader protocol as the built-in example.
+from yyb.example import CALC_BUGGY, CALC_FIXED  # noqa: E402
+from yyb.example import TEST as TEST_CALC  # noqa: E402
+from yyb.store.repo import Store
+
+# The grader runs the test in the rebuilt final workspace and answers with the grader output
+# protocol (docs/grading.md): JSON written to the file named by $YYB_GRADER_OUTPUT.
+GRADER = """#!/bin/sh
+# {comment}
+if out=$(sh ./test_calc.sh 2>&1); then passed=true; else passed=false; fi
+summary=$(printf '%s' "$out" | head -n 1 | tr -d '"\\\\')
+format='{{"schema_version": "yylo_benchmark_grader_output.v2", "passed": %s, "summary": "%s"}}'
+printf "$format\\n" "$passed" "$summary" > "$YYB_GRADER_OUTPUT"
+"""
+
+
+def grader(comment: str = "calc tests") -> str:
+    """The grader's text; ``comment`` changes its bytes (and so its pinned sha256)."""
+    return GRADER.format(comment=comment)
+
+
+# The dispatcher every attempt starts: MODEL WORKSPACE ENVELOPE PROMPT_FILE (command protocol).
+DISPATCHER = """#!/bin/sh
+MODEL="$1"; WORKSPACE="$2"; ENVELOPE="$3"; PROMPT="$4"
+NAME="${{MODEL#stand/}}"
+TOOLS="{tools}"
+MARK="{mark}"
+. "$TOOLS/lib.sh"
+cd "$WORKSPACE" || exit 97
+. "$TOOLS/behaviours/$NAME"
+"""
+
+LIB = """# Shared by every behaviour.
+envelope() {  # envelope STATUS [PROVIDER [MODEL [EXTRA_JSON_FIELDS]]]
+  cat > "$ENVELOPE" <<EOF
+{"schema_version": "juno_execution_envelope.v1", "provider": "${2:-stand}",
+ "model": "${3:-$NAME}", "status": "$1",
+ "cost": {"completeness": "genuine_zero", "currency": "USD", "micros": 0},
+ "started_ms": 0, "ended_ms": 0, "elapsed_ms": 0${4:+, $4}}
+EOF
+}
+commit_all() {  # keep the worktree clean: commit whatever the behaviour left behind
+  git add -A >/dev/null 2>&1
+  git -c user.name=agent -c user.email=agent@example.invalid commit -qm "${1:-work}" \
+    >/dev/null 2>&1
+  true
+}
+"""
+
+BEHAVIOURS = {
+    # Fixes the bug, commits it, adds a file, deletes another.
+    "fixer": """
+echo "fixer read the prompt: $(head -c 40 "$PROMPT")"
+sed -i 's/\\$1 - \\$2/$1 + $2/' calc.sh
+echo "notes of the fixer" > NOTES.md
+rm -f docs/old.md
+git add -A && git -c user.name=agent -c user.email=agent@example.invalid commit -qm "fix add" \\
+  && echo "committed the fix"
+envelope succeeded
+""",
+    # Looks around and changes nothing.
+    "idler": """
+echo "looked around, changed nothing"
+envelope succeeded
+""",
+}
+
+
+def git(repo: Path | str, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@e",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@e",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+    }
+    done = subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, env=env, check=True
+    )
+    return done.stdout.strip()
+
+
+def _write(path: Path, text: str, executable: bool = False) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(0o755 if executable else 0o644)
+
+
+def alive(mark: str) -> list[tuple[int, str]]:
+    """Processes (pid, cmdline) whose command line holds ``mark``."""
+    found = []
+    me = os.getpid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                cmdline = handle.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if mark in cmdline:
+            found.append((int(entry), cmdline))
+    return found
+
+
+def wait_for(predicate, timeout: float = 20.0, step: float = 0.02):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    return predicate()
+
+
+@dataclass
+class Bench:
+    """One source repository, its config, one case, stand-in agents and a store."""
+
+    root: Path
+    repo: Path
+    tools: Path
+    store_path: str
+    task_path: Path
+    base: str
+    later: str
+    mark: str  # unique number used in every stand-in's sleeps (leftover-process scans)
+    markers: dict[str, str] = field(default_factory=dict)  # what must never leak -> its text
+    grader_text: str = field(default_factory=grader)
+
+    @property
+    def config_path(self) -> Path:
+        return self.repo / "yylo-benchmark.config.json"
+
+    @property
+    def store(self) -> Store:
+        return Store.open(self.store_path)
+
+    def behaviour(self, name: str, script: str) -> str:
+        """Add a stand-in behaviour; its model is ``stand/<name>``."""
+        _write(self.tools / "behaviours" / name, script)
+        return f"stand/{name}"
+
+    def configure(
+        self,
+        timeout_ms: int = 60_000,
+        secrets: list[str] | None = None,
+        read_only_paths: list[str] | None = None,
+        grader: str | None = None,
+        excluded_paths: list[str] | None = None,
+        network: str = "denied",
+    ) -> dict:
+        from yyb import config
+
+        if grader is not None:
+            self.grader_text = grader
+        grader_path = self.tools / "grader.sh"
+        _write(grader_path, self.grader_text, executable=True)
+        data = config.template("src", yylo_version="test")
+        data["repositories"] = {"src": "."}
+        if excluded_paths is not None:
+            data["workspace"]["excluded_paths"] = excluded_paths
+        harness = {
+            "kind": "command",
+            "argv": [
+                str(self.tools / "agent.sh"),
+                "{model}",
+                "{workspace}",
+                "{envelope}",
+                "{prompt_file}",
+            ],
+        }
+        if secrets:
+            harness["secrets"] = secrets
+        data["harnesses"] = {"candidate": harness}
+        data["evaluators"] = {
+            "tests": {
+                "kind": "command",
+                "grader_id": "calc-tests",
+                "version": "1",
+                "executable": str(grader_path),
+                "sha256": hashlib.sha256(self.grader_text.encode()).hexdigest(),
+                "argv": [],
+                "timeout_ms": 30_000,
+                "purpose": "correctness",
+            }
+        }
+        data["attempt_timeout_ms"] = timeout_ms
+        data["tool_policy"] = {
+            "network": network,
+            "read_only_paths": [str(self.tools), *(read_only_paths or [])],
+        }
+        self.config_path.write_text(json.dumps(data, indent=2))
+        return data
+
+    def config(self):
+        from yyb import config
+
+        return config.load(str(self.config_path))
+
+    def plan(self, models: list[str], attempts: int = 1):
+        """Build and store the plan of the case x ``models`` x ``attempts``."""
+        from yyb.plans import build
+
+        plan = build.task_plan(
+            self.config(), [str(self.task_path)], ",".join(models), attempts, "2"
+        )
+        build.write(self.store, plan)
+        return plan
+
+    def context(self, plan, environ: dict | None = None):
+        from yyb.attempts import run as attempts_run
+
+        chosen = {oid: plan.records[oid] for oid in plan.attempt_oids}
+        return attempts_run.prepare(
+            self.store,
+            self.config(),
+            plan.oid,
+            plan.experiment,
+            chosen,
+            dict(os.environ if environ is None else environ),
+        )
+
+    def run(self, models: list[str], attempts: int = 1, jobs: int = 1, environ: dict | None = None):
+        """Plan and run through the library; return (plan, results in plan order)."""
+        from yyb.attempts import run as attempts_run
+
+        plan = self.plan(models, attempts)
+        results = attempts_run.run_plan(self.context(plan, environ), jobs)
+        return plan, sorted(results, key=lambda r: r.ordinal)
+
+    def plan_file(self, models: list[str], attempts: int = 1, authorize: bool = True) -> str:
+        """Plan through the CLI into a plan file (and authorize it); return the file."""
+        out = str(self.root / f"plan-{uuid.uuid4().hex[:8]}.json")
+        done = self.yyb(
+            "plan",
+            "--task",
+            str(self.task_path),
+            "--models",
+            ",".join(models),
+            "--attempts",
+            str(attempts),
+            "--max-usd",
+            "2",
+            "--output",
+            out,
+        )
+        assert done.exit_code == 0, done.stderr
+        if authorize:
+            granted = self.yyb("authorize", "--plan", out, "--expires", "+1h")
+            assert granted.exit_code == 0, granted.stderr
+        return out
+
+    def yyb(self, *args: str):
+        from tests.conftest import Yyb
+
+        return Yyb(self.store_path)("--config", str(self.config_path), *args)
+
+    def subprocess_argv(self, *args: str) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "yyb",
+            "--store",
+            self.store_path,
+            "--config",
+            str(self.config_path),
+            *args,
+        ]
+
+    # -- evidence -------------------------------------------------------------------------
+    def record(self, oid: str) -> dict:
+        return self.store.objects.get_record(oid)
+
+    def body(self, oid: str) -> bytes:
+        return self.store.objects.get(oid).body
+
+    def terminal(self, result) -> dict:
+        return self.record(result.terminal)
+
+    def linked(self, result, role: str) -> bytes:
+        return self.body(self.terminal(result)["links"][role])
+
+    def every_object(self) -> dict[str, bytes]:
+        """oid -> stored body, for every object in the store."""
+        objects = self.store.objects
+        return {oid: objects.get(oid).body for oid in objects.iter_oids()}
+
+    def holding(self, text: str | bytes, skip: set[str] = frozenset()) -> list[str]:
+        """Oids of stored objects whose body holds ``text``."""
+        needle = text.encode() if isinstance(text, str) else text
+        return [
+            oid for oid, body in self.every_object().items() if oid not in skip and needle in body
+        ]
+
+    def run_refs(self) -> list[str]:
+        """Every ref under refs/runs/ (intents, terminals, evidence)."""
+        return [n for n in self.store.refs.names() if n.startswith("refs/runs/")]
+
+    def attempt_roots(self) -> list[str]:
+        """Attempt folders of this bench's running candidates (from their command lines)."""
+        roots = []
+        for _, cmdline in alive(str(self.tools / "agent.sh")):
+            parts = cmdline.split()
+            i = parts.index(str(self.tools / "agent.sh"))
+            if len(parts) > i + 2 and parts[i + 2].endswith("/workspace"):
+                roots.append(os.path.dirname(parts[i + 2]))
+        return sorted(set(roots))
+
+    def doctor_errors(self) -> list:
+        from yyb.store.fsck import fsck
+
+        return [f for f in fsck(self.store) if f.level == "error"]
+
+    def alive(self) -> list[tuple[int, str]]:
+        return alive(self.mark)
+
+
+def build_bench(root: Path) -> Bench:
+    """Create the source repository, tools, task and store under ``root``."""
+    root.mkdir(parents=True, exist_ok=True)
+    repo, tools = root / "repo", root / "tools"
+    repo.mkdir()
+    tag = uuid.uuid4().hex[:12]
+    markers = {
+        "future": f"FUTURE-COMMIT-{tag}",
+        "branch": f"OTHER-BRANCH-{tag}",
+        "excluded": f"HARNESS-OWNED-{tag}",
+        "history": f"OLD-HISTORY-{tag}",
+    }
+    git(repo, "init", "-q", "-b", "main")
+    _write(repo / "history.txt", f"{markers['history']}\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "an older commit")
+    (repo / "history.txt").unlink()
+    _write(repo / "calc.sh", CALC_BUGGY, executable=True)
+    _write(repo / "test_calc.sh", TEST_CALC, executable=True)
+    _write(repo / "README.md", "A calculator.\n")
+    _write(repo / "docs" / "old.md", "old notes\n")
+    _write(repo / ".yylo-benchmark" / "registry" / "note.txt", f"{markers['excluded']}\n")
+    _write(repo / ".juno_task" / "task.md", f"{markers['excluded']}\n")
+    _write(repo / "yylo-benchmark.config.json", json.dumps({"old": markers["excluded"]}))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "calculator with a bug")
+    base = git(repo, "rev-parse", "HEAD")
+    git(repo, "tag", "v1")
+    git(repo, "checkout", "-q", "-b", "feature")
+    _write(repo / "feature.txt", f"{markers['branch']}\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "another branch")
+    git(repo, "checkout", "-q", "main")
+    _write(repo / "calc.sh", CALC_FIXED + f"# {markers['future']}\n", executable=True)
+    _write(repo / "FUTURE.md", f"{markers['future']}\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", f"the fix {markers['future']}")
+    later = git(repo, "rev-parse", "HEAD")
+    git(repo, "remote", "add", "origin", "https://example.invalid/calc.git")
+    git(repo, "config", "core.hooksPath", ".githooks")
+    _write(repo / ".git" / "hooks" / "post-checkout", f"#!/bin/sh\ntouch {root}/hooked\n", True)
+    mark = str(900_000 + int.from_bytes(os.urandom(3), "big") % 99_999)
+    _write(tools / "agent.sh", DISPATCHER.format(tools=tools, mark=mark), executable=True)
+    _write(tools / "lib.sh", LIB)
+    for name, script in BEHAVIOURS.items():
+        _write(tools / "behaviours" / name, script)
+    task = root / "task.md"
+    _write(
+        task,
+        f"""---
+id: calc-add
+title: Make add add
+tags: [benchmark-case]
+fields:
+  benchmark:
+    repository: src
+    base_commit: {base}
+    case_version: "1"
+    category: bugfix
+    grader_profile: tests
+---
+calc.sh is supposed to print the sum of its two arguments, but test_calc.sh fails.
+""",
+    )
+    store_path = str(root / "store")
+    Store.init(store_path)
+    bench = Bench(root, repo, tools, store_path, task, base, later, mark, markers)
+    bench.configure()
+    return bench
+
+
+@pytest.fixture
+def bench(tmp_path: Path):
+    made = build_bench(tmp_path / "bench")
+    yield made
+    leftover = made.alive()
+    for pid, _ in leftover:  # never leave a stray process for the next test
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
+    assert not leftover, f"processes outlived the test: {leftover}"
+
+
+@pytest.fixture
+def outside_bench():
+    """A bench whose repository, store and tools are outside the system temp folder.
+
+    The sandbox masks the whole temp folder, which would hide a bench under it even if the
+    registry or the source repository were missing from the masks; this one is not.
+    """
+    base = "/var/tmp" if os.access("/var/tmp", os.W_OK) else None
+    if base is None or os.path.realpath(base).startswith(
+        os.path.realpath(tempfile.gettempdir()) + "/"
+    ):
+        pytest.skip("no writable folder outside the temp folder")
+    root = Path(tempfile.mkdtemp(prefix="yyb-bench-", dir=base))
+    try:
+        made = build_bench(root / "bench")
+        yield made
+        leftover = made.alive()
+        for pid, _ in leftover:
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
+        assert not leftover, f"processes outlived the test: {leftover}"
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
