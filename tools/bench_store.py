@@ -12,7 +12,8 @@ docs/performance.md. Only the standard library and the installed yyb are used.
 
 Caveats printed with the table: the OS page cache cannot be dropped without root, so every
 input is read once before it is timed (all figures are warm-cache figures); child processes
-are timed wall-clock from spawn to exit, start-up included; peak RSS comes from wait4().
+are timed wall-clock from spawn to exit, start-up included; peak RSS comes from GNU time
+(``/usr/bin/time -f %M``) when present, else from wait4() (then an upper bound: see run_child).
 """
 
 from __future__ import annotations
@@ -32,8 +33,9 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, TypeVar
 
+T = TypeVar("T")
 MIB = 1 << 20
 CHUNK = MIB
 HEAVY_MODULES = ("pygit2", "jsonschema", "cryptography")
@@ -97,44 +99,116 @@ class ChildRun:
     returncode: int
 
 
+def _find_gnu_time() -> str | None:
+    """/usr/bin/time if it is GNU time (it takes -f and -o), else None."""
+    binary = shutil.which("time", path="/usr/bin:/bin")
+    if binary is None:
+        return None
+    with tempfile.NamedTemporaryFile() as out:
+        probe = subprocess.run([binary, "-o", out.name, "-f", "%M", "true"],
+                               capture_output=True)
+        return binary if probe.returncode == 0 and out.read().strip().isdigit() else None
+
+
+# Peak RSS: a child forked from this (large) Python process starts life with this process's
+# RSS high-water mark, which Linux carries across exec into the child's ru_maxrss, so wait4()
+# on a direct child over-reports. Through GNU time the measured command is forked from a
+# ~1 MiB process instead. Without GNU time, wait4() figures are upper bounds.
+GNU_TIME = _find_gnu_time()
+RSS_METHOD = ("GNU time (`/usr/bin/time -f %M`), so the figure is the command's own"
+              if GNU_TIME else
+              "wait4() on the direct child: an upper bound, as it includes this script's RSS "
+              "at spawn (install GNU time for exact figures)")
+
+
 def run_child(argv: Sequence[str], stdin: IO[bytes] | None = None,
               stdout: IO[bytes] | int = subprocess.DEVNULL,
-              env: dict[str, str] | None = None, check: bool = True) -> ChildRun:
-    """Run ``argv`` to completion: wall time from spawn to exit, and the child's peak RSS."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdin=stdin if stdin is not None else subprocess.DEVNULL,
-                            stdout=stdout, stderr=subprocess.PIPE, env=env)
-    # Read stderr fully before reaping (it is small: error lines, a doctor summary).
-    err = proc.stderr.read() if proc.stderr else b""
-    _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.perf_counter() - start
-    code = os.waitstatus_to_exitcode(status)
-    proc.returncode = code  # reaped here; keep Popen from waiting again
-    if proc.stderr:
-        proc.stderr.close()
+              env: dict[str, str] | None = None, check: bool = True,
+              rss: bool = True) -> ChildRun:
+    """Run ``argv`` to completion: wall time from spawn to exit, and the child's peak RSS.
+
+    With ``rss`` and GNU time available, the command runs under ``/usr/bin/time -f %M``
+    (about 1 ms of extra spawn time, the same for yyb and its baseline).
+    """
+    rss_file = None
+    command = list(argv)
+    if rss and GNU_TIME:
+        handle, rss_file = tempfile.mkstemp(prefix="yyb-bench-rss-")
+        os.close(handle)
+        command = [GNU_TIME, "-o", rss_file, "-f", "%M", *command]
+    try:
+        start = time.perf_counter()
+        proc = subprocess.Popen(command,
+                                stdin=stdin if stdin is not None else subprocess.DEVNULL,
+                                stdout=stdout, stderr=subprocess.PIPE, env=env)
+        # Read stderr fully before reaping (it is small: error lines, a doctor summary).
+        err = proc.stderr.read() if proc.stderr else b""
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - start
+        code = os.waitstatus_to_exitcode(status)
+        proc.returncode = code  # reaped here; keep Popen from waiting again
+        if proc.stderr:
+            proc.stderr.close()
+        max_rss_kib = usage.ru_maxrss  # KiB on Linux
+        if rss_file is not None:
+            # GNU time writes "Command exited with non-zero status N" first when N != 0.
+            max_rss_kib = int(Path(rss_file).read_text().split()[-1])
+    finally:
+        if rss_file is not None:
+            os.unlink(rss_file)
     if check and code != 0:
         raise SystemExit(f"bench: {' '.join(map(str, argv))} exited {code}:\n"
                          f"{err.decode(errors='replace')}")
-    return ChildRun(seconds, usage.ru_maxrss / 1024.0, code)  # ru_maxrss is KiB on Linux
+    return ChildRun(seconds, max_rss_kib / 1024.0, code)
 
 
-def best_of(repeat: int, measure: Callable[[], ChildRun]) -> ChildRun:
-    """The fastest of ``repeat`` runs (its peak RSS is the largest seen over all runs)."""
-    runs = [measure() for _ in range(repeat)]
+def interleave(repeat: int, *measures: Callable[[], T]) -> list[list[T]]:
+    """Run the measures in turn (a, b, a, b, ...) ``repeat`` times; return each one's results.
+
+    Interleaving makes drift in the machine's load hit yyb and its baseline alike.
+    """
+    results: list[list[T]] = [[] for _ in measures]
+    for _ in range(repeat):
+        for slot, measure in zip(results, measures, strict=True):
+            slot.append(measure())
+    return results
+
+
+def best(runs: list[ChildRun]) -> ChildRun:
+    """The fastest run, with the largest peak RSS seen over all runs."""
     fastest = min(runs, key=lambda r: r.seconds)
     return ChildRun(fastest.seconds, max(r.max_rss_mib for r in runs), fastest.returncode)
 
 
-def best_seconds(repeat: int, measure: Callable[[], float]) -> float:
-    return min(measure() for _ in range(repeat))
+def bench_env(work: Path, bytecode_cache: bool = True) -> dict[str, str]:
+    """The environment of every child: no user or system Git configuration, and Python
+    bytecode caching as an installed package has it.
 
-
-def git_env(home: Path) -> dict[str, str]:
-    """An environment where no user or system Git configuration changes the measurement."""
+    With ``bytecode_cache``, PYTHONDONTWRITEBYTECODE is dropped and the caches go to
+    ``work/pycache`` (PYTHONPYCACHEPREFIX), so nothing is written into the source tree and yyb
+    is not recompiled on every run (a pip-installed yyb ships compiled bytecode).
+    """
     env = dict(os.environ)
-    env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, HOME=str(home),
+    env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, HOME=str(work),
                LC_ALL="C")
+    if bytecode_cache:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
+    else:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env.pop("PYTHONPYCACHEPREFIX", None)
     return env
+
+
+# Everything the measured commands import, compiled once before anything is timed.
+PLUMBING_MODULES = ("yyb.cli", "yyb.cli.plumbing", "yyb.cli.check", "yyb.cli.store",
+                    "yyb.store.fsck")
+
+
+def fill_bytecode_cache(env: dict[str, str]) -> None:
+    """Import the plumbing once so that no timed run pays for compiling it."""
+    subprocess.run([sys.executable, "-c", "import " + ", ".join(PLUMBING_MODULES)], env=env,
+                   check=True)
 
 
 # --- data --------------------------------------------------------------------------------
@@ -145,6 +219,8 @@ def make_big_file(path: Path, size_mib: int) -> None:
     with open(path, "wb") as out:
         for _ in range(size_mib):
             out.write(os.urandom(CHUNK))
+        out.flush()
+        os.fsync(out.fileno())  # no write-back competing with the first measurements
 
 
 def warm_file(path: Path) -> None:
@@ -249,8 +325,20 @@ def hashlib_sha256(path: Path) -> tuple[str, float]:
     return digest.hexdigest(), time.perf_counter() - start
 
 
+# The same loop as hashlib_sha256, as a fresh Python child: what any Python CLI pays on top.
+CHILD_HASH = """
+import hashlib, sys
+digest, buffer = hashlib.sha256(), bytearray(1 << 20)
+view = memoryview(buffer)
+with open(sys.argv[1], "rb", buffering=0) as handle:
+    while n := handle.readinto(buffer):
+        digest.update(view[:n])
+print(digest.hexdigest())
+"""
+
+
 def bench_hash_object(report: Report, yyb: str, big: Path, size_mib: int, repeat: int,
-                      work: Path) -> None:
+                      work: Path, env: dict[str, str]) -> None:
     """yyb hash-object FILE (a child process, start-up included) vs hashlib in-process."""
     print(f"[hash-object] {fmt_size(size_mib)} file, best of {repeat}", file=sys.stderr)
     warm_file(big)
@@ -259,11 +347,13 @@ def bench_hash_object(report: Report, yyb: str, big: Path, size_mib: int, repeat
 
     def once() -> ChildRun:
         with open(out_path, "wb") as out:
-            return run_child([yyb, "hash-object", str(big)], stdout=out)
+            return run_child([yyb, "hash-object", str(big)], stdout=out, env=env)
 
-    run = best_of(repeat, once)
+    runs, bases, children = interleave(
+        repeat, once, lambda: hashlib_sha256(big)[1],
+        lambda: run_child([sys.executable, "-c", CHILD_HASH, str(big)], env=env))
+    run, base, child = best(runs), min(bases), best(children)
     oid = out_path.read_text().strip()
-    base = best_seconds(repeat, lambda: hashlib_sha256(big)[1])
     # Sanity: the oid is the SHA-256 of "blob <size>\0" + the bytes.
     expected = hashlib.sha256(b"blob %d\x00" % size)
     with open(big, "rb") as handle:
@@ -278,12 +368,17 @@ def bench_hash_object(report: Report, yyb: str, big: Path, size_mib: int, repeat
         f"hashlib in-process: {fmt_s(base)} ({fmt_rate(size, base)})",
         f"{speed:.2f}x speed", f">= {TARGET_HASH_SPEED}x", speed >= TARGET_HASH_SPEED))
     report.add(Row(
+        f"`hash-object` {fmt_size(size_mib)} (vs the hashlib loop as a `python -c` child, info)",
+        f"{fmt_s(run.seconds)}",
+        f"`python -c` hashlib loop: {fmt_s(child.seconds)} ({fmt_rate(size, child.seconds)})",
+        f"{child.seconds / run.seconds:.2f}x speed", "—", None))
+    report.add(Row(
         f"`hash-object` {fmt_size(size_mib)} peak RSS", f"{run.max_rss_mib:.1f} MiB", "—", "—",
         f"< {TARGET_HASH_RSS_MIB:.0f} MiB", run.max_rss_mib < TARGET_HASH_RSS_MIB))
 
 
 def bench_hash_object_write(report: Report, yyb: str, big: Path, size_mib: int, repeat: int,
-                            work: Path) -> None:
+                            work: Path, env: dict[str, str]) -> None:
     """yyb hash-object -w FILE into a fresh store vs cp FILE + SHA-256 of the copy."""
     print(f"[hash-object -w] {fmt_size(size_mib)} file, best of {repeat}", file=sys.stderr)
     from yyb.store import Store
@@ -294,10 +389,13 @@ def bench_hash_object_write(report: Report, yyb: str, big: Path, size_mib: int, 
     Store.init(str(store_dir))
     out_path = work / "hash-object-w.out"
 
+    # Every write starts from a quiet disk: no dirty pages or freed blocks of an earlier
+    # run still being written back or discarded (os.sync, untimed).
     def once() -> ChildRun:
+        os.sync()
         with open(out_path, "wb") as out:
             run = run_child([yyb, "--store", str(store_dir), "hash-object", "-w", str(big)],
-                            stdout=out)
+                            stdout=out, env=env)
         oid = out_path.read_text().strip()
         obj = store_dir / "objects" / oid[:2] / oid[2:]
         if obj.stat().st_size <= size:
@@ -305,10 +403,10 @@ def bench_hash_object_write(report: Report, yyb: str, big: Path, size_mib: int, 
         obj.unlink()  # so that every repeat is a fresh write, not the exists-already path
         return run
 
-    run = best_of(repeat, once)
     copy = work / "copy.bin"
 
     def cp_then_hash(fsync: bool) -> float:
+        os.sync()
         start = time.perf_counter()
         subprocess.run(["cp", str(big), str(copy)], check=True)
         if fsync:
@@ -322,8 +420,9 @@ def bench_hash_object_write(report: Report, yyb: str, big: Path, size_mib: int, 
         copy.unlink()
         return seconds
 
-    base = best_seconds(repeat, lambda: cp_then_hash(False))
-    base_sync = best_seconds(repeat, lambda: cp_then_hash(True))
+    runs, bases, bases_sync = interleave(repeat, once, lambda: cp_then_hash(False),
+                                         lambda: cp_then_hash(True))
+    run, base, base_sync = best(runs), min(bases), min(bases_sync)
     ratio = run.seconds / base
     report.add(Row(
         f"`hash-object -w` {fmt_size(size_mib)} (time vs cp + hash)",
@@ -375,8 +474,9 @@ def bench_batch(report: Report, yyb: str, count: int, seed: int, repeat: int, wo
 
     print(f"[batch] timing, best of {repeat}", file=sys.stderr)
     for extra, label, target in (([], "", True), (["--buffer"], " `--buffer`", False)):
-        ours_run = best_of(repeat, lambda e=extra: timed(yyb_cmd + e, ids_yyb))
-        git_run = best_of(repeat, lambda e=extra: timed(git_cmd + e, ids_git))
+        ours_runs, git_runs = interleave(repeat, lambda e=extra: timed(yyb_cmd + e, ids_yyb),
+                                         lambda e=extra: timed(git_cmd + e, ids_git))
+        ours_run, git_run = best(ours_runs), best(git_runs)
         ratio = ours_run.seconds / git_run.seconds
         report.add(Row(
             f"`cat-object --batch`{label}, {count:,} blobs (vs `git cat-file --batch`{label})",
@@ -413,9 +513,10 @@ def bench_doctor(report: Report, yyb: str, count: int, seed: int, repeat: int, w
         return run
 
     print(f"[doctor] timing, best of {repeat}", file=sys.stderr)
-    ours = best_of(repeat, lambda: timed([yyb, "--store", str(store_dir), "doctor"],
-                                         "info dangling "))
-    theirs = best_of(repeat, lambda: timed(["git", "-C", str(repo), "fsck"], "dangling blob "))
+    ours_runs, git_runs = interleave(
+        repeat, lambda: timed([yyb, "--store", str(store_dir), "doctor"], "info dangling "),
+        lambda: timed(["git", "-C", str(repo), "fsck"], "dangling blob "))
+    ours, theirs = best(ours_runs), best(git_runs)
     ratio = ours.seconds / theirs.seconds
     report.add(Row(
         f"`doctor`, {count:,} loose blobs (vs `git fsck`)",
@@ -429,30 +530,41 @@ def bench_doctor(report: Report, yyb: str, count: int, seed: int, repeat: int, w
     shutil.rmtree(repo, ignore_errors=True)
 
 
-def _median_ms(argv: list[str], runs: int) -> float:
-    run_child(argv)  # warm-up, untimed
-    return statistics.median(run_child(argv).seconds for _ in range(runs)) * 1000
+def _median_ms(argv: list[str], runs: int, env: dict[str, str]) -> float:
+    run_child(argv, env=env, rss=False)  # warm-up, untimed (and fills the bytecode cache)
+    times = [run_child(argv, env=env, rss=False).seconds for _ in range(runs)]
+    return statistics.median(times) * 1000
 
 
-def _import_profile(argv: list[str]) -> tuple[set[str], list[tuple[int, str]]]:
-    """Run ``python -X importtime`` on a command: (top-level packages, slowest top imports)."""
+# Modules whose cumulative import time is worth showing next to the start-up figure.
+IMPORT_WATCH = ("site", "click", "yyb.store", "yyb.store.object_store", "yyb.store.refs",
+                "yyb.store.schema", "yyb.store.codec", "msgpack", "tempfile", "pathlib")
+
+
+def _import_profile(argv: list[str], env: dict[str, str]) -> tuple[set[str], dict[str, int]]:
+    """Run ``python -X importtime`` on a command.
+
+    Returns the top-level packages it imported and {module: cumulative microseconds} for
+    every module imported (the first time it was imported).
+    """
     proc = subprocess.run([sys.executable, "-X", "importtime", *argv], capture_output=True,
-                          check=True)
+                          env=env, check=True)
     packages: set[str] = set()
-    top: list[tuple[int, str]] = []
+    cumulative: dict[str, int] = {}
     for line in proc.stderr.decode().splitlines():
-        if not line.startswith("import time:") or "|" not in line:
+        if not line.startswith("import time:") or line.count("|") != 2:
             continue
-        _, cumulative, name = line.split("|", 2)
-        if not cumulative.strip().isdigit():
+        _, micros, name = line.split("|")
+        if not micros.strip().isdigit():
             continue  # the header line
-        packages.add(name.strip().split(".")[0])
-        if not name.startswith("  "):  # an import made by the program, not by another module
-            top.append((int(cumulative), name.strip()))
-    return packages, sorted(top, reverse=True)[:6]
+        module = name.strip()
+        packages.add(module.split(".")[0])
+        cumulative.setdefault(module, int(micros))
+    return packages, cumulative
 
 
-def bench_startup(report: Report, yyb: str, runs: int, work: Path) -> None:
+def bench_startup(report: Report, yyb: str, runs: int, work: Path,
+                  env: dict[str, str]) -> None:
     """Median wall time of `yyb cat-object -t OID`; which heavy modules plumbing imports."""
     print(f"[startup] median of {runs} runs", file=sys.stderr)
     from yyb.store import Store
@@ -461,24 +573,31 @@ def bench_startup(report: Report, yyb: str, runs: int, work: Path) -> None:
     store, _ = Store.init(str(store_dir))
     oid = store.objects.put("blob", b"hello\n")
     cat = [yyb, "--store", str(store_dir), "cat-object", "-t", oid]
-    python_ms = _median_ms([sys.executable, "-c", "pass"], runs)
-    cat_ms = _median_ms(cat, runs)
+    python_ms = _median_ms([sys.executable, "-c", "pass"], runs, env)
+    cat_ms = _median_ms(cat, runs, env)
     report.add(Row(
         f"start-up: `cat-object -t OID`, median of {runs}",
         f"{cat_ms:.1f} ms", f"`python -c pass`: {python_ms:.1f} ms",
         f"+{cat_ms - python_ms:.1f} ms", f"< {TARGET_STARTUP_MS:.0f} ms",
         cat_ms < TARGET_STARTUP_MS))
+    # The same without bytecode caches: a source checkout run with PYTHONDONTWRITEBYTECODE=1
+    # (or an unwritable tree) recompiles yyb on every command.
+    cold_ms = _median_ms(cat, runs, bench_env(work, bytecode_cache=False))
+    report.add(Row(
+        "start-up: `cat-object -t OID`, no bytecode cache for yyb (info)",
+        f"{cold_ms:.1f} ms", f"`python -c pass`: {python_ms:.1f} ms",
+        f"+{cold_ms - python_ms:.1f} ms", "—", None))
 
     sample = work / "startup-sample"
     sample.write_bytes(b"x" * 1000)
     commands = {"cat-object -t": cat, "hash-object": [yyb, "hash-object", str(sample)]}
     loaded: set[str] = set()
-    slowest: list[tuple[int, str]] = []
+    times: dict[str, int] = {}
     for name, argv in commands.items():
-        packages, top = _import_profile(argv)
+        packages, cumulative = _import_profile(argv, env)
         loaded |= packages
         if name == "cat-object -t":
-            slowest = top
+            times = cumulative
     heavy = sorted(m for m in HEAVY_MODULES if m in loaded)
     report.add(Row(
         "plumbing imports none of " + ", ".join(HEAVY_MODULES),
@@ -486,15 +605,15 @@ def bench_startup(report: Report, yyb: str, runs: int, work: Path) -> None:
         "`-X importtime` of `cat-object -t` and `hash-object`", "—", "none imported",
         not heavy))
     report.notes.append(
-        "Slowest top-level imports of `yyb cat-object -t` (`-X importtime`, cumulative): "
-        + ", ".join(f"{name} {us / 1000:.1f} ms" for us, name in slowest) + ".")
+        "import time of `yyb cat-object -t` (`-X importtime`, cumulative, one run): "
+        + ", ".join(f"{m} {times[m] / 1000:.1f} ms" for m in IMPORT_WATCH if m in times))
     shutil.rmtree(store_dir, ignore_errors=True)
 
 
 # --- main --------------------------------------------------------------------------------
 
 
-def describe_machine() -> list[str]:
+def describe_machine(load_before: tuple[float, float, float]) -> list[str]:
     def first_line(argv: list[str]) -> str:
         try:
             return subprocess.run(argv, capture_output=True, text=True).stdout.strip()
@@ -507,7 +626,28 @@ def describe_machine() -> list[str]:
         f"(`nproc`: {first_line(['nproc'])}), {platform.system()} {platform.release()}",
         f"- python: {platform.python_version()} ({sys.executable})",
         f"- git: {first_line(['git', '--version'])}",
+        f"- yyb: {describe_yyb()}",
+        "- load average (1/5/15 min) before: " + "/".join(f"{x:.2f}" for x in load_before)
+        + ", after: " + "/".join(f"{x:.2f}" for x in os.getloadavg())
+        + " (other work on the machine skews the figures; the bench itself keeps about 1 "
+        "CPU busy)",
     ]
+
+
+def describe_yyb() -> str:
+    """Where the measured yyb comes from: its folder, commit, and uncommitted changes."""
+    import yyb
+
+    tree = Path(yyb.__file__).resolve().parents[1]
+    git = ["git", "-C", str(tree)]
+    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True)
+    if head.returncode != 0:
+        return f"{tree} (not a Git checkout)"
+    dirty = subprocess.run([*git, "status", "--porcelain", "--", "yyb"], capture_output=True,
+                           text=True).stdout.strip()
+    state = "with uncommitted changes in yyb/" if dirty else "clean yyb/"
+    return f"{tree} at commit {head.stdout.strip()} ({state})"
 
 
 def find_yyb(explicit: str | None) -> str:
@@ -534,7 +674,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--objects", type=int,
                         help="objects for the doctor / git fsck run (default 100000)")
     parser.add_argument("--repeat", type=int, default=1,
-                        help="run each heavy measurement N times and keep the best (default 1)")
+                        help="run each heavy measurement N times, yyb and baseline in turn, "
+                        "and keep the best of each (default 1)")
     parser.add_argument("--startup-runs", type=int, default=20,
                         help="runs for the start-up median (default 20)")
     parser.add_argument("--only", action="append", choices=BENCHMARKS,
@@ -562,8 +703,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit("bench: git is needed for the batch and doctor comparisons")
     work = Path(args.workdir or tempfile.mkdtemp(prefix="yyb-bench-"))
     work.mkdir(parents=True, exist_ok=True)
-    env = git_env(work)
+    env = bench_env(work)
     report = Report()
+    load_before = os.getloadavg()
+    fill_bytecode_cache(env)
     print(f"bench: yyb {yyb}, scratch {work}", file=sys.stderr)
     try:
         if {"hash", "write"} & set(args.only):
@@ -571,27 +714,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"bench: writing {fmt_size(args.size_mib)} of random bytes", file=sys.stderr)
             make_big_file(big, args.size_mib)
             if "hash" in args.only:
-                bench_hash_object(report, yyb, big, args.size_mib, args.repeat, work)
+                bench_hash_object(report, yyb, big, args.size_mib, args.repeat, work, env)
             if "write" in args.only:
-                bench_hash_object_write(report, yyb, big, args.size_mib, args.repeat, work)
+                bench_hash_object_write(report, yyb, big, args.size_mib, args.repeat, work,
+                                        env)
             big.unlink()
         if "batch" in args.only:
             bench_batch(report, yyb, args.batch_objects, args.seed, args.repeat, work, env)
         if "doctor" in args.only:
             bench_doctor(report, yyb, args.objects, args.seed, args.repeat, work, env)
         if "startup" in args.only:
-            bench_startup(report, yyb, args.startup_runs, work)
+            bench_startup(report, yyb, args.startup_runs, work, env)
     finally:
         if not (args.keep or args.workdir):
             shutil.rmtree(work, ignore_errors=True)
 
     print()
-    print("\n".join(describe_machine()))
+    print("\n".join(describe_machine(load_before)))
     print(f"- sizes: file {fmt_size(args.size_mib)}, batch {args.batch_objects:,} objects, "
           f"doctor {args.objects:,} objects (50-2000 random bytes each), best of {args.repeat}")
     print("- warm cache: the page cache cannot be dropped without root, so every input was "
           "read once before it was timed; child processes are timed from spawn to exit "
-          "(start-up included); peak RSS is ru_maxrss from wait4()")
+          f"(start-up included); peak RSS: {RSS_METHOD}")
     for note in report.notes:
         print(f"- {note}")
     print()

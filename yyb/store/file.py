@@ -10,6 +10,25 @@ from yyb.errors import StoreIOError
 
 TEMP_PREFIX = ".tmp-"
 
+# Test-only fault injection (docs/testing.md): with YYB_FAULT_KILL_AT=N set, the process kills
+# itself with SIGKILL right after its N-th durable write, so tests can interrupt a run at every
+# write point. Inert unless the variable is set.
+FAULT_ENV = "YYB_FAULT_KILL_AT"
+_durable_writes = 0
+
+
+def durable_point() -> None:
+    """Mark that one durable write has completed (object, log head, ref, plan file...)."""
+    global _durable_writes
+    target = os.environ.get(FAULT_ENV)
+    if not target:
+        return
+    _durable_writes += 1
+    if _durable_writes == int(target):
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
+
 
 def fsync_dir(path: str) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
@@ -63,6 +82,7 @@ def write_atomic(path: str, data: bytes, mode: int = 0o644) -> None:
         raise io_error(path, exc) from exc
     finally:
         discard(tmp)
+    durable_point()
 
 
 def discard(path: str | None) -> None:
@@ -121,6 +141,7 @@ def commit_temp(tmp: str, path: str) -> None:
         fsync_dir(os.path.dirname(path))
     except OSError as exc:
         raise io_error(path, exc) from exc
+    durable_point()
 
 
 # --- lock files -------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from yyb.errors import (
 )
 from yyb.store import file, schema
 from yyb.store.object_store import hash_stream
-from yyb.store.objects import MAX_RECORD, OID_HEX, check_record, hash_object, is_oid
+from yyb.store.objects import MAX_RECORD, OID_HEX, check_record, hash_object, is_oid, split
 from yyb.store.objects import check_links as record_links
 from yyb.store.refs import LOCK_SUFFIX, REF_UPDATE, check_ref_name
 from yyb.store.repo import FOLDERS, FORMAT_FILE, Store
@@ -73,6 +73,10 @@ def inspect(store: Store, oid: str) -> Inspection:
     Memory stays bounded: blobs are hashed as a stream and oversized records are refused
     before their bodies are read.
     """
+    small = store.objects._read_small(oid)
+    if small:
+        kind, body = split(small, oid)
+        return _check_body(oid, kind, body)
     try:
         kind, size, stream = store.objects.open_body(oid)
     except ObjectMissing:
@@ -92,11 +96,13 @@ def inspect(store: Store, oid: str) -> Inspection:
                 kind,
             )
         if kind == "blob":
-            got = hash_stream(kind, stream, size)
-            body = b""
-        else:
-            body = stream.read(size)
-            got = hash_object(kind, body)
+            return _check_body(oid, kind, b"", hash_stream(kind, stream, size))
+        return _check_body(oid, kind, stream.read(size))
+
+
+def _check_body(oid: str, kind: str, body: bytes, got: str | None = None) -> Inspection:
+    """Hash, and for a record canonical form, links and schema (``got``: a streamed hash)."""
+    got = got or hash_object(kind, body)
     if got != oid:
         return Inspection([error("hash-mismatch", oid, f"stored bytes hash to {got}")], kind)
     if kind == "blob":

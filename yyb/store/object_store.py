@@ -23,7 +23,8 @@ from yyb.store.objects import (
     split,
 )
 
-CHUNK = 1 << 20
+# 64 KiB reads: small enough to come from the heap, large enough that the loop costs nothing.
+CHUNK = 64 << 10
 # Bodies past this size are streamed, never held whole in memory.
 STREAM_THRESHOLD = 16 << 20
 
@@ -63,11 +64,11 @@ def hash_stream(
     digest = hashlib.sha256(head)
     if sink is not None and with_header:
         sink.write(head)
-    buffer = bytearray(CHUNK)
+    buffer = bytearray(min(CHUNK, max(size, 1)))
     view = memoryview(buffer)
     left = size
     while left:
-        n = stream.readinto(view[: min(CHUNK, left)])
+        n = stream.readinto(view[: min(len(buffer), left)])
         if not n:
             raise CorruptObject(None, f"input ended {left} bytes before its declared size")
         digest.update(view[:n])
@@ -111,6 +112,19 @@ class ObjectStore:
 
     def contains(self, oid: str) -> bool:
         raise NotImplementedError
+
+    def _read_small(self, oid: str, limit: int = 1 << 20) -> bytes | None:
+        """Whole stored bytes when small and well-formed; b"" when absent; None otherwise."""
+        data = self._read(oid)
+        if data is None:
+            return b""
+        if len(data) > limit:
+            return None
+        try:
+            split(data, oid)
+        except CorruptObject:
+            return None
+        return data
 
     def iter_oids(self) -> Iterator[str]:
         raise NotImplementedError
@@ -270,12 +284,46 @@ class DiskObjects(ObjectStore):
         return handle, kind, size, start
 
     def _read(self, oid: str) -> bytes | None:
+        small = self._read_small(oid)
+        if small is not None:
+            return small or None
         opened = self._open(oid)
         if opened is None:
             return None
         handle, kind, size, _ = opened
         with handle:
             return header(kind, size) + handle.read(size)
+
+    def _read_small(self, oid: str, limit: int = 1 << 20) -> bytes | None:
+        """The whole file in one read when it is at most ``limit`` bytes and well-formed.
+
+        Returns b"" when absent and None when the file needs the careful path (large, or
+        anything unusual, which ``_open`` then reports precisely).
+        """
+        try:
+            fd = os.open(self.path(oid), os.O_RDONLY)
+        except (FileNotFoundError, NotADirectoryError):
+            return b""
+        except OSError:
+            return None
+        try:
+            size = os.fstat(fd).st_size
+            if size > limit:
+                return None
+            # Ask for exactly the file's size (plus one byte to notice growth): a larger
+            # request makes every read allocate, and zero, a buffer of that size.
+            data = os.read(fd, size + 1)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        if len(data) > limit:
+            return None
+        try:
+            split(data, oid)
+        except CorruptObject:
+            return None
+        return data
 
     def contains(self, oid: str) -> bool:
         return os.path.exists(self.path(oid))
@@ -331,6 +379,7 @@ class DiskObjects(ObjectStore):
             folders = sorted({os.path.join(self.folder, oid[:2]) for oid in todo})
             with ThreadPoolExecutor(max_workers=32) as pool:
                 list(pool.map(file.fsync_dir, folders))
+            file.durable_point()
         except OSError as exc:
             raise file.io_error(self.folder, exc) from exc
         finally:

@@ -420,6 +420,7 @@ class DiskRefs(RefStore):
                 os.rename(lock, path)
                 handle.renamed = True
             file.fsync_dir(os.path.dirname(path))
+            file.durable_point()
         except OSError as exc:
             if exc.errno == errno.EISDIR:
                 raise RefConflict(name, name + "/...") from exc
