@@ -103,7 +103,7 @@ def test_rerun_never_dispatches_an_attempt_again(bench):
     assert "already dispatched: 2" in dry.lines and "dispatch_count: 0" in dry.lines
     plan_oid, _ = planfile.load(plan_file)
     for attempt, leaves in refs_by_attempt(bench, plan_oid).items():
-        assert leaves == {"intent", "terminal", "evidence", "evaluations/tests"}
+        assert leaves == {"intent", "execution", "terminal", "evidence", "evaluations/tests"}
         ref = attempts_run.attempt_ref(plan_oid, attempt, "intent")
         assert len(list(bench.store.refs.log(ref))) == 1  # written once, never again
 
@@ -163,7 +163,9 @@ def test_signal_cancels_in_flight_attempts_and_dispatches_no_more(bench, sig):
     assert table[2][5] == "skipped"  # never dispatched
     assert "dispatch_count: 2" in out.splitlines()
     refs = refs_by_attempt(bench, plan_oid)
-    assert sorted(map(sorted, refs.values())) == [["evidence", "intent", "terminal"]] * 2
+    assert (
+        sorted(map(sorted, refs.values())) == [["evidence", "execution", "intent", "terminal"]] * 2
+    )
     store = bench.store
     for attempt in refs:
         terminal = store.objects.get_record(

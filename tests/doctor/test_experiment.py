@@ -107,23 +107,50 @@ def test_evaluation_spliced_from_another_plan(copy):
     assert "wrong-plan" in codes(verify_experiment(store, plan_oid)[0])
 
 
-def test_partial_experiment_is_incomplete_and_recover_closes_it(copy):
+def _lose(store, plan_oid, attempt_oid, leaves):
+    for leaf in leaves:
+        store.refs.update(f"refs/runs/{plan_oid}/{attempt_oid}/{leaf}", None, reason="lose it")
+
+
+def test_retained_execution_is_converted_into_its_terminal(copy):
     store, plan_oid, plan_file = copy
     last = run_refs(store, plan_oid, "terminal")[-1]
     attempt_oid = last.split("/")[3]
-    for leaf in ("terminal", "evidence"):
-        store.refs.update(f"refs/runs/{plan_oid}/{attempt_oid}/{leaf}", None, reason="lose it")
+    before = store.objects.get_record(store.refs.read(last))
+    _lose(store, plan_oid, attempt_oid, ("terminal", "evidence"))
     findings, summary = verify_experiment(store, plan_oid)
     assert summary["status"] == "incomplete" and summary["complete"] == 3
     assert ("incomplete", attempt_oid) in {(f.code, f.subject) for f in findings}
     result = Yyb(store.path)("recover", "--plan", plan_file)
-    assert result.exit_code == 0 and "closed as indeterminate" in result.stdout
+    assert result.exit_code == 0 and "converted" in result.stdout
     assert result.lines[-1] == "dispatch_count: 0"
+    after = store.objects.get_record(store.refs.read(last))
+    assert after["class"] == before["class"]
+    assert after["links"]["evaluations"] == before["links"]["evaluations"]  # not regraded
+    assert verify_experiment(store, plan_oid)[1]["status"] == "complete"
+    assert len(run_refs(store, plan_oid, "intent")) == 4  # recovery dispatched nothing
+
+
+def test_intent_alone_is_closed_as_indeterminate(copy):
+    store, plan_oid, plan_file = copy
+    last = run_refs(store, plan_oid, "terminal")[-1]
+    attempt_oid = last.split("/")[3]
+    _lose(store, plan_oid, attempt_oid, ("terminal", "evidence", "execution"))
+    result = Yyb(store.path)("recover", "--plan", plan_file)
+    assert result.exit_code == 0 and "closed as indeterminate" in result.stdout
     terminal = store.objects.get_record(store.refs.read(last))
     assert terminal["class"] == "harness_failure" and "never dispatched again" in terminal["reason"]
     assert verify_experiment(store, plan_oid)[1]["status"] == "complete"
-    intents = run_refs(store, plan_oid, "intent")
-    assert len(intents) == 4  # recovery dispatched nothing new
+
+
+def test_terminal_without_evidence_gets_its_evidence(copy):
+    store, plan_oid, plan_file = copy
+    last = run_refs(store, plan_oid, "terminal")[-1]
+    attempt_oid = last.split("/")[3]
+    _lose(store, plan_oid, attempt_oid, ("evidence",))
+    assert Yyb(store.path)("recover", "--plan", plan_file).exit_code == 0
+    assert store.refs.read(f"refs/runs/{plan_oid}/{attempt_oid}/evidence") is not None
+    assert verify_experiment(store, plan_oid)[1]["status"] == "complete"
 
 
 def test_reconcile_refuses_a_terminal_of_another_attempt(copy):

@@ -25,6 +25,7 @@ from yyb.harness.environment import Folders, build, redact
 INTENT = "yylo_benchmark_dispatch_intent.v2"
 RECEIPT = "yylo_benchmark_workspace_receipt.v2"
 TERMINAL = "yylo_benchmark_terminal.v2"
+EXECUTION = "yylo_benchmark_execution.v2"
 EVIDENCE = "yylo_benchmark_attempt_evidence.v2"
 
 
@@ -104,7 +105,14 @@ def prepare(
 
 
 def reconcile(ctx: RunContext, attempt_oid: str) -> Result | None:
-    """An attempt already dispatched is never dispatched again: reuse or close it."""
+    """An attempt already dispatched is never dispatched again: reuse, convert or close it.
+
+    - a terminal: verified (it must be this attempt's) and reused; missing evidence is added;
+    - an execution record without a terminal: the retained evidence proves the terminal, which
+      is published from it (grading what was not graded yet);
+    - an intent alone: closed as an indeterminate harness_failure;
+    - nothing: None, the attempt may be dispatched.
+    """
     attempt = ctx.attempts[attempt_oid]
     refs = ctx.store.refs
     terminal_oid = refs.read(attempt_ref(ctx.plan_oid, attempt_oid, "terminal"))
@@ -115,6 +123,12 @@ def reconcile(ctx: RunContext, attempt_oid: str) -> Result | None:
                 attempt_ref(ctx.plan_oid, attempt_oid, "terminal"),
                 f"names terminal {terminal_oid} of another attempt; run 'yyb doctor --plan'",
             )
+        if refs.read(attempt_ref(ctx.plan_oid, attempt_oid, "evidence")) is None:
+            listing = None
+            if terminal["links"].get("execution"):
+                execution = ctx.store.objects.get_record(terminal["links"]["execution"])
+                listing = execution["links"].get("listing")
+            _publish_evidence(ctx, attempt_oid, terminal_oid, terminal, listing)
         return _result(
             attempt_oid,
             attempt,
@@ -124,9 +138,14 @@ def reconcile(ctx: RunContext, attempt_oid: str) -> Result | None:
             "reused",
             terminal["runtime"]["wall_ms"],
         )
-    if refs.read(attempt_ref(ctx.plan_oid, attempt_oid, "intent")) is not None:
-        return _close_indeterminate(ctx, attempt_oid)
-    return None
+    if refs.read(attempt_ref(ctx.plan_oid, attempt_oid, "intent")) is None:
+        return None
+    execution_oid = refs.read(attempt_ref(ctx.plan_oid, attempt_oid, "execution"))
+    if execution_oid is not None:
+        execution = ctx.store.objects.get_record(execution_oid)
+        if execution.get("attempt") == attempt_oid and execution.get("plan") == ctx.plan_oid:
+            return _conclude(ctx, attempt_oid, execution_oid, execution, "converted")
+    return _close_indeterminate(ctx, attempt_oid)
 
 
 def _result(attempt_oid, attempt, cls, reason, terminal, status, wall_ms=0) -> Result:
@@ -151,7 +170,7 @@ def _close_indeterminate(ctx: RunContext, attempt_oid: str) -> Result:
         "indeterminate, never dispatched again"
     )
     terminal = _terminal_record(
-        ctx, attempt_oid, "harness_failure", reason, facts, {"intent": intent}, None, None, None
+        ctx, attempt_oid, "harness_failure", reason, {"intent": intent}, facts
     )
     return _publish(ctx, attempt_oid, terminal, {}, "closed")
 
@@ -231,10 +250,10 @@ def _execute(
             snap = _empty_workspace(folders.workspace)
     except UsageError as exc:
         facts.invalid_case = f"the case cannot be prepared: {exc}"
-        return _finish(ctx, attempt_oid, facts, links, None, None, None)
+        return _finish(ctx, attempt_oid, facts, links)
     except (OSError, YybError) as exc:
         facts.environment = f"the attempt workspace could not be prepared: {exc}"
-        return _finish(ctx, attempt_oid, facts, links, None, None, None)
+        return _finish(ctx, attempt_oid, facts, links)
 
     base = manifest.scan(store, folders.workspace)
     base_listing = store.objects.put_record(manifest.listing_record(base))
@@ -317,6 +336,62 @@ def _execute(
         "links": {"receipt": links["receipt"], "listing": final_listing, "patch": links["patch"]},
     }
     links["manifest"] = store.objects.put_record(post)
+    links["listing"] = final_listing
+    execution = _execution_record(ctx, attempt_oid, attempt, facts, links, outcome, value, observed)
+    execution_oid = store.objects.put_record(execution)
+    store.refs.update(
+        attempt_ref(ctx.plan_oid, attempt_oid, "execution"),
+        execution_oid,
+        old=None,
+        reason="execution retained",
+    )
+    return _conclude(ctx, attempt_oid, execution_oid, execution, "ran")
+
+
+def _execution_record(ctx, attempt_oid, attempt, facts, links, outcome, value, observed) -> dict:
+    """Everything the candidate's run proved, durable before any grading or terminal."""
+    return {
+        "schema_version": EXECUTION,
+        "plan": ctx.plan_oid,
+        "attempt": attempt_oid,
+        "facts": {
+            "cancelled": facts.cancelled,
+            "timed_out": facts.timed_out,
+            "cleanup_confirmed": facts.cleanup_confirmed,
+            "exit_code": facts.exit_code,
+            "signal": facts.signal,
+            "envelope_problem": facts.envelope_problem,
+            "envelope_status": facts.envelope_status,
+        },
+        "identity": {
+            "requested": attempt["model"]["requested"],
+            "resolved": attempt["model"]["resolved"],
+            "observed": observed,
+        },
+        "runtime": {
+            "wall_ms": outcome.wall_ms,
+            "started_ms": outcome.started_ms,
+            "ended_ms": outcome.ended_ms,
+        },
+        "outputs": {
+            name: {"bytes": cap.total, "retained": len(cap.data), "truncated": cap.truncated}
+            for name, cap in (("stdout", outcome.stdout), ("stderr", outcome.stderr))
+        },
+        "candidate_cost": _cost(value),
+        "links": {
+            "plan": ctx.plan_oid,
+            "attempt": attempt_oid,
+            **{k: v for k, v in links.items() if v},
+        },
+    }
+
+
+def _conclude(ctx, attempt_oid: str, execution_oid: str, execution: dict, status: str) -> Result:
+    """Grade (generation 1, reusing any already retained) and publish the terminal."""
+    attempt = ctx.attempts[attempt_oid]
+    facts = Facts(**execution["facts"])
+    links = {k: v for k, v in execution["links"].items() if k not in ("plan", "attempt", "listing")}
+    links["execution"] = execution_oid
     ran_cleanly = (
         not (facts.cancelled or facts.timed_out or facts.envelope_problem)
         and facts.cleanup_confirmed
@@ -324,20 +399,23 @@ def _execute(
         and facts.envelope_status == "succeeded"
     )
     if ran_cleanly:
+        case, prompt, _ = _inputs(ctx, attempt)
+        listing = execution["links"]["listing"]
         truth = evaluate.Truth(
             links["manifest"],
-            final_listing,
-            links["patch"],
-            links["stdout"],
-            links["stderr"],
+            listing,
+            links.get("patch"),
+            links.get("stdout"),
+            links.get("stderr"),
             prompt or b"",
         )
-        identities = [attempt["model"]["requested"], model, observed or ""]
-        _grade(ctx, attempt_oid, attempt, case, truth, identities, protected, facts, links)
+        identity = execution["identity"]
+        identities = [identity["requested"], identity["resolved"], identity["observed"] or ""]
+        _grade(ctx, attempt_oid, attempt, case, truth, identities, ctx.protected(), facts, links)
         facts.cancelled = ctx.cancel.is_set()  # stopped while grading: still in flight
-    return _finish(
-        ctx, attempt_oid, facts, links, outcome, value, observed, final_listing=final_listing
-    )
+    cls, reason = decide(facts)
+    terminal = _terminal_record(ctx, attempt_oid, cls, reason, links, facts, execution)
+    return _publish(ctx, attempt_oid, terminal, {"listing": execution["links"]["listing"]}, status)
 
 
 def profiles_for(plan: dict, case: dict | None) -> list[str]:
@@ -352,6 +430,11 @@ def _grade(ctx, attempt_oid, attempt, case, truth, identities, protected, facts,
     """Generation 1 of every selected evaluator; their conjunction decides the verdict."""
     histories, receipts = {}, []
     for profile in profiles_for(ctx.plan, case):
+        retained = evaluate.history(ctx.store, ctx.plan_oid, attempt_oid, profile)
+        if retained:  # graded before an interruption: reuse, never grade generation 1 twice
+            receipts.append(retained[0][0])
+            histories[profile] = [record for _, record in retained]
+            continue
         oid, receipt = evaluate.evaluate(
             ctx.store,
             ctx.plan_oid,
@@ -384,13 +467,12 @@ def _empty_workspace(path: str) -> snapshot.Snapshot:
     return snapshot.Snapshot(path, "", "", "", 0, [])
 
 
-def _finish(ctx, attempt_oid, facts, links, outcome, value, observed, final_listing=None):
+def _finish(ctx, attempt_oid: str, facts: Facts, links: dict) -> Result:
+    """Publish the terminal of an attempt that ended before its candidate ran."""
     cls, reason = decide(facts)
-    terminal = _terminal_record(
-        ctx, attempt_oid, cls, reason, facts, links, outcome, value, observed
+    return _publish(
+        ctx, attempt_oid, _terminal_record(ctx, attempt_oid, cls, reason, links, facts), {}, "ran"
     )
-    extra = {"listing": final_listing} if final_listing else {}
-    return _publish(ctx, attempt_oid, terminal, extra, "ran")
 
 
 def _cost(value: dict | None) -> dict:
@@ -399,28 +481,28 @@ def _cost(value: dict | None) -> dict:
     return dict(value["cost"])
 
 
-def _terminal_record(ctx, attempt_oid, cls, reason, facts, links, outcome, value, observed):
+def _terminal_record(
+    ctx,
+    attempt_oid: str,
+    cls: str,
+    reason: str,
+    links: dict,
+    facts: Facts,
+    execution: dict | None = None,
+) -> dict:
     attempt = ctx.attempts[attempt_oid]
     now = supervise.now_ms()
-    runtime = (
-        {"wall_ms": outcome.wall_ms, "started_ms": outcome.started_ms, "ended_ms": outcome.ended_ms}
-        if outcome
-        else {"wall_ms": 0, "started_ms": now, "ended_ms": now}
-    )
-    exit_info = {
-        "code": facts.exit_code,
-        "signal": facts.signal,
-        "timed_out": facts.timed_out,
-        "cleanup_confirmed": facts.cleanup_confirmed,
-    }
-    outputs = (
-        {
-            name: {"bytes": cap.total, "retained": len(cap.data), "truncated": cap.truncated}
-            for name, cap in (("stdout", outcome.stdout), ("stderr", outcome.stderr))
+    if execution is None:
+        execution = {
+            "identity": {
+                "requested": attempt["model"]["requested"],
+                "resolved": attempt["model"]["resolved"],
+                "observed": None,
+            },
+            "runtime": {"wall_ms": 0, "started_ms": now, "ended_ms": now},
+            "outputs": {},
+            "candidate_cost": _cost(None),
         }
-        if outcome
-        else {}
-    )
     return {
         "schema_version": TERMINAL,
         "class": cls,
@@ -428,15 +510,16 @@ def _terminal_record(ctx, attempt_oid, cls, reason, facts, links, outcome, value
         "plan": ctx.plan_oid,
         "attempt": attempt_oid,
         "ordinal": attempt["ordinal"],
-        "identity": {
-            "requested": attempt["model"]["requested"],
-            "resolved": attempt["model"]["resolved"],
-            "observed": observed,
+        "identity": execution["identity"],
+        "runtime": execution["runtime"],
+        "exit": {
+            "code": facts.exit_code,
+            "signal": facts.signal,
+            "timed_out": facts.timed_out,
+            "cleanup_confirmed": facts.cleanup_confirmed,
         },
-        "runtime": runtime,
-        "exit": exit_info,
-        "outputs": outputs,
-        "candidate_cost": _cost(value),
+        "outputs": execution["outputs"],
+        "candidate_cost": execution["candidate_cost"],
         "links": {
             "plan": ctx.plan_oid,
             "attempt": attempt_oid,
@@ -454,26 +537,7 @@ def _publish(ctx, attempt_oid, terminal: dict, extra: dict, status: str) -> Resu
         old=None,
         reason=f"terminal {terminal['class']}",
     )
-    evidence_links = {"terminal": terminal_oid}
-    for key in ("manifest", "patch", "evaluations"):
-        if terminal["links"].get(key):
-            evidence_links[key] = terminal["links"][key]
-    if extra.get("listing"):
-        evidence_links["listing"] = extra["listing"]
-    evidence = {
-        "schema_version": EVIDENCE,
-        "plan": ctx.plan_oid,
-        "attempt": attempt_oid,
-        "class": terminal["class"],
-        "links": evidence_links,
-    }
-    evidence_oid = store.objects.put_record(evidence)
-    store.refs.update(
-        attempt_ref(ctx.plan_oid, attempt_oid, "evidence"),
-        evidence_oid,
-        old=None,
-        reason="attempt evidence",
-    )
+    _publish_evidence(ctx, attempt_oid, terminal_oid, terminal, extra.get("listing"))
     attempt = ctx.attempts[attempt_oid]
     result = _result(
         attempt_oid,
@@ -487,6 +551,32 @@ def _publish(ctx, attempt_oid, terminal: dict, extra: dict, status: str) -> Resu
     if ctx.progress:
         ctx.progress(result)
     return result
+
+
+def _publish_evidence(
+    ctx, attempt_oid: str, terminal_oid: str, terminal: dict, listing: str | None
+) -> str:
+    evidence_links = {"terminal": terminal_oid}
+    for key in ("manifest", "patch", "evaluations"):
+        if terminal["links"].get(key):
+            evidence_links[key] = terminal["links"][key]
+    if listing:
+        evidence_links["listing"] = listing
+    evidence = {
+        "schema_version": EVIDENCE,
+        "plan": ctx.plan_oid,
+        "attempt": attempt_oid,
+        "class": terminal["class"],
+        "links": evidence_links,
+    }
+    evidence_oid = ctx.store.objects.put_record(evidence)
+    ctx.store.refs.update(
+        attempt_ref(ctx.plan_oid, attempt_oid, "evidence"),
+        evidence_oid,
+        old=None,
+        reason="attempt evidence",
+    )
+    return evidence_oid
 
 
 def run_lock(plan_oid: str) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from yyb.attempts.run import EVIDENCE, INTENT, RECEIPT, TERMINAL, attempt_ref
+from yyb.attempts.run import EVIDENCE, EXECUTION, INTENT, RECEIPT, TERMINAL, attempt_ref
 from yyb.errors import YybError
 from yyb.grading.evaluate import EVALUATION, eval_ref
 from yyb.harness.manifest import MANIFEST
@@ -119,6 +119,17 @@ class _Attempt:
             )
         if post["links"].get("patch") != links.get("patch"):
             self.fail("wrong-link", f"manifest {links['manifest']} names another patch")
+        execution = self.record(links.get("execution"), EXECUTION, "execution")
+        if execution is None:
+            self.fail("incomplete", f"terminal {terminal_oid} has no execution record")
+        elif self.owned(execution, "execution", links["execution"]):
+            for role in ("intent", "receipt", "manifest", "patch", "stdout", "stderr"):
+                if execution["links"].get(role) != links.get(role):
+                    self.fail(
+                        "wrong-link",
+                        f"execution {links['execution']} and terminal "
+                        f"{terminal_oid} disagree on the {role}",
+                    )
         if (
             "envelope" not in links
             and "envelope_raw" not in links
