@@ -84,6 +84,7 @@ def reevaluate(
         raise UsageError(f"{profile} is a {spec['kind']} evaluator: use yyb {other}")
     rows = []
     with store.exclusive(f"reevaluate-{plan_oid}"):
+        target = _target_generation(store, plan_oid, attempts, profile)
         for attempt_oid in sorted(attempts, key=lambda a: attempts[a]["ordinal"]):
             row = _one(
                 store,
@@ -95,6 +96,7 @@ def reevaluate(
                 protected,
                 dry_run,
                 cancel,
+                target,
             )
             rows.append(row)
             if progress:
@@ -102,7 +104,30 @@ def reevaluate(
     return rows
 
 
-def _one(store, plan_oid, plan, attempt_oid, attempt, profile, protected, dry_run, cancel) -> Row:
+def _target_generation(store, plan_oid: str, attempts: dict[str, dict], profile: str) -> int:
+    """The generation this pass brings every gradeable attempt to.
+
+    When generations differ, an earlier pass was interrupted: this pass completes that
+    generation for the attempts still below it and leaves the others alone. When they are
+    all equal, it appends the next one.
+    """
+    from yyb.attempts.run import attempt_ref
+
+    levels = []
+    for attempt_oid in attempts:
+        if store.refs.read(attempt_ref(plan_oid, attempt_oid, "evidence")) is None:
+            continue
+        history = evaluate.history(store, plan_oid, attempt_oid, profile)
+        levels.append(history[-1][1]["generation"] if history else 0)
+    if not levels:
+        return 1
+    top = max(levels)
+    return top if min(levels) < top else top + 1
+
+
+def _one(
+    store, plan_oid, plan, attempt_oid, attempt, profile, protected, dry_run, cancel, target
+) -> Row:
     from yyb.attempts.run import attempt_ref
 
     def row(action, generation=None, verdict=None, current=None, reason=""):
@@ -128,6 +153,13 @@ def _one(store, plan_oid, plan, attempt_oid, attempt, profile, protected, dry_ru
         return row("skipped", reason=why_not)
     previous = evaluate.history(store, plan_oid, attempt_oid, profile)
     generation = previous[-1][1]["generation"] + 1 if previous else 1
+    if generation > target:
+        return row(
+            "skipped",
+            previous[-1][1]["generation"],
+            previous[-1][1]["verdict"],
+            reason=f"already at generation {target} (completing an interrupted pass)",
+        )
     if dry_run:
         return row("would evaluate", generation, reason="dry run")
     if cancel is not None and cancel.is_set():
