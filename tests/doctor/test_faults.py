@@ -115,7 +115,8 @@ def test_sigkill_during_regrade(tmp_path, template):
         return ["regrade", "--plan", plan, "--profile", "tests"]
 
     def one_generation_each(store_path, plan_oid):
-        """The rerun completed the interrupted pass: every attempt is at generation 2."""
+        """The rerun completed the interrupted pass: every attempt is at the same generation
+        (2, or 3 when the kill came after the first pass had already finished)."""
         from yyb.grading.evaluate import history
 
         store = Store.open(store_path)
@@ -124,7 +125,7 @@ def test_sigkill_during_regrade(tmp_path, template):
             history(store, plan_oid, a, "tests")[-1][1]["generation"]
             for a in plan["links"]["attempts"]
         }
-        assert levels == {2}
+        assert levels in ({2}, {3})
 
     sweep(
         tmp_path,

@@ -140,7 +140,13 @@ def reconcile(ctx: RunContext, attempt_oid: str) -> Result | None:
         )
     if refs.read(attempt_ref(ctx.plan_oid, attempt_oid, "intent")) is None:
         return None
-    execution_oid = refs.read(attempt_ref(ctx.plan_oid, attempt_oid, "execution"))
+    execution_ref = attempt_ref(ctx.plan_oid, attempt_oid, "execution")
+    execution_oid = refs.read(execution_ref)
+    pending = refs.pending(execution_ref) if execution_oid is None else None
+    if pending is not None and ctx.store.objects.contains(pending):
+        # The execution record is durable; only its ref update was cut short: finish it.
+        refs.update(execution_ref, pending, old=None, reason="finish an interrupted update")
+        execution_oid = pending
     if execution_oid is not None:
         execution = ctx.store.objects.get_record(execution_oid)
         if execution.get("attempt") == attempt_oid and execution.get("plan") == ctx.plan_oid:
@@ -169,6 +175,12 @@ def _close_indeterminate(ctx: RunContext, attempt_oid: str) -> Result:
         "dispatched earlier without a terminal (interrupted run): closed as "
         "indeterminate, never dispatched again"
     )
+    # A crash may have left a lock on the execution ref, which nothing will update again:
+    # remove it if its holder is gone, and say so in the terminal.
+    execution_ref = attempt_ref(ctx.plan_oid, attempt_oid, "execution")
+    holder = ctx.store.refs.break_abandoned_lock(execution_ref)
+    if holder is not None:
+        reason += f"; replaced the abandoned lock on {execution_ref} left by pid {holder['pid']}"
     terminal = _terminal_record(
         ctx, attempt_oid, "harness_failure", reason, {"intent": intent}, facts
     )

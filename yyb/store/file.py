@@ -227,7 +227,7 @@ def lock_state(path: str) -> tuple[str, dict | None]:
         os.close(fd)
 
 
-def _break_abandoned(path: str) -> dict | None:
+def break_abandoned(path: str) -> dict | None:
     """Remove the lock at ``path`` if its holder crashed; return that holder, else None."""
     import fcntl
 
@@ -268,7 +268,7 @@ def acquire_lock(path: str, timeout: float) -> tuple[int, dict | None]:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:
-            holder = _break_abandoned(path)
+            holder = break_abandoned(path)
             if holder is not None:
                 broken = holder
                 continue

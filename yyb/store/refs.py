@@ -213,6 +213,23 @@ class RefStore:
             return record.get("links", {}).get("previous"), head
         raise CorruptRef(name, f"its value {current} disagrees with its update log {head}")
 
+    def pending(self, name: str) -> str | None:
+        """The target of an update of ``name`` that wrote its record but never reached the
+        ref (the writer died before its rename), or None."""
+        name = check_ref_name(name)
+        head = self._read_log_head(name)
+        if head is None:
+            return None
+        record = self.objects.get_record(head)
+        current = self._read(name)
+        if record.get("new") != current and record.get("old") == current:
+            return record.get("new")
+        return None
+
+    def break_abandoned_lock(self, name: str) -> dict | None:
+        """Remove ``<ref>.lock`` if its holder crashed; return that holder (to be recorded)."""
+        return None
+
     def log(self, name: str) -> Iterator[tuple[str, dict]]:
         """Yield (oid, record) of each update of ``name``, newest first (each one verified)."""
         name = check_ref_name(name)
@@ -405,6 +422,9 @@ class DiskRefs(RefStore):
             if not handle.renamed:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(lock)
+
+    def break_abandoned_lock(self, name: str) -> dict | None:
+        return file.break_abandoned(self.path(check_ref_name(name)) + LOCK_SUFFIX)
 
     def _commit(self, name: str, new: str | None, handle: LockHandle) -> None:
         path = self.path(name)
