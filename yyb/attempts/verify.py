@@ -28,8 +28,9 @@ NO_WORKSPACE = ("invalid_case", "environment_failure")
 class _Attempt:
     """Checks for one attempt; collects findings and whether its chain is complete."""
 
-    def __init__(self, store, plan_oid: str, plan: dict, attempt_oid: str):
+    def __init__(self, store, plan_oid: str, plan: dict, attempt_oid: str, evaluations: list):
         self.store, self.plan_oid, self.plan, self.oid = store, plan_oid, plan, attempt_oid
+        self.evaluation_profiles = evaluations  # profiles with an evaluations ref
         self.findings: list[Finding] = []
         self.complete = True
 
@@ -167,8 +168,7 @@ class _Attempt:
         catalog = self.plan["evaluators"]["catalog"]
         manifest_oid = terminal["links"].get("manifest")
         if manifest_oid is None:
-            prefix = attempt_ref(self.plan_oid, self.oid, "evaluations/")
-            if any(name.startswith(prefix) for name in self.store.refs.names()):
+            if self.evaluation_profiles:
                 self.findings.append(
                     info(
                         "orphan-evaluation",
@@ -240,9 +240,15 @@ def verify_experiment(store, plan_oid: str) -> tuple[list[Finding], dict]:
     if store.refs.read(f"refs/plans/{plan_oid}") != plan_oid:
         findings.append(error("unlogged-plan", plan_oid, "refs/plans/<oid> does not name it"))
     attempts = plan["links"]["attempts"]
+    prefix = f"refs/runs/{plan_oid}/"
+    profiles: dict[str, list[str]] = {}
+    for name in store.refs.names():
+        if name.startswith(prefix) and "/evaluations/" in name:
+            attempt_oid, _, profile = name[len(prefix):].partition("/evaluations/")
+            profiles.setdefault(attempt_oid, []).append(profile)
     complete = 0
     for attempt_oid in attempts:
-        check = _Attempt(store, plan_oid, plan, attempt_oid)
+        check = _Attempt(store, plan_oid, plan, attempt_oid, profiles.get(attempt_oid, []))
         try:
             check.check()
         except YybError as exc:
