@@ -59,7 +59,7 @@ class RunContext:
     cancel: threading.Event = field(default_factory=threading.Event)
     progress: Callable[[Result], None] | None = None
     secrets: dict[str, str] = field(default_factory=dict)
-    environment_names: list[str] = field(default_factory=list)
+    environ: dict[str, str] = field(default_factory=dict)  # for judge harness secrets
 
     @property
     def harness(self) -> dict:
@@ -101,7 +101,20 @@ def prepare(
         if name not in environ:
             raise UsageError(f"the candidate harness needs the secret {name}, which is not set")
         secrets[name] = environ[name]
-    return RunContext(store, config, plan_oid, plan, attempts, secrets=secrets)
+    for profile in plan["evaluators"]["selected"]:
+        spec = plan["evaluators"]["catalog"][profile]
+        if spec["kind"] != "llm_judge":
+            continue
+        judge = plan["evaluators"]["harnesses"].get(spec["harness"])
+        if judge is None:
+            raise UsageError(f"the judge {profile} has no harness bound in the plan")
+        adapters.executable(judge)
+        for name in judge.get("secrets", []):
+            if name not in environ:
+                raise UsageError(f"the judge {profile} needs the secret {name}, which is not set")
+    context = RunContext(store, config, plan_oid, plan, attempts, secrets=secrets)
+    context.environ = environ
+    return context
 
 
 def reconcile(ctx: RunContext, attempt_oid: str) -> Result | None:
@@ -458,6 +471,7 @@ def _grade(ctx, attempt_oid, attempt, case, truth, identities, protected, facts,
             identities,
             protected,
             cancel=ctx.cancel,
+            environ=ctx.environ,
         )
         receipts.append(oid)
         histories[profile] = [receipt]

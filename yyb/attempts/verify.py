@@ -244,7 +244,7 @@ def verify_experiment(store, plan_oid: str) -> tuple[list[Finding], dict]:
     profiles: dict[str, list[str]] = {}
     for name in store.refs.names():
         if name.startswith(prefix) and "/evaluations/" in name:
-            attempt_oid, _, profile = name[len(prefix):].partition("/evaluations/")
+            attempt_oid, _, profile = name[len(prefix) :].partition("/evaluations/")
             profiles.setdefault(attempt_oid, []).append(profile)
     complete = 0
     for attempt_oid in attempts:

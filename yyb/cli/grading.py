@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import threading
@@ -50,6 +51,7 @@ def _reevaluate(ctx, verb: str, plan_name: str, profile: str, dry_run: bool, as_
             dry_run,
             progress,
             cancel,
+            dict(os.environ),
         )
     finally:
         for sig, handler in previous.items():

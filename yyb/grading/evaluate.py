@@ -110,6 +110,7 @@ def run_evaluator(
     generation: int,
     protected: list[str],
     cancel=None,
+    environ: dict | None = None,
 ) -> Outcome:
     if spec.get("kind") == "command":
         grader_input = {
@@ -134,7 +135,22 @@ def run_evaluator(
         "stdout": truth.stdout,
         "stderr": truth.stderr,
     }
-    return judge.run(store, spec, harness, truth_links, truth.prompt, identities, protected, cancel)
+    missing = [n for n in harness.get("secrets", []) if n not in (environ or {})]
+    if missing:
+        return Outcome.invalid(f"the judge harness needs the secret {missing[0]}, which is not set")
+    secrets = {name: (environ or {})[name] for name in harness.get("secrets", [])}
+    return judge.run(
+        store,
+        spec,
+        harness,
+        truth_links,
+        truth.prompt,
+        identities,
+        protected,
+        cancel,
+        read_only=plan["tool_policy"]["read_only_paths"],
+        secrets=secrets,
+    )
 
 
 def evaluate(
@@ -149,6 +165,7 @@ def evaluate(
     protected: list[str],
     generation: int | None = None,
     cancel=None,
+    environ: dict | None = None,
 ) -> tuple[str, dict]:
     """Run ``profile`` on the attempt's retained truth and append it as the next generation.
 
@@ -164,7 +181,17 @@ def evaluate(
     if generation != expected:
         raise GenerationError(profile, attempt_oid, generation, expected)
     outcome = run_evaluator(
-        store, plan, spec, profile, truth, attempt, identities, generation, protected, cancel
+        store,
+        plan,
+        spec,
+        profile,
+        truth,
+        attempt,
+        identities,
+        generation,
+        protected,
+        cancel,
+        environ,
     )
     links = {
         "plan": plan_oid,

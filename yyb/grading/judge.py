@@ -57,7 +57,15 @@ def privacy_hit(payload: bytes, identities: list[str]) -> str | None:
 
 def build_payload(store, spec: dict, truth: dict, prompt: bytes) -> bytes:
     """The judged payload: prompt, rubric, then the selected evidence, in a fixed order."""
-    parts = [b"# Task\n", prompt, b"\n# Rubric\n", spec["rubric"].encode(), b"\n"]
+    parts = [
+        b"# Instructions\n",
+        spec["prompt"].encode(),
+        b"\n# Task\n",
+        prompt,
+        b"\n# Rubric\n",
+        spec["rubric"].encode(),
+        b"\n",
+    ]
     selected = spec.get("evidence", ["patch"])
     if "patch" in selected and truth.get("patch"):
         parts += [b"\n# Patch\n", store.objects.get(truth["patch"]).body]
@@ -88,13 +96,24 @@ def parse_answer(text: bytes, parsing: str) -> tuple[str | None, str]:
             return None, f"expected exactly one 'VERDICT: PASS|FAIL' line, found {len(found)}"
         return found[0].lower(), "verdict line"
     try:
-        value = json.loads(decoded)
-    except ValueError:
-        return None, "the judge's answer is not JSON"
+        value = json.loads(decoded, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    except ValueError as exc:
+        return None, f"the judge's answer is not strict JSON ({exc})"
     if not isinstance(value, dict) or value.get("verdict") not in ("pass", "fail"):
         return None, 'the judge\'s answer lacks "verdict": "pass" | "fail"'
     reason = value.get("reason", "")
     return value["verdict"], reason if isinstance(reason, str) else ""
+
+
+def _unique_keys(pairs: list) -> dict:
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("a key appears twice")
+    return dict(pairs)
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
 
 
 def combine_costs(costs: list[dict]) -> dict:
@@ -130,8 +149,15 @@ def run(
     identities: list[str],
     protected: list[str],
     cancel=None,
+    read_only: list[str] = (),
+    secrets: dict[str, str] | None = None,
 ) -> Outcome:
-    """Judge one attempt: build and check the payload, run the judge, parse and aggregate."""
+    """Judge one attempt: build and check the payload, run the judge, parse and aggregate.
+
+    The judge sees the tool policy's read-only folders (where judge programs live), may use
+    the network (it reaches its provider), and gets its harness's secrets by name; its answers
+    are redacted of their values.
+    """
     if spec.get("mode", "single") == "pairwise":
         return Outcome.invalid(
             "pairwise judging needs a paired attempt, which this version does not assemble"
@@ -154,7 +180,9 @@ def run(
             )
     answers, verdicts, costs = [], [], []
     for _ in range(spec.get("repetitions", 1)):
-        answer = _judge_once(spec, harness, payload, protected, cancel)
+        answer = _judge_once(
+            spec, harness, payload, protected, cancel, list(read_only), secrets or {}
+        )
         answers.append({k: v for k, v in answer.items() if k != "cost"})
         outcome.wall_ms += answer["wall_ms"]
         costs.append(answer["cost"])
@@ -170,35 +198,61 @@ def run(
     return outcome.with_verdict(verdict, f"judge verdicts {verdicts}")
 
 
-def _judge_once(spec: dict, harness: dict, payload: bytes, protected: list[str], cancel) -> dict:
+def _judge_once(
+    spec: dict,
+    harness: dict,
+    payload: bytes,
+    protected: list[str],
+    cancel,
+    read_only: list[str],
+    secrets: dict[str, str],
+) -> dict:
+    import os
+
+    from yyb.errors import UsageError
+    from yyb.harness.environment import redact
+
     root = tempfile.mkdtemp(prefix="yyb-judge-")
     unavailable = {"completeness": "unavailable", "currency": "USD", "micros": None}
+    answer = {
+        "stdout": "",
+        "stderr": "",
+        "exit_code": None,
+        "wall_ms": 0,
+        "verdict": None,
+        "reason": "",
+        "problem": None,
+        "cost": unavailable,
+    }
     try:
         folders = Folders(root)
         folders.create()
-        import os
-
         os.makedirs(folders.workspace)
-        argv, envelope_path = adapters.invocation(
-            harness, spec["model"], folders.workspace, folders.control, payload
-        )
-        env, _ = build(folders, [], [], {})
+        try:
+            argv, envelope_path = adapters.invocation(
+                harness, spec["model"], folders.workspace, folders.control, payload
+            )
+        except UsageError as exc:
+            answer["problem"] = f"the judge harness cannot start: {exc}"
+            return answer
+        env, _ = build(folders, read_only, sorted(secrets), secrets)
         box = sandbox.Sandbox(
             writable=[folders.workspace, *folders.private()],
             masked=protected,
+            read_only=read_only,
+            network=True,
             cwd=folders.workspace,
         )
         ran = supervise.run(
             box.argv(argv), env, None, spec.get("timeout_ms", DEFAULT_TIMEOUT_MS), cancel
         )
-        answer = {
-            "stdout": ran.stdout.data.decode("utf-8", "replace"),
-            "wall_ms": ran.wall_ms,
-            "verdict": None,
-            "reason": "",
-            "problem": None,
-            "cost": unavailable,
-        }
+        stdout = redact(ran.stdout.data, secrets)
+        answer.update(
+            stdout=stdout.decode("utf-8", "replace"),
+            stderr=redact(ran.stderr.data, secrets).decode("utf-8", "replace")[-4096:],
+            exit_code=ran.exit_code,
+            wall_ms=ran.wall_ms,
+        )
         if ran.cancelled or ran.timed_out or not ran.cleanup_confirmed:
             answer["problem"] = "the judge timed out or was interrupted"
             return answer
@@ -215,7 +269,7 @@ def _judge_once(spec: dict, harness: dict, payload: bytes, protected: list[str],
         if ran.exit_code != 0 or value["status"] != "succeeded":
             answer["problem"] = f"the judge harness failed (exit {ran.exit_code})"
             return answer
-        verdict, reason = parse_answer(ran.stdout.data, spec.get("parsing", "strict_json"))
+        verdict, reason = parse_answer(stdout, spec.get("parsing", "strict_json"))
         if verdict is None:
             answer["problem"] = f"malformed judge output: {reason}"
             return answer

@@ -14,6 +14,7 @@ from yyb.errors import UsageError
 from yyb.grading import evaluate
 
 KIND_OF = {"regrade": "command", "rejudge": "llm_judge"}
+PASS = "yylo_benchmark_reevaluation_pass.v2"
 
 
 @dataclass
@@ -71,6 +72,7 @@ def reevaluate(
     dry_run: bool = False,
     progress: Callable[[Row], None] | None = None,
     cancel=None,
+    environ: dict | None = None,
 ) -> list[Row]:
     """Append the next generation of ``profile`` to every gradeable attempt of the plan.
 
@@ -84,7 +86,7 @@ def reevaluate(
         raise UsageError(f"{profile} is a {spec['kind']} evaluator: use yyb {other}")
     rows = []
     with store.exclusive(f"reevaluate-{plan_oid}"):
-        target = _target_generation(store, plan_oid, attempts, profile)
+        goals, pass_oid = _goals(store, plan_oid, attempts, profile, verb, dry_run)
         for attempt_oid in sorted(attempts, key=lambda a: attempts[a]["ordinal"]):
             row = _one(
                 store,
@@ -96,37 +98,76 @@ def reevaluate(
                 protected,
                 dry_run,
                 cancel,
-                target,
+                goals.get(attempt_oid),
+                environ,
             )
             rows.append(row)
             if progress:
                 progress(row)
+        if pass_oid is not None and not (cancel is not None and cancel.is_set()):
+            store.refs.update(
+                pass_ref(plan_oid, profile), None, old=pass_oid, reason=f"{verb} pass complete"
+            )
     return rows
 
 
-def _target_generation(store, plan_oid: str, attempts: dict[str, dict], profile: str) -> int:
-    """The generation this pass brings every gradeable attempt to.
+def pass_ref(plan_oid: str, profile: str) -> str:
+    return f"refs/runs/{plan_oid}/passes/{profile}"
 
-    When generations differ, an earlier pass was interrupted: this pass completes that
-    generation for the attempts still below it and leaves the others alone. When they are
-    all equal, it appends the next one.
+
+def _goals(
+    store, plan_oid: str, attempts: dict[str, dict], profile: str, verb: str, dry_run: bool
+) -> tuple[dict[str, int], str | None]:
+    """The generation this pass brings each gradeable attempt to, and the pass record's oid.
+
+    A pass records its goals (``yylo_benchmark_reevaluation_pass.v2`` under
+    ``refs/runs/<plan>/passes/<profile>``) before it evaluates anything and deletes the ref
+    when it is done. A pass that finds such a ref was interrupted before: it resumes those
+    goals instead of starting another generation.
     """
     from yyb.attempts.run import attempt_ref
 
-    levels = []
+    ref = pass_ref(plan_oid, profile)
+    existing = store.refs.read(ref)
+    if existing is not None:
+        return dict(store.objects.get_record(existing)["goals"]), existing
+    goals = {}
     for attempt_oid in attempts:
-        if store.refs.read(attempt_ref(plan_oid, attempt_oid, "evidence")) is None:
+        evidence_oid = store.refs.read(attempt_ref(plan_oid, attempt_oid, "evidence"))
+        if evidence_oid is None:
+            continue
+        evidence = store.objects.get_record(evidence_oid)
+        if gradeable(store.objects.get_record(evidence["links"]["terminal"])) is not None:
             continue
         history = evaluate.history(store, plan_oid, attempt_oid, profile)
-        levels.append(history[-1][1]["generation"] if history else 0)
-    if not levels:
-        return 1
-    top = max(levels)
-    return top if min(levels) < top else top + 1
+        goals[attempt_oid] = (history[-1][1]["generation"] if history else 0) + 1
+    if dry_run or not goals:
+        return goals, None
+    record = {
+        "schema_version": PASS,
+        "plan": plan_oid,
+        "profile": profile,
+        "verb": verb,
+        "goals": goals,
+        "links": {"plan": plan_oid},
+    }
+    oid = store.objects.put_record(record)
+    store.refs.update(ref, oid, old=None, reason=f"{verb} pass started")
+    return goals, oid
 
 
 def _one(
-    store, plan_oid, plan, attempt_oid, attempt, profile, protected, dry_run, cancel, target
+    store,
+    plan_oid,
+    plan,
+    attempt_oid,
+    attempt,
+    profile,
+    protected,
+    dry_run,
+    cancel,
+    goal: int | None,
+    environ: dict | None,
 ) -> Row:
     from yyb.attempts.run import attempt_ref
 
@@ -153,12 +194,13 @@ def _one(
         return row("skipped", reason=why_not)
     previous = evaluate.history(store, plan_oid, attempt_oid, profile)
     generation = previous[-1][1]["generation"] + 1 if previous else 1
-    if generation > target:
+    if goal is None or generation > goal:
+        done = previous[-1][1] if previous else None
         return row(
             "skipped",
-            previous[-1][1]["generation"],
-            previous[-1][1]["verdict"],
-            reason=f"already at generation {target} (completing an interrupted pass)",
+            done and done["generation"],
+            done and done["verdict"],
+            reason="already evaluated in this pass" if done else "not in this pass",
         )
     if dry_run:
         return row("would evaluate", generation, reason="dry run")
@@ -182,6 +224,7 @@ def _one(
         protected,
         generation=generation,
         cancel=cancel,
+        environ=environ,
     )
     current, reason = current_verdict(store, plan_oid, plan, attempt_oid)
     return row("evaluated", generation, receipt["verdict"], current, reason)
