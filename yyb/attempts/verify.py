@@ -180,11 +180,7 @@ class _Attempt:
             return
         first = set(terminal["links"].get("evaluations", []))
         seen_first = set()
-        for name in self.store.refs.names():
-            prefix = attempt_ref(self.plan_oid, self.oid, "evaluations/")
-            if not name.startswith(prefix):
-                continue
-            profile = name[len(prefix) :]
+        for profile in self.evaluation_profiles:
             if profile not in catalog:
                 self.fail("unknown-profile", f"evaluation {profile} is not in the plan's catalog")
             chain = []
