@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import BinaryIO
 
@@ -99,19 +100,19 @@ def spool(stream: BinaryIO, folder: str | None = None) -> tuple[BinaryIO, int]:
     return spill, size
 
 
-class ObjectStore:
+class ObjectStore(ABC):
     """Common behaviour of every object store; subclasses provide the raw byte primitives."""
 
     # --- primitives -----------------------------------------------------------------------
 
-    def _read(self, oid: str) -> bytes | None:
-        raise NotImplementedError
+    @abstractmethod
+    def _read(self, oid: str) -> bytes | None: ...
 
-    def _write(self, oid: str, data: bytes) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def _write(self, oid: str, data: bytes) -> None: ...
 
-    def contains(self, oid: str) -> bool:
-        raise NotImplementedError
+    @abstractmethod
+    def contains(self, oid: str) -> bool: ...
 
     def _read_small(self, oid: str, limit: int = 1 << 20) -> bytes | None:
         """Whole stored bytes when small and well-formed; b"" when absent; None otherwise."""
@@ -126,11 +127,11 @@ class ObjectStore:
             return None
         return data
 
-    def iter_oids(self) -> Iterator[str]:
-        raise NotImplementedError
+    @abstractmethod
+    def iter_oids(self) -> Iterator[str]: ...
 
-    def _with_prefix(self, prefix: str) -> list[str]:
-        raise NotImplementedError
+    @abstractmethod
+    def _with_prefix(self, prefix: str) -> list[str]: ...
 
     # --- writing ---------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ import os
 import re
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -86,7 +87,7 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class RefStore:
+class RefStore(ABC):
     """Common ref behaviour over primitives that subclasses provide."""
 
     lock_timeout = 1.0
@@ -96,30 +97,34 @@ class RefStore:
 
     # --- primitives -----------------------------------------------------------------------
 
-    def _read(self, name: str) -> str | None:
-        raise NotImplementedError
+    @abstractmethod
+    def _read(self, name: str) -> str | None: ...
 
-    def _read_log_head(self, name: str) -> str | None:
-        raise NotImplementedError
+    @abstractmethod
+    def _read_log_head(self, name: str) -> str | None: ...
 
-    def _write_log_head(self, name: str, oid: str) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def _write_log_head(self, name: str, oid: str) -> None: ...
 
+    @abstractmethod
     def _lock(self, name: str) -> contextlib.AbstractContextManager:
         """Hold ``<ref>.lock`` (created exclusively); yields a handle for ``_commit``."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _commit(self, name: str, new: str | None, handle: LockHandle) -> None:
         """Publish ``new`` while holding the lock that ``_lock`` yielded as ``handle``."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def names(self) -> list[str]:
         """Every ref name, sorted."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def log_names(self) -> list[str]:
         """Every ref name that has an update log, sorted."""
-        raise NotImplementedError
+        ...
 
     # --- behaviour --------------------------------------------------------------------------
 
