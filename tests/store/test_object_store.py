@@ -178,3 +178,17 @@ def test_put_many_failure_leaves_no_temp_files(disk_store, monkeypatch):
     assert len(written) == 4  # the four renamed before the failure are whole objects
     for oid in written:
         disk_store.objects.get(oid)
+
+
+def test_large_files_hash_through_slices_of_a_mapping(tmp_path, monkeypatch):
+    monkeypatch.setattr(object_store, "MAP_THRESHOLD", 1)
+    monkeypatch.setattr(object_store, "MAP_SLICE", 1 << 16)
+    data = os.urandom(300_001)
+    path = tmp_path / "big"
+    path.write_bytes(b"xyz" + data)
+    with open(path, "rb") as handle:
+        handle.seek(3)  # an offset that is not page-aligned
+        assert object_store.hash_stream("blob", handle, len(data)) == hash_object("blob", data)
+        assert handle.tell() == 3 + len(data)
+    stream = io.BytesIO(data)  # no file descriptor: the read loop
+    assert object_store.hash_stream("blob", stream, len(data)) == hash_object("blob", data)

@@ -34,6 +34,7 @@ COMMANDS = {
     "recover": "yyb.cli.run:recover",
     "regrade": "yyb.cli.grading:regrade_command",
     "rejudge": "yyb.cli.grading:rejudge_command",
+    "report": "yyb.cli.report:report",
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import threading
 from abc import ABC, abstractmethod
@@ -50,6 +51,45 @@ def record_body(value: dict, validate: bool = True) -> bytes:
     return body
 
 
+MAP_THRESHOLD = 64 << 20
+MAP_SLICE = 16 << 20
+
+
+def _hash_mapped(stream: BinaryIO, size: int, digest) -> bool:
+    """Hash a large regular file through mmap, one slice at a time; False if not possible.
+
+    Each slice is mapped, hashed without a copy into Python, and unmapped, so memory stays
+    bounded. On success the stream's position is left after the ``size`` bytes it hashed.
+    """
+    import mmap
+
+    try:
+        fd = stream.fileno()
+        start = stream.tell()
+        info = os.fstat(fd)
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return False
+    if not os.path.stat.S_ISREG(info.st_mode) or info.st_size < start + size:
+        return False
+    position, end = start, start + size
+    while position < end:
+        base = position - position % mmap.ALLOCATIONGRANULARITY
+        length = min(MAP_SLICE, end - base)
+        try:
+            with mmap.mmap(fd, length, offset=base, prot=mmap.PROT_READ) as mapped:
+                with memoryview(mapped) as view:
+                    digest.update(view[position - base : length])
+        except (OSError, ValueError):
+            return False if position == start else _fail_mid_map()
+        position = base + length
+    stream.seek(end)
+    return True
+
+
+def _fail_mid_map() -> bool:
+    raise CorruptObject(None, "the input changed while it was being hashed")
+
+
 def hash_stream(
     kind: str, stream: BinaryIO, size: int, sink: BinaryIO | None = None, with_header: bool = True
 ) -> str:
@@ -65,6 +105,8 @@ def hash_stream(
     digest = hashlib.sha256(head)
     if sink is not None and with_header:
         sink.write(head)
+    if sink is None and size >= MAP_THRESHOLD and _hash_mapped(stream, size, digest):
+        return digest.hexdigest()
     buffer = bytearray(min(CHUNK, max(size, 1)))
     view = memoryview(buffer)
     left = size

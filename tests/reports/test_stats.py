@@ -1,0 +1,130 @@
+"""Golden values for the report statistics (checked by hand against published tables)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from yyb.reports import build, stats
+
+
+@pytest.mark.parametrize(
+    "x, n, low, high",
+    [
+        # Wilson 95% intervals as published (Newcombe 1998, table I; Agresti & Coull 1998).
+        (5, 10, 236593, 763407),  # 0.2366 .. 0.7634
+        (0, 10, 0, 277533),  # 0 .. 0.2775
+        (10, 10, 722467, 1000000),  # 0.7225 .. 1
+        (8, 10, 490162, 943318),  # 0.4902 .. 0.9433
+        (81, 263, 255288, 366210),  # Newcombe's example: 0.2553 .. 0.3662
+    ],
+)
+def test_wilson_matches_known_values(x, n, low, high):
+    got = stats.wilson(x, n)
+    assert (got["low_ppm"], got["high_ppm"]) == (low, high)
+    # And agrees with the textbook formula in floating point, to the ppm, rounded outwards.
+    z, p = 1.959963984540054, x / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    assert abs(got["low_ppm"] - max(0.0, centre - half) * 1e6) < 1
+    assert abs(got["high_ppm"] - min(1.0, centre + half) * 1e6) < 1
+
+
+def test_wilson_without_trials_has_no_interval():
+    assert stats.wilson(0, 0) is None
+    with pytest.raises(ValueError):
+        stats.wilson(3, 2)
+
+
+@pytest.mark.parametrize(
+    "b, c, fraction",
+    [
+        (1, 9, (11, 512)),  # 2 * (1 + 10) / 2**10
+        (0, 5, (1, 16)),  # 2 / 2**5
+        (9, 1, (11, 512)),  # symmetric
+        (3, 3, (1, 1)),  # capped at 1
+        (0, 0, (1, 1)),  # no discordant pair
+        (2, 12, (53, 4096)),  # 2 * (1 + 14 + 91) / 2**14 = 212/16384
+    ],
+)
+def test_mcnemar_exact_matches_hand_computed_binomial_tails(b, c, fraction):
+    got = stats.mcnemar_exact(b, c)
+    assert (got["p_numerator"], got["p_denominator"]) == fraction
+    assert got["p_ppm"] == -(-fraction[0] * 1_000_000 // fraction[1])
+    assert not any(isinstance(v, float) for v in got.values())
+
+
+def test_mcnemar_against_scipy_when_installed():
+    scipy_stats = pytest.importorskip("scipy.stats")
+    for b, c in [(1, 9), (4, 11), (7, 7), (0, 20)]:
+        expected = min(1.0, scipy_stats.binomtest(min(b, c), b + c, 0.5).pvalue)
+        got = stats.mcnemar_exact(b, c)
+        assert abs(got["p_numerator"] / got["p_denominator"] - expected) < 1e-12
+
+
+def test_nearest_rank_percentiles():
+    assert stats.nearest_rank([], 50) is None
+    assert stats.nearest_rank([7], 90) == 7
+    values = list(range(1, 11))
+    assert stats.nearest_rank(values, 50) == 5  # the lower middle: a measured value
+    assert stats.nearest_rank(values, 90) == 9
+    assert stats.nearest_rank([10, 20, 30], 90) == 30
+
+
+def test_text_forms():
+    assert stats.ppm_text(236593) == "23.7%"
+    assert stats.ppm_text(1_000_000) == "100.0%"
+    assert stats.ppm_text(None) == "-"
+    assert stats.p_text(stats.mcnemar_exact(1, 9)) == "0.021485"
+
+
+def cost(state, micros):
+    return {"completeness": state, "currency": "USD", "micros": micros}
+
+
+def test_costs_never_turn_unknown_into_zero():
+    complete = build.sum_costs([cost("complete", 100), cost("genuine_zero", 0)])
+    assert (complete["completeness"], complete["micros"]) == ("complete", 100)
+    partial = build.sum_costs([cost("complete", 100), cost("unavailable", None)])
+    assert (partial["completeness"], partial["micros"]) == ("partial", 100)
+    assert partial["counts"]["unavailable"] == 1
+    lower = build.sum_costs([cost("partial", 40), cost("complete", 2)])
+    assert (lower["completeness"], lower["micros"]) == ("partial", 42)
+    nothing = build.sum_costs([cost("unavailable", None), cost("unavailable", None)])
+    assert (nothing["completeness"], nothing["micros"]) == ("unavailable", None)
+    assert build.sum_costs([None, None])["completeness"] == "not_applicable"
+    both = build.combine_costs(complete, build.sum_costs([None]))
+    assert both == cost("complete", 100)
+    assert build.combine_costs(complete, partial)["completeness"] == "partial"
+    assert build.combine_costs(nothing, nothing)["micros"] is None
+
+
+def test_paired_comparison_by_case():
+    first = {f"c{i}": "resolved" for i in range(10)}
+    second = {f"c{i}": "failed" for i in range(10)}
+    second["c0"] = "resolved"  # both resolved
+    first["c9"] = "failed"  # neither
+    second["c8"] = "resolved"  # c8: both
+    first["c11"], second["c11"] = "failed", "resolved"  # only second
+    first["c12"], second["c12"] = None, "resolved"  # no valid attempt: unpaired
+    got = build.paired(first, second)
+    assert (got["cases_paired"], got["cases_unpaired"]) == (11, 1)
+    assert (got["both_resolved"], got["only_first"], got["only_second"], got["neither"]) == (
+        2,
+        7,
+        1,
+        1,
+    )
+    # b=7, c=1: 2 * (1 + 8) / 2**8 = 18/256 = 9/128
+    assert (got["mcnemar_exact"]["p_numerator"], got["mcnemar_exact"]["p_denominator"]) == (9, 128)
+
+
+def test_case_outcome_is_a_strict_majority_of_valid_attempts():
+    def facts(*outcomes):
+        return [build.Facts(str(i), i, "m", "c", outcome=o) for i, o in enumerate(outcomes)]
+
+    assert build.case_outcome(facts("resolved", "resolved", "failed")) == "resolved"
+    assert build.case_outcome(facts("resolved", "failed")) == "failed"  # a tie fails
+    assert build.case_outcome(facts("resolved", "invalid", "invalid")) == "resolved"
+    assert build.case_outcome(facts("invalid", "missing")) is None

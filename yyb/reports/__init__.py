@@ -1,0 +1,1 @@
+"""Reports: figures derived from retained evidence, stored as report layers."""

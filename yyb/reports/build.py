@@ -1,0 +1,325 @@
+"""The per-experiment report: figures per model and per case, from retained evidence only.
+
+Nothing here writes: it reads the plan, each attempt's terminal and evidence refs and every
+generation of every evaluation, asks ``verify_experiment`` (the doctor gate) whether the chain
+is complete, and returns one report document made of strings, integers, booleans and nulls.
+docs/reports.md defines every figure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from yyb.attempts.run import attempt_ref
+from yyb.attempts.verify import verify_experiment
+from yyb.errors import UsageError
+from yyb.grading import evaluate
+from yyb.grading.regrade import gradeable
+from yyb.reports import stats
+
+# Terminal classes of a candidate that was measured fairly: they count as valid attempts.
+VALID_CLASSES = ("resolved", "model_failure", "safety_failure", "grader_failure", "timeout")
+# Terminal classes that say nothing about the candidate: never folded into failures.
+INVALID_CLASSES = ("harness_failure", "environment_failure", "invalid_case", "cancelled")
+VERDICT_OUTCOME = {"pass": "resolved", "fail": "failed", "safety": "failed", "invalid": "invalid"}
+COST_STATES = ("complete", "genuine_zero", "partial", "unavailable", "not_applicable")
+
+
+@dataclass
+class Facts:
+    """What the retained evidence says about one attempt."""
+
+    attempt: str
+    ordinal: int
+    model: str
+    case_id: str | None
+    terminal: str | None = None
+    evidence: str | None = None
+    terminal_class: str | None = None
+    verdict: str | None = None  # pass | fail | safety | invalid; None when not graded
+    verdict_reason: str = ""
+    outcome: str = "missing"  # resolved | failed | invalid | missing
+    wall_ms: int | None = None  # measured candidate wall time (None: not measured)
+    candidate_cost: dict | None = None
+    evaluations: list[tuple[str, dict]] = field(default_factory=list)
+    generations: dict[str, int] = field(default_factory=dict)
+    pinned_out: bool = False
+
+
+def _matches(receipt: dict, version: str) -> bool:
+    """``V`` matches an evaluator version; ``ID@V`` an evaluator id and version."""
+    evaluator = receipt["evaluator"]
+    if "@" in version:
+        wanted_id, _, wanted = version.rpartition("@")
+        return evaluator["id"] == wanted_id and evaluator["version"] == wanted
+    return evaluator["version"] == version
+
+
+def collect(
+    store, plan_oid: str, plan: dict, attempt_oid: str, attempt: dict, version: str | None
+) -> Facts:
+    """Read one attempt's terminal, evidence and evaluations and decide its outcome."""
+    facts = Facts(
+        attempt_oid, attempt["ordinal"], attempt["model"]["resolved"], attempt.get("case_id")
+    )
+    facts.terminal = store.refs.read(attempt_ref(plan_oid, attempt_oid, "terminal"))
+    facts.evidence = store.refs.read(attempt_ref(plan_oid, attempt_oid, "evidence"))
+    histories: dict[str, list[dict]] = {}
+    for profile in sorted(plan["evaluators"]["catalog"]):
+        chain = evaluate.history(store, plan_oid, attempt_oid, profile)
+        if version is not None:
+            chain = [(oid, r) for oid, r in chain if _matches(r, version)]
+        if chain:
+            histories[profile] = [r for _, r in chain]
+            facts.evaluations += chain
+            facts.generations[profile] = chain[-1][1]["generation"]
+    if facts.terminal is None:
+        facts.pinned_out = version is not None and not histories
+        return facts
+    terminal = store.objects.get_record(facts.terminal)
+    facts.terminal_class = terminal["class"]
+    facts.candidate_cost = terminal["candidate_cost"]
+    if "execution" in terminal["links"]:  # measured by the supervisor, not filled in
+        facts.wall_ms = terminal["runtime"]["wall_ms"]
+    graded = bool(histories) and gradeable(terminal) is None
+    if version is not None and not graded:
+        facts.pinned_out = True
+        return facts
+    if graded:
+        facts.verdict, facts.verdict_reason = evaluate.conclude(histories)
+        facts.outcome = VERDICT_OUTCOME[facts.verdict]
+    elif terminal["class"] == "resolved":
+        facts.outcome = "resolved"
+    elif terminal["class"] in VALID_CLASSES:
+        facts.outcome = "failed"
+    else:
+        facts.outcome = "invalid"
+    return facts
+
+
+def _distribution(pairs: list[tuple[int, str]]) -> dict:
+    values = sorted(v for v, _ in pairs)
+    return {
+        "count": len(values),
+        "median_ms": stats.nearest_rank(values, 50),
+        "p90_ms": stats.nearest_rank(values, 90),
+        "total_ms": sum(values),
+        "ids": sorted({oid for _, oid in pairs}),
+    }
+
+
+def runtime(group: list[Facts]) -> dict:
+    """Candidate, evaluator and combined wall time in ms, each listing the ids it came from."""
+    candidate = [(f.wall_ms, f.terminal) for f in group if f.wall_ms is not None]
+    evaluator = [(r["wall_ms"], oid) for f in group for oid, r in f.evaluations]
+    combined = [
+        (f.wall_ms + sum(r["wall_ms"] for _, r in f.evaluations), f.evidence or f.terminal)
+        for f in group
+        if f.wall_ms is not None
+    ]
+    return {
+        "candidate": _distribution(candidate),
+        "evaluator": _distribution(evaluator),
+        "combined": _distribution(combined),
+        "unmeasured_attempts": sum(1 for f in group if f.wall_ms is None),
+    }
+
+
+def sum_costs(parts: list[dict | None]) -> dict:
+    """Add costs without inventing any: known parts add up, unknown ones are only counted.
+
+    ``complete`` only when every part is complete (or a genuine zero); ``partial`` when some
+    part is partial or unavailable but something is known; ``unavailable`` (micros null, never
+    0) when nothing is known; ``not_applicable`` when no part has a cost at all. A ``None``
+    part (an evaluator with no cost, such as a command grader) is not applicable.
+    """
+    counts = {state: 0 for state in COST_STATES}
+    micros = 0
+    for part in parts:
+        state = "not_applicable" if part is None else part["completeness"]
+        counts[state] += 1
+        if state in ("complete", "genuine_zero", "partial") and part["micros"] is not None:
+            micros += part["micros"]
+    known = counts["complete"] + counts["genuine_zero"] + counts["partial"]
+    unknown = counts["partial"] + counts["unavailable"]
+    if known == 0 and counts["unavailable"] == 0:
+        completeness, total = "not_applicable", None
+    elif known == 0:
+        completeness, total = "unavailable", None
+    elif unknown:
+        completeness, total = "partial", micros
+    else:
+        completeness, total = "complete", micros
+    return {"completeness": completeness, "currency": "USD", "micros": total, "counts": counts}
+
+
+def combine_costs(candidate: dict, judge: dict) -> dict:
+    """Candidate plus judge: complete only when both are (or the judge has no cost)."""
+    states = {candidate["completeness"], judge["completeness"]} - {"not_applicable"}
+    known = [c["micros"] for c in (candidate, judge) if c["micros"] is not None]
+    if not states:
+        return {"completeness": "not_applicable", "currency": "USD", "micros": None}
+    if states == {"complete"}:
+        return {"completeness": "complete", "currency": "USD", "micros": sum(known)}
+    if states == {"unavailable"}:
+        return {"completeness": "unavailable", "currency": "USD", "micros": None}
+    return {"completeness": "partial", "currency": "USD", "micros": sum(known)}
+
+
+def cost(group: list[Facts]) -> dict:
+    # An attempt with no terminal has no cost evidence: unavailable, never 0.
+    candidate = sum_costs(
+        [
+            f.candidate_cost or {"completeness": "unavailable", "currency": "USD", "micros": None}
+            for f in group
+        ]
+    )
+    judge = sum_costs([r["judge_cost"] for f in group for _, r in f.evaluations])
+    return {"candidate": candidate, "judge": judge, "total": combine_costs(candidate, judge)}
+
+
+def summarize(group: list[Facts]) -> dict:
+    """Counts, the valid resolved rate with its Wilson interval, classes, generations, runtime
+    and cost of a group of attempts (a model, or a model on one case)."""
+    counted = [f for f in group if not f.pinned_out]
+    outcomes = {k: sum(1 for f in counted if f.outcome == k) for k in VERDICT_OUTCOME.values()}
+    outcomes["missing"] = sum(1 for f in counted if f.outcome == "missing")
+    valid = outcomes["resolved"] + outcomes["failed"]
+    classes: dict[str, int] = {}
+    generations: dict[str, dict[str, int]] = {}
+    for f in counted:
+        if f.terminal_class:
+            classes[f.terminal_class] = classes.get(f.terminal_class, 0) + 1
+        for profile, generation in f.generations.items():
+            used = generations.setdefault(profile, {})
+            used[str(generation)] = used.get(str(generation), 0) + 1
+    return {
+        "attempts": len(counted),
+        "valid": valid,
+        "resolved": outcomes["resolved"],
+        "failed": outcomes["failed"],
+        "invalid": outcomes["invalid"],
+        "missing": outcomes["missing"],
+        "not_graded_by_pin": len(group) - len(counted),
+        "rate": {
+            "numerator": outcomes["resolved"],
+            "denominator": valid,
+            "ppm": stats.rate_ppm(outcomes["resolved"], valid),
+        },
+        "interval": stats.wilson(outcomes["resolved"], valid),
+        "terminal_classes": dict(sorted(classes.items())),
+        "generations": {p: dict(sorted(g.items())) for p, g in sorted(generations.items())},
+        "runtime": runtime(counted),
+        "cost": cost(counted),
+    }
+
+
+def case_outcome(group: list[Facts]) -> str | None:
+    """A model's outcome on one case: ``resolved`` when a strict majority of its valid
+    attempts resolved, ``failed`` otherwise (a tie fails), None with no valid attempt."""
+    valid = [f for f in group if not f.pinned_out and f.outcome in ("resolved", "failed")]
+    if not valid:
+        return None
+    resolved = sum(1 for f in valid if f.outcome == "resolved")
+    return "resolved" if 2 * resolved > len(valid) else "failed"
+
+
+def paired(first: dict[str, str | None], second: dict[str, str | None]) -> dict:
+    """Pair two models' per-case outcomes and test the difference (exact McNemar).
+
+    Args:
+        first, second: case id -> ``resolved`` | ``failed`` | None (no valid attempt).
+    """
+    both = sorted(c for c in first if c in second and first[c] and second[c])
+    table = {"both_resolved": 0, "only_first": 0, "only_second": 0, "neither": 0}
+    for case_id in both:
+        a, b = first[case_id] == "resolved", second[case_id] == "resolved"
+        if a and b:
+            key = "both_resolved"
+        else:
+            key = "only_first" if a else "only_second" if b else "neither"
+        table[key] += 1
+    return {
+        "cases_paired": len(both),
+        "cases_unpaired": len(set(first) | set(second)) - len(both),
+        **table,
+        "mcnemar_exact": stats.mcnemar_exact(table["only_first"], table["only_second"]),
+    }
+
+
+def build(store, plan_oid: str, version: str | None = None) -> tuple[dict, list[Facts]]:
+    """The report document of one experiment and the per-attempt facts it came from.
+
+    Raises:
+        UsageError: ``plan_oid`` is not an experiment plan in the store.
+    """
+    plan = store.objects.get_record(plan_oid)
+    if plan.get("schema_version") != "yylo_benchmark_experiment_plan.v2":
+        raise UsageError(f"{plan_oid} is not an experiment plan")
+    findings, doctor = verify_experiment(store, plan_oid)
+    errors = [f for f in findings if f.level == "error"]
+    attempts = {oid: store.objects.get_record(oid) for oid in plan["links"]["attempts"]}
+    facts = [
+        collect(store, plan_oid, plan, oid, attempt, version) for oid, attempt in attempts.items()
+    ]
+    facts.sort(key=lambda f: f.ordinal)
+    models = [m["resolved"] for m in plan["models"]]
+    case_ids = sorted({f.case_id or "-" for f in facts})
+    by_model = {}
+    outcomes: dict[str, dict[str, str | None]] = {}
+    for model in models:
+        group = [f for f in facts if f.model == model]
+        entry = summarize(group)
+        entry["model"] = model
+        entry["cases"] = []
+        outcomes[model] = {}
+        for case_id in case_ids:
+            cell = [f for f in group if (f.case_id or "-") == case_id]
+            if not cell:
+                continue
+            row = summarize(cell)
+            row["case_id"] = case_id
+            row["outcome"] = case_outcome(cell)
+            entry["cases"].append(row)
+            outcomes[model][case_id] = row["outcome"]
+        by_model[model] = entry
+    comparisons = []
+    for i, first in enumerate(models):
+        for second in models[i + 1 :]:
+            comparison = paired(outcomes[first], outcomes[second])
+            comparisons.append({"first": first, "second": second, **comparison})
+    complete = doctor["status"] == "complete"
+    report = {
+        "plan": plan_oid,
+        "comparison_classification": plan["comparison"],
+        "grader_version": version,
+        "status": "complete" if complete else "incomplete",
+        "doctor": {
+            "attempts": doctor["attempts"],
+            "complete_chains": doctor["complete"],
+            "errors": len(errors),
+            "first_errors": [f.line() for f in errors[:5]],
+        },
+        "totals": summarize(facts),
+        "models": [by_model[m] for m in models],
+        "comparisons": comparisons,
+        "attempts": [_row(f) for f in facts],
+    }
+    return report, facts
+
+
+def _row(f: Facts) -> dict:
+    return {
+        "ordinal": f.ordinal,
+        "attempt": f.attempt,
+        "model": f.model,
+        "case_id": f.case_id,
+        "terminal": f.terminal,
+        "evidence": f.evidence,
+        "terminal_class": f.terminal_class,
+        "verdict": f.verdict,
+        "outcome": "not_graded_by_pin" if f.pinned_out else f.outcome,
+        "wall_ms": f.wall_ms,
+        "evaluations": [oid for oid, _ in f.evaluations],
+        "displaced": None,
+    }

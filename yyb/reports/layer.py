@@ -1,0 +1,92 @@
+"""Report layers: each report stored as a derived record, chained under ``refs/reports/<plan>``.
+
+A layer (``yylo_benchmark_report_layer.v2``) holds the whole report document and links the
+plan, every terminal, evidence and evaluation it read, and the previous layer of the plan. The
+ref moves by compare-and-swap, so older layers stay reachable through ``previous``. When an
+attempt's verdict differs from the one the nearest earlier layer with the same grader pin
+showed (a regrade changed it), the report shows the new verdict beside the displaced one, and
+later layers carry that disagreement forward while the verdict stays the same.
+"""
+
+from __future__ import annotations
+
+from yyb.reports.build import Facts
+
+LAYER = "yylo_benchmark_report_layer.v2"
+
+
+def layer_ref(plan_oid: str) -> str:
+    return f"refs/reports/{plan_oid}"
+
+
+def _previous_same_pin(store, head: str | None, version: str | None) -> tuple[str, dict] | None:
+    oid = head
+    while oid is not None:
+        record = store.objects.get_record(oid)
+        if record["grader_version"] == version:
+            return oid, record
+        oid = record["links"].get("previous")
+    return None
+
+
+def _displace(report: dict, earlier: tuple[str, dict] | None) -> None:
+    if earlier is None:
+        return
+    earlier_oid, layer = earlier
+    shown = {row["attempt"]: row for row in layer["report"]["attempts"]}
+    for row in report["attempts"]:
+        before = shown.get(row["attempt"])
+        if before is None or row["verdict"] is None:
+            continue
+        if before["verdict"] is not None and before["verdict"] != row["verdict"]:
+            row["displaced"] = {
+                "verdict": before["verdict"],
+                "outcome": before["outcome"],
+                "layer": earlier_oid,
+            }
+        elif before["verdict"] == row["verdict"] and before.get("displaced"):
+            row["displaced"] = before["displaced"]
+
+
+def record(plan_oid: str, report: dict, facts: list[Facts]) -> dict:
+    """The layer record of ``report`` (without its ``previous`` link)."""
+    links: dict = {"plan": plan_oid}
+    for role, values in (
+        ("terminals", {f.terminal for f in facts if f.terminal}),
+        ("evidence", {f.evidence for f in facts if f.evidence}),
+        ("evaluations", {oid for f in facts for oid, _ in f.evaluations}),
+    ):
+        if values:
+            links[role] = sorted(values)
+    return {
+        "schema_version": LAYER,
+        "plan": plan_oid,
+        "grader_version": report["grader_version"],
+        "status": report["status"],
+        "report": report,
+        "links": links,
+    }
+
+
+def store_layer(store, plan_oid: str, report: dict, facts: list[Facts]) -> dict:
+    """Mark displaced verdicts in ``report`` and store it as the plan's newest layer.
+
+    A report identical to the newest layer (same figures, same evidence) reuses that layer
+    instead of growing the chain. Returns ``{"oid", "previous", "reused"}``.
+
+    Raises:
+        RefMismatch: another report moved the ref meanwhile (run it again).
+    """
+    ref = layer_ref(plan_oid)
+    head = store.refs.read(ref)
+    _displace(report, _previous_same_pin(store, head, report["grader_version"]))
+    value = record(plan_oid, report, facts)
+    if head is not None:
+        current = store.objects.get_record(head)
+        same = dict(current, links={k: v for k, v in current["links"].items() if k != "previous"})
+        if same == value:
+            return {"oid": head, "previous": current["links"].get("previous"), "reused": True}
+        value["links"]["previous"] = head
+    oid = store.objects.put_record(value)
+    store.refs.update(ref, oid, old=head, reason=f"report layer ({report['status']})")
+    return {"oid": oid, "previous": head, "reused": False}

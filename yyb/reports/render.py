@@ -1,0 +1,182 @@
+"""Report formats: an aligned text table, JSON with stable keys, Markdown for pull requests."""
+
+from __future__ import annotations
+
+import json
+
+from yyb.reports.stats import p_text, ppm_text
+
+
+def _rate(entry: dict) -> str:
+    rate = entry["rate"]
+    if rate["denominator"] == 0:
+        return "- (no valid attempt)"
+    interval = entry["interval"]
+    return (
+        f"{rate['numerator']}/{rate['denominator']} {ppm_text(rate['ppm'])} "
+        f"[{ppm_text(interval['low_ppm'])}, {ppm_text(interval['high_ppm'])}]"
+    )
+
+
+def _usd(cost: dict) -> str:
+    if cost["micros"] is None:
+        return cost["completeness"]
+    micros = cost["micros"]
+    text = f"${micros // 1_000_000}.{micros % 1_000_000:06d}"
+    return text if cost["completeness"] == "complete" else f">={text} ({cost['completeness']})"
+
+
+def _cost_counts(cost: dict) -> str:
+    counts = cost.get("counts", {})
+    hidden = ("complete", "genuine_zero", cost["completeness"])
+    shown = [f"{k} {v}" for k, v in counts.items() if v and k not in hidden]
+    return f" [{', '.join(shown)}]" if shown else ""
+
+
+def _ms(dist: dict) -> str:
+    if not dist["count"]:
+        return "-"
+    return f"{dist['median_ms']}/{dist['p90_ms']}/{dist['total_ms']}"
+
+
+def _rows(report: dict) -> list[list[str]]:
+    rows = []
+    for model in report["models"]:
+        for entry, label in [(model, "(all)")] + [(c, c["case_id"]) for c in model["cases"]]:
+            rows.append(
+                [
+                    model["model"],
+                    label,
+                    str(entry["attempts"]),
+                    str(entry["valid"]),
+                    str(entry["resolved"]),
+                    _rate(entry),
+                    str(entry["invalid"]),
+                    str(entry["missing"]),
+                    ", ".join(f"{k} {v}" for k, v in entry["terminal_classes"].items()) or "-",
+                    "; ".join(f"{p} g{','.join(g)}" for p, g in entry["generations"].items())
+                    or "-",
+                    _ms(entry["runtime"]["candidate"]),
+                    _ms(entry["runtime"]["evaluator"]),
+                    _usd(entry["cost"]["candidate"]) + _cost_counts(entry["cost"]["candidate"]),
+                    _usd(entry["cost"]["judge"]) + _cost_counts(entry["cost"]["judge"]),
+                    _usd(entry["cost"]["total"]),
+                ]
+            )
+    return rows
+
+
+HEADER = [
+    "model",
+    "case",
+    "attempts",
+    "valid",
+    "resolved",
+    "valid resolved rate [95% Wilson]",
+    "invalid",
+    "missing",
+    "terminal classes",
+    "generations",
+    "candidate ms med/p90/total",
+    "evaluator ms med/p90/total",
+    "candidate cost",
+    "judge cost",
+    "total cost",
+]
+
+
+def _banner(report: dict) -> list[str]:
+    doctor = report["doctor"]
+    if report["status"] == "complete":
+        return []
+    lines = [
+        "!! INCOMPLETE EXPERIMENT: the figures below are NOT complete !!",
+        f"!! doctor: {doctor['complete_chains']} of {doctor['attempts']} attempts have a "
+        f"complete chain; {doctor['errors']} error finding(s) (run 'yyb doctor --plan') !!",
+    ]
+    lines += [f"!!   {line}" for line in doctor["first_errors"]]
+    return lines
+
+
+def _comparisons(report: dict) -> list[str]:
+    lines = []
+    for c in report["comparisons"]:
+        test = c["mcnemar_exact"]
+        lines.append(
+            f"{c['first']} vs {c['second']}: {c['cases_paired']} paired case(s) "
+            f"({c['cases_unpaired']} unpaired), both {c['both_resolved']}, only first "
+            f"{c['only_first']}, only second {c['only_second']}, neither {c['neither']}; "
+            f"exact McNemar p = {p_text(test)} ({test['p_numerator']}/{test['p_denominator']})"
+        )
+    return lines
+
+
+def _changes(report: dict) -> list[str]:
+    return [
+        f"attempt {row['ordinal']} ({row['model']}, {row['case_id'] or '-'}): verdict "
+        f"{row['verdict']} (was {row['displaced']['verdict']} in layer "
+        f"{row['displaced']['layer'][:12]})"
+        for row in report["attempts"]
+        if row["displaced"]
+    ]
+
+
+def _head(report: dict, layer: dict) -> list[str]:
+    pin = report["grader_version"]
+    lines = [
+        f"plan {report['plan']} ({report['comparison_classification']})",
+        "verdicts: "
+        + (f"graded by evaluator version {pin}" if pin else "current verdict of every attempt"),
+        f"status: {report['status']}",
+        f"layer: {layer['oid']}" + (" (unchanged)" if layer["reused"] else ""),
+    ]
+    return lines
+
+
+def text(report: dict, layer: dict) -> str:
+    rows = _rows(report)
+    widths = [max(len(r[i]) for r in rows + [HEADER]) for i in range(len(HEADER))]
+    mark = report["status"] != "complete"
+    lines = _banner(report) + _head(report, layer) + [""]
+    lines.append("  ".join(h.ljust(w) for h, w in zip(HEADER, widths, strict=True)).rstrip())
+    for row in rows:
+        line = "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+        lines.append(line + ("  (incomplete)" if mark else ""))
+    if report["comparisons"]:
+        lines += ["", "paired comparison (per case: majority of valid attempts resolved)"]
+        lines += ["  " + line for line in _comparisons(report)]
+    changes = _changes(report)
+    if changes:
+        lines += ["", "verdicts changed by a regrade since an earlier layer"]
+        lines += ["  " + line for line in changes]
+    lines += _banner(report)
+    return "\n".join(lines) + "\n"
+
+
+def markdown(report: dict, layer: dict) -> str:
+    lines = [f"> **{line.strip('! ')}**" for line in _banner(report)]
+    if lines:
+        lines.append("")
+    lines += [f"- {line}" for line in _head(report, layer)] + [""]
+    lines.append("| " + " | ".join(HEADER) + " |")
+    lines.append("|" + "---|" * len(HEADER))
+    for row in _rows(report):
+        cells = [c.replace("|", "\\|") for c in row]
+        if report["status"] != "complete":
+            cells[5] += " (incomplete)"
+        lines.append("| " + " | ".join(cells) + " |")
+    if report["comparisons"]:
+        lines += ["", "**Paired comparison** (per case: majority of valid attempts resolved)", ""]
+        lines += [f"- {line}" for line in _comparisons(report)]
+    changes = _changes(report)
+    if changes:
+        lines += ["", "**Verdicts changed by a regrade**", ""] + [f"- {c}" for c in changes]
+    return "\n".join(lines) + "\n"
+
+
+def as_json(report: dict, layer: dict) -> str:
+    document = dict(report, layer=layer)
+    return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+FORMATS = {"text": text, "json": as_json, "markdown": markdown}

@@ -1,0 +1,107 @@
+"""Exact, float-free statistics for reports: Wilson intervals, McNemar's test, percentiles.
+
+Every figure is an integer (parts per million, milliseconds, micro-USD) or a fraction of two
+integers, so a report record has one encoding on every machine. Wilson bounds are computed
+with 50-digit decimals and rounded outwards (the low bound down, the high bound up), so a
+stored interval never claims more precision than it has; the McNemar p-value is an exact
+fraction from integer binomial coefficients, shown rounded up.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
+
+# The 0.975 quantile of the standard normal distribution (a two-sided 95% interval).
+Z95 = Decimal("1.959963984540054")
+PPM = 1_000_000
+
+
+def wilson(successes: int, trials: int) -> dict | None:
+    """The 95% Wilson score interval of ``successes`` out of ``trials``, in parts per million.
+
+    Returns ``{"method": "wilson", "confidence": "95%", "low_ppm": int, "high_ppm": int}``, or
+    None when there is no trial (no interval exists).
+
+    Raises:
+        ValueError: counts out of range.
+    """
+    if trials < 0 or successes < 0 or successes > trials:
+        raise ValueError(f"wilson({successes}, {trials}): counts out of range")
+    if trials == 0:
+        return None
+    with localcontext() as ctx:
+        ctx.prec = 50
+        n, x, z2 = Decimal(trials), Decimal(successes), Z95 * Z95
+        centre = (x + z2 / 2) / (n + z2)
+        half = Z95 / (n + z2) * (x * (n - x) / n + z2 / 4).sqrt()
+        low = max(Decimal(0), centre - half) * PPM
+        high = min(Decimal(1), centre + half) * PPM
+        low_ppm = int(low.to_integral_value(rounding=ROUND_FLOOR))
+        high_ppm = int(high.to_integral_value(rounding=ROUND_CEILING))
+    return {"method": "wilson", "confidence": "95%", "low_ppm": low_ppm, "high_ppm": high_ppm}
+
+
+def rate_ppm(numerator: int, denominator: int) -> int | None:
+    """``numerator / denominator`` in parts per million, rounded half up; None for 0/0."""
+    if denominator == 0:
+        return None
+    return (2 * numerator * PPM + denominator) // (2 * denominator)
+
+
+def mcnemar_exact(only_first: int, only_second: int) -> dict:
+    """The exact two-sided McNemar test of paired binary outcomes.
+
+    Args:
+        only_first: discordant pairs where only the first member succeeded (b).
+        only_second: discordant pairs where only the second member succeeded (c).
+
+    Returns:
+        ``{"b", "c", "discordant", "p_numerator", "p_denominator", "p_ppm"}``: under the null
+        hypothesis b ~ Binomial(b + c, 1/2), p = min(1, 2 * P(X <= min(b, c))) as a reduced
+        fraction, and rounded up to parts per million. With no discordant pair p = 1.
+    """
+    if only_first < 0 or only_second < 0:
+        raise ValueError("discordant counts are never negative")
+    n = only_first + only_second
+    tail = sum(math.comb(n, k) for k in range(min(only_first, only_second) + 1))
+    numerator, denominator = 2 * tail, 2**n
+    if numerator >= denominator:
+        numerator, denominator = 1, 1
+    common = math.gcd(numerator, denominator)
+    numerator, denominator = numerator // common, denominator // common
+    return {
+        "b": only_first,
+        "c": only_second,
+        "discordant": n,
+        "p_numerator": numerator,
+        "p_denominator": denominator,
+        "p_ppm": -(-numerator * PPM // denominator),
+    }
+
+
+def nearest_rank(sorted_values: list[int], percent: int) -> int | None:
+    """The nearest-rank ``percent``-th percentile of an ascending list (None when empty).
+
+    The median is the 50th: the lower middle value of an even count, always a measured value.
+    """
+    if not sorted_values:
+        return None
+    rank = max(1, -(-percent * len(sorted_values) // 100))
+    return sorted_values[rank - 1]
+
+
+def ppm_text(ppm: int | None, places: int = 1) -> str:
+    """Parts per million as a percentage string with ``places`` decimals (``-`` for None)."""
+    if ppm is None:
+        return "-"
+    scale = 10 ** (4 - places)  # ppm per displayed unit of the last place
+    shown = (ppm + scale // 2) // scale
+    whole, frac = divmod(shown, 10**places)
+    return f"{whole}.{frac:0{places}d}%" if places else f"{whole}%"
+
+
+def p_text(result: dict) -> str:
+    """A McNemar p-value for people: 6 decimals, rounded up, from the exact fraction."""
+    micro = result["p_ppm"]
+    return f"{micro // PPM}.{micro % PPM:06d}"
