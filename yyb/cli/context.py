@@ -55,3 +55,13 @@ def emit_findings(findings: Iterable, as_json: bool) -> tuple[int, int]:
         json.dump(collected, out, indent=2)
         out.write("\n")
     return errors, infos
+
+
+# The --plan option every experiment command takes.
+plan_option = click.option(
+    "--plan",
+    "plan_name",
+    required=True,
+    metavar="PLAN",
+    help="A plan file, or a plan oid or ref in the store.",
+)

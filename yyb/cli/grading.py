@@ -10,7 +10,7 @@ import threading
 
 import click
 
-from yyb.cli.context import load_config, open_store
+from yyb.cli.context import load_config, open_store, plan_option
 from yyb.cli.plans import load_plan
 from yyb.errors import UsageError
 
@@ -83,13 +83,7 @@ def _reevaluate(ctx, verb: str, plan_name: str, profile: str, dry_run: bool, as_
 
 
 _options = [
-    click.option(
-        "--plan",
-        "plan_name",
-        required=True,
-        metavar="PLAN",
-        help="A plan file, or a plan oid or ref in the store.",
-    ),
+    plan_option,
     click.option(
         "--profile",
         required=True,

@@ -6,19 +6,13 @@ import sys
 
 import click
 
-from yyb.cli.context import open_store
+from yyb.cli.context import open_store, plan_option
 from yyb.cli.plans import load_plan
 from yyb.errors import UsageError
 
 
 @click.command("report")
-@click.option(
-    "--plan",
-    "plan_name",
-    required=True,
-    metavar="PLAN",
-    help="A plan file, or a plan oid or ref in the store.",
-)
+@plan_option
 @click.option(
     "--grader-version",
     metavar="V",

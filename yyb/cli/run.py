@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from yyb.cli.context import load_config, open_store
+from yyb.cli.context import load_config, open_store, plan_option
 from yyb.cli.plans import load_plan
 from yyb.errors import UsageError
 
@@ -42,13 +42,7 @@ def _check_grant(store, plan_oid: str, plan: dict) -> None:
 
 
 @click.command("run")
-@click.option(
-    "--plan",
-    "plan_name",
-    required=True,
-    metavar="PLAN",
-    help="A plan file, or a plan oid or ref in the store.",
-)
+@plan_option
 @click.option("--dry-run", is_flag=True, help="Show what would be dispatched; dispatch nothing.")
 @click.option(
     "--jobs",
@@ -136,13 +130,7 @@ def _summary(results) -> None:
 
 
 @click.command("recover")
-@click.option(
-    "--plan",
-    "plan_name",
-    required=True,
-    metavar="PLAN",
-    help="A plan file, or a plan oid or ref in the store.",
-)
+@plan_option
 @click.option("--json", "as_json", is_flag=True, help="One JSON document.")
 @click.pass_context
 def recover(ctx, plan_name, as_json):
