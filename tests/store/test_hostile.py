@@ -254,10 +254,26 @@ def _cap_address_space() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
 
 
+# Linux carries a process's RSS high-water mark across fork and exec, so ``wait4`` on a direct
+# child of this (large) test process reports at least this process's RSS. A small launcher
+# process in between starts the command and reports the command's own peak.
+LAUNCHER = """
+import os, subprocess, sys
+proc = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(proc.pid, 0)
+with open(sys.argv[1], "w") as handle:
+    handle.write(str(usage.ru_maxrss))
+code = os.waitstatus_to_exitcode(status)
+if code < 0:
+    os.kill(os.getpid(), -code)
+sys.exit(code)
+"""
+
+
 def run_many(store: Store, *commands: tuple[tuple[str, ...], bytes]) -> list[Run]:
     """Run each ``python -m yyb --store STORE ARGS`` (with its stdin) at once; measure each one.
 
-    ``wait4`` gives every child's own peak resident memory.
+    Each command runs under a launcher that reports the command's own peak resident memory.
     """
     with tempfile.TemporaryDirectory() as scratch:
         procs = []
@@ -269,7 +285,18 @@ def run_many(store: Store, *commands: tuple[tuple[str, ...], bytes]) -> list[Run
                 (
                     streams,
                     subprocess.Popen(
-                        [sys.executable, "-m", "yyb", "--store", store.path, *args],
+                        [
+                            sys.executable,
+                            "-c",
+                            LAUNCHER,
+                            os.path.join(scratch, f"{n}.rss"),
+                            sys.executable,
+                            "-m",
+                            "yyb",
+                            "--store",
+                            store.path,
+                            *args,
+                        ],
                         stdin=streams[0],
                         stdout=streams[1],
                         stderr=streams[2],
@@ -278,14 +305,16 @@ def run_many(store: Store, *commands: tuple[tuple[str, ...], bytes]) -> list[Run
                 )
             )
         runs = []
-        for streams, proc in procs:
+        for n, (streams, proc) in enumerate(procs):
             watchdog = threading.Timer(PATIENCE, proc.kill)
             watchdog.start()
             try:
-                _, status, usage = os.wait4(proc.pid, 0)
+                _, status, _ = os.wait4(proc.pid, 0)
             finally:
                 watchdog.cancel()
             proc.returncode = os.waitstatus_to_exitcode(status)
+            with open(os.path.join(scratch, f"{n}.rss")) as handle:
+                peak_kib = int(handle.read() or 0)
             for stream in streams:
                 stream.seek(0)
             runs.append(
@@ -293,7 +322,7 @@ def run_many(store: Store, *commands: tuple[tuple[str, ...], bytes]) -> list[Run
                     proc.returncode,
                     streams[1].read(),
                     streams[2].read().decode("utf-8", "replace"),
-                    usage.ru_maxrss / 1024,
+                    peak_kib / 1024,
                 )
             )
             for stream in streams:
