@@ -25,18 +25,10 @@ from pathlib import Path
 
 import pytest
 
+# The same calculator and test as the built-in example.
+from yyb.example import CALC_BUGGY, CALC_FIXED  # noqa: E402
+from yyb.example import TEST as TEST_CALC  # noqa: E402
 from yyb.store.repo import Store
-
-CALC_BUGGY = "#!/bin/sh\n# add A B: print the sum of two integers\necho $(( $1 - $2 ))\n"
-CALC_FIXED = "#!/bin/sh\n# add A B: print the sum of two integers\necho $(( $1 + $2 ))\n"
-TEST_CALC = """#!/bin/sh
-got=$(sh ./calc.sh 2 3)
-if [ "$got" != 5 ]; then
-  echo "FAIL: calc.sh 2 3 printed $got, expected 5"
-  exit 1
-fi
-echo "ok: calc.sh 2 3 = 5"
-"""
 
 # Every candidate starts this: MODEL WORKSPACE ENVELOPE PROMPT_FILE (command harness protocol).
 DISPATCHER = """#!/bin/sh
