@@ -626,7 +626,8 @@ def run_plan(ctx: RunContext, jobs: int = 1) -> list[Result]:
             return list(pool.map(lambda oid: run_attempt(ctx, oid), order))
 
 
-def recover(store, plan_oid: str, plan: dict, attempts: dict[str, dict]) -> list[Result]:
+def recover(store, plan_oid: str, plan: dict, attempts: dict[str, dict],
+            environ: dict[str, str] | None = None) -> list[Result]:
     """Reconcile every attempt of the plan without dispatching anything.
 
     A retained terminal is verified and reused; an intent without a terminal is closed as an
@@ -636,6 +637,7 @@ def recover(store, plan_oid: str, plan: dict, attempts: dict[str, dict]) -> list
         LockHeld: a run of this plan is in progress.
     """
     ctx = RunContext(store, None, plan_oid, plan, attempts)
+    ctx.environ = dict(environ or {})  # judges that finish an interrupted grading need secrets
     results = []
     with store.exclusive(run_lock(plan_oid)):
         for attempt_oid in sorted(attempts, key=lambda a: attempts[a]["ordinal"]):

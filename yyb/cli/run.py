@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 
@@ -86,8 +87,6 @@ def run(ctx, plan_name, dry_run, jobs, keep_workspaces):
         return 0
     _check_grant(store, plan_oid, plan)
     config = load_config(ctx)
-    import os
-
     run_ctx = attempts.prepare(store, config, plan_oid, plan, chosen, dict(os.environ))
     run_ctx.keep_workspaces = keep_workspaces
     if sys.stderr.isatty():
@@ -150,7 +149,7 @@ def recover(ctx, plan_name, as_json):
     chosen = {
         oid: records.get(oid) or store.objects.get_record(oid) for oid in plan["links"]["attempts"]
     }
-    results = attempts.recover(store, plan_oid, plan, chosen)
+    results = attempts.recover(store, plan_oid, plan, chosen, dict(os.environ))
     if as_json:
         click.echo(
             json.dumps(
