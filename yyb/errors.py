@@ -9,6 +9,7 @@ The hierarchy::
     │   ├── InvalidRefName                a ref name that the rules in docs/format.md refuse
     │   ├── InvalidRecord                 a value that cannot become a canonical record
     │   ├── SchemaViolation               a record its schema refuses (also read-side, see below)
+    │   ├── InvalidBundle                 not a bundle; unknown version or capability; bad header
     │   └── StoreNotFound                 no store where one was named or expected
     ├── NotFound                          a named object or ref does not exist
     │   ├── ObjectMissing
@@ -16,10 +17,13 @@ The hierarchy::
     ├── CorruptObject                     stored bytes that are not a valid object
     │   ├── ChecksumMismatch              bytes that do not hash to their name
     │   └── NonCanonical                  a record body with more than one possible encoding
+    ├── CorruptBundle                     a bundle whose bytes fail a check (hash, length, trailer)
+    ├── BadSignature                      a signature that does not verify, or no trusted one
     ├── RefError
     │   ├── RefLocked                     another writer holds (or a crash left) `<ref>.lock`
     │   ├── RefMismatch                   compare-and-swap found another old value
     │   ├── RefConflict                   a ref name that collides with a folder of refs (or v.v.)
+    │   ├── NotFastForward                an import that would move a ref off its own history
     │   └── CorruptRef                    a ref file or ref log that does not hold what it must
     ├── LockHeld                          another process holds a store-wide lock (locks/)
     └── StoreIOError                      the file system refused a write (full, read-only, ...)
@@ -97,6 +101,15 @@ class SchemaViolation(UsageError):
         self.oid = oid
 
 
+class InvalidBundle(UsageError):
+    """A file that is not a bundle this version reads: magic, version, capability, header."""
+
+    def __init__(self, path: str, reason: str):
+        super().__init__(f"{path}: not a readable bundle: {reason}")
+        self.path = path
+        self.reason = reason
+
+
 class StoreNotFound(UsageError):
     def __init__(self, path: str, reason: str):
         super().__init__(f"{reason}: {path}")
@@ -147,6 +160,27 @@ class NonCanonical(CorruptObject):
     code = "non-canonical"
 
 
+class CorruptBundle(YybError):
+    """A bundle that fails a check; ``oid`` names the object when one is at fault."""
+
+    def __init__(self, path: str, reason: str, oid: str | None = None, code: str = "corrupt"):
+        where = f"object {oid}: " if oid else ""
+        super().__init__(f"{path}: bad bundle: {where}{reason}")
+        self.path = path
+        self.reason = reason
+        self.oid = oid
+        self.code = code
+
+
+class BadSignature(YybError):
+    """A signature that does not verify (or names another object); ``oid`` is the signature."""
+
+    def __init__(self, oid: str | None, reason: str):
+        super().__init__(f"signature {oid}: {reason}" if oid else f"bad signature: {reason}")
+        self.oid = oid
+        self.reason = reason
+
+
 class RefError(YybError):
     pass
 
@@ -178,6 +212,17 @@ class RefConflict(RefError):
         )
         self.ref = ref
         self.other = other
+
+
+class NotFastForward(RefError):
+    def __init__(self, ref: str, current: str, new: str):
+        super().__init__(
+            f"ref {ref} is at {current}, which is not in the history of {new} "
+            "(not a fast-forward; --force moves it anyway)"
+        )
+        self.ref = ref
+        self.current = current
+        self.new = new
 
 
 class CorruptRef(RefError):

@@ -563,6 +563,10 @@ def _publish(ctx, attempt_oid, terminal: dict, extra: dict, status: str) -> Resu
         old=None,
         reason=f"terminal {terminal['class']}",
     )
+    # Signed evidence (issue 8): sign the terminal when a signing key is configured.
+    from yyb import signing
+
+    signing.sign_if_configured(store, terminal_oid)
     _publish_evidence(ctx, attempt_oid, terminal_oid, terminal, extra.get("listing"))
     attempt = ctx.attempts[attempt_oid]
     result = _result(
@@ -626,8 +630,13 @@ def run_plan(ctx: RunContext, jobs: int = 1) -> list[Result]:
             return list(pool.map(lambda oid: run_attempt(ctx, oid), order))
 
 
-def recover(store, plan_oid: str, plan: dict, attempts: dict[str, dict],
-            environ: dict[str, str] | None = None) -> list[Result]:
+def recover(
+    store,
+    plan_oid: str,
+    plan: dict,
+    attempts: dict[str, dict],
+    environ: dict[str, str] | None = None,
+) -> list[Result]:
     """Reconcile every attempt of the plan without dispatching anything.
 
     A retained terminal is verified and reused; an intent without a terminal is closed as an

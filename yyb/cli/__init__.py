@@ -35,6 +35,11 @@ COMMANDS = {
     "regrade": "yyb.cli.grading:regrade_command",
     "rejudge": "yyb.cli.grading:rejudge_command",
     "report": "yyb.cli.report:report",
+    "bundle": "yyb.cli.bundle:bundle",
+    "push": "yyb.cli.bundle:push",
+    "fetch": "yyb.cli.bundle:fetch",
+    "key": "yyb.cli.signing:key",
+    "sign": "yyb.cli.signing:sign",
 }
 
 

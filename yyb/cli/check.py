@@ -9,9 +9,17 @@ from yyb.cli.context import emit_findings, open_store
 
 @click.command("verify-chain")
 @click.option("--json", "as_json", is_flag=True, help="One JSON array of findings.")
+@click.option(
+    "--trusted-key",
+    "trusted",
+    multiple=True,
+    metavar="PUB",
+    help="A trusted public key (64 hex digits, or a file holding them); repeatable. The "
+    "object NAME stands for must then carry a valid signature by one of them.",
+)
 @click.argument("name")
 @click.pass_context
-def verify_chain(ctx, as_json, name):
+def verify_chain(ctx, as_json, trusted, name):
     """Verify everything reachable from NAME (an oid or a ref, with its update chain).
 
     Prints one line per problem, '<level> <code> <subject>: <detail>'; exit 1 on any.
@@ -19,7 +27,16 @@ def verify_chain(ctx, as_json, name):
     from yyb.store.chain import verify_chain as walk
 
     store = open_store(ctx)
-    errors, _ = emit_findings(walk(store, name), as_json)
+    findings = walk(store, name)
+    if trusted:
+        import itertools
+
+        from yyb import signing
+
+        keys = [signing.load_public(k) for k in trusted]
+        head = store.rev_parse(name)
+        findings = itertools.chain(findings, signing.check_signed(store, head, keys))
+    errors, _ = emit_findings(findings, as_json)
     return 1 if errors else 0
 
 

@@ -247,6 +247,10 @@ def evaluate(
         )
     except RefMismatch:
         raise GenerationError(profile, attempt_oid, generation, expected + 1) from None
+    # Signed evidence (issue 8): sign the receipt when a signing key is configured.
+    from yyb import signing
+
+    signing.sign_if_configured(store, oid)
     return oid, receipt
 
 

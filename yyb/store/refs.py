@@ -199,6 +199,32 @@ class RefStore(ABC):
             self._commit(name, new, handle)
         return oid
 
+    def adopt(self, name: str, log_head: str, old: str | None, old_head: str | None) -> None:
+        """Take over an imported update chain: point ``name``'s log head at ``log_head`` and
+        the ref at that update's ``new`` value, appending no record of its own.
+
+        Used by bundle imports, whose chains already extend (or start) the local one: the
+        caller has checked that ``old_head`` (the local log head, or None) is in the chain.
+
+        Raises:
+            RefMismatch: the ref or its log head moved since the caller looked.
+            CorruptRef: ``log_head`` is not an update of ``name``.
+        """
+        name = check_ref_name(name)
+        record = self.objects.get_record(log_head)
+        new = record.get("new")
+        if record.get("schema_version") != REF_UPDATE or record.get("ref") != name or not new:
+            raise CorruptRef(name, f"{log_head} is not an update that sets this ref")
+        with self._lock(name) as handle:
+            current = self._read(name)
+            if current != old:
+                raise RefMismatch(name, old, current)
+            head = self._read_log_head(name)
+            if head != old_head:
+                raise RefMismatch(f"logs/{name}", old_head, head)
+            self._write_log_head(name, log_head)
+            self._commit(name, new, handle)
+
     def _chain_parent(self, name: str, current: str | None) -> tuple[str | None, str | None]:
         """(the update the next record links as previous, a log head it discards or None).
 

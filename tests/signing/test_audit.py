@@ -1,0 +1,76 @@
+"""The auditor's path (docs/audit.md): a bundle and a public key prove an experiment offline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import Yyb, flip_byte
+from yyb import signing
+from yyb.store.repo import Store
+
+
+def test_auditor_path_and_one_flipped_byte(tmp_path, monkeypatch):
+    key_path = str(tmp_path / "signing.key")
+    public = signing.generate_key(key_path)
+    monkeypatch.setenv(signing.KEY_ENV, key_path)
+    source = Yyb(str(tmp_path / "source"))
+    example = tmp_path / "example"
+    assert source("example", "--dir", str(example), "--attempts", "1").exit_code == 0
+    monkeypatch.setenv(signing.KEY_ENV, "")
+    heads = [
+        line.split()[1]
+        for line in source("show-ref").lines
+        if line.endswith("/terminal") or "/evaluations/" in line
+    ]
+    assert heads
+    path = str(tmp_path / "evidence.bundle")
+    assert source("bundle", "create", path, "--all").exit_code == 0
+
+    # On a machine that never saw the source store: only the bundle and the public key.
+    audit = Yyb(str(tmp_path / "audit"))
+    Store.init(audit.store_path)
+    assert audit("bundle", "verify", path).exit_code == 0
+    assert audit("bundle", "unbundle", path).exit_code == 0
+    for ref in heads:
+        checked = audit("verify-chain", "--trusted-key", public, ref)
+        assert checked.exit_code == 0, checked.stdout
+    assert audit("doctor").exit_code == 0
+    assert audit("doctor", "--plan", str(example / "plan.json")).exit_code == 0
+
+    # One flipped byte inside one object: every step that reads it fails, naming it.
+    data = Path(path).read_bytes()
+    start = data.index(b"\n\n") + 2
+    victim = data[start : start + 64].decode()
+    flip_byte(path, data.index(b"\n", start) + 4)
+    fresh = Yyb(str(tmp_path / "fresh"))
+    Store.init(fresh.store_path)
+    for args in (("bundle", "verify", path), ("bundle", "unbundle", path)):
+        failed = fresh(*args)
+        assert failed.exit_code == 1 and victim in failed.stderr, failed.stderr
+    assert Store.open(fresh.store_path).refs.names() == []
+    failed = fresh("verify-chain", "--trusted-key", public, heads[0])
+    assert failed.exit_code == 1 and heads[0] in failed.stderr
+
+
+def test_a_rewritten_terminal_loses_its_signature(tmp_path):
+    """Evidence changed and re-bundled: the bundle is self-consistent, the signature is not."""
+    store = Store.init(str(tmp_path / "s"))[0]
+    from tests.conftest import note
+
+    key_path = str(tmp_path / "k.key")
+    public = signing.generate_key(key_path)
+    honest = store.objects.put_record(note("resolved"))
+    store.refs.update("refs/runs/p/a/terminal", honest)
+    sig = signing.sign(store, honest, signing.load_private(key_path))
+    forged = store.objects.put_record(note("resolved, honestly"))
+    store.refs.update("refs/runs/p/a/terminal", forged)
+    # The forger points the signature ref of the new object at the old signature.
+    store.refs.update(f"refs/signatures/{forged}", sig)
+    run = Yyb(store.path)
+    path = str(tmp_path / "b.bundle")
+    assert run("bundle", "create", path, "--all").exit_code == 0
+    assert run("bundle", "verify", path).exit_code == 0
+    result = run("verify-chain", "--trusted-key", public, "runs/p/a/terminal")
+    assert result.exit_code == 1
+    assert result.lines[-1].startswith(f"error bad-signature {forged}:")
+    assert f"signs {honest}, not {forged}" in result.lines[-1]

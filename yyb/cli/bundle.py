@@ -1,0 +1,141 @@
+"""Bundles: bundle create/verify/list-heads/unbundle, and push/fetch between stores."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from yyb.cli.context import open_store
+from yyb.store.objects import ZERO_OID
+
+# Refs that belong to one experiment, by the plan oid they are named after.
+PLAN_REFS = ("refs/plans/{}", "refs/grants/{}", "refs/reports/{}", "refs/runs/{}/")
+
+
+@click.group("bundle")
+def bundle():
+    """Move evidence between machines as one self-verifying file (docs/format.md)."""
+
+
+def plan_ref_names(store, plan_oid: str) -> list[str]:
+    """The refs of one experiment, and the signature refs of the objects they point at."""
+    names = {}
+    for name, value in store.refs.iter_refs():
+        for pattern in PLAN_REFS:
+            prefix = pattern.format(plan_oid)
+            if name == prefix or (prefix.endswith("/") and name.startswith(prefix)):
+                names[name] = value
+    for value in list(names.values()):
+        signature = f"refs/signatures/{value}"
+        if store.refs.read(signature) is not None:
+            names[signature] = value
+    return sorted(names)
+
+
+@bundle.command("create")
+@click.argument("path", metavar="FILE")
+@click.argument("refs", nargs=-1)
+@click.option("--plan", "plan_name", metavar="PLAN", help="Every ref of one experiment.")
+@click.option("--all", "everything", is_flag=True, help="Every ref in the store.")
+@click.pass_context
+def create(ctx, path, refs, plan_name, everything):
+    """Write REFs (or --plan PLAN's refs, or --all) and all they reach to FILE.
+
+    FILE must not exist; a failed create leaves nothing behind.
+    """
+    from yyb.store import bundle as bundles
+
+    if sum(map(bool, (refs, plan_name, everything))) != 1:
+        raise click.UsageError("give REF..., --plan PLAN or --all (exactly one)")
+    store = open_store(ctx)
+    if everything:
+        names = [name for name, _ in store.refs.iter_refs()]
+    elif plan_name is not None:
+        from yyb.cli.plans import load_plan
+
+        plan_oid, _ = load_plan(ctx, plan_name)
+        names = plan_ref_names(store, plan_oid)
+    else:
+        names = list(refs)
+    if not names:
+        raise click.UsageError("no refs to bundle")
+    header = bundles.ref_tips(store, names)
+    count = bundles.create(store, path, header)
+    click.echo(f"bundle: {count} objects, {len(header.refs)} refs written to {path}", err=True)
+
+
+@bundle.command("verify")
+@click.argument("path", metavar="FILE")
+def verify(path):
+    """Check FILE on its own: trailer, every object's hash, every record, every link.
+
+    Prints 'ok <objects> objects <refs> refs'; exit 1 when a check fails, 2 when FILE is not
+    a bundle this version reads (unknown version or capability, a malformed header).
+    """
+    from yyb.store import bundle as bundles
+
+    summary = bundles.verify(path)
+    click.echo(f"ok {summary.objects} objects {len(summary.header.refs)} refs")
+
+
+@bundle.command("list-heads")
+@click.argument("path", metavar="FILE")
+def list_heads(path):
+    """Print the refs FILE records, '<oid> <ref>', sorted (the header only is read)."""
+    from yyb.store import bundle as bundles
+
+    header = bundles.read_header(path)
+    for name in sorted(header.refs):
+        sys.stdout.write(f"{header.refs[name]} {name}\n")
+
+
+def _report(moves) -> None:
+    words = {"adopt": "fast-forward", "update": "forced", "none": "up-to-date"}
+    for move in moves:
+        word = words[move.how]
+        if move.how == "adopt" and move.old is None:
+            word = "new"
+        elif move.how == "update" and move.old is None:
+            word = "new"
+        sys.stdout.write(f"{move.old or ZERO_OID} {move.new} {move.ref} {word}\n")
+
+
+@bundle.command("unbundle")
+@click.argument("path", metavar="FILE")
+@click.option("--force", is_flag=True, help="Move refs even when it is not a fast-forward.")
+@click.pass_context
+def unbundle(ctx, path, force):
+    """Import FILE into the store: all verified first, then refs moved if new or fast-forward.
+
+    Prints '<old> <new> <ref> (new|fast-forward|forced|up-to-date)' per ref.
+    """
+    from yyb.store import bundle as bundles
+
+    _report(bundles.unbundle(open_store(ctx), path, force))
+
+
+@click.command("push")
+@click.argument("target", metavar="STORE")
+@click.argument("refs", nargs=-1, required=True)
+@click.option("--force", is_flag=True, help="Move refs even when it is not a fast-forward.")
+@click.pass_context
+def push(ctx, target, refs, force):
+    """Copy REFs and all they reach to the store at STORE, verified as unbundle verifies."""
+    from yyb.store import bundle as bundles
+    from yyb.store.repo import Store
+
+    _report(bundles.transfer(open_store(ctx), Store.open(target), list(refs), force))
+
+
+@click.command("fetch")
+@click.argument("source", metavar="STORE")
+@click.argument("refs", nargs=-1, required=True)
+@click.option("--force", is_flag=True, help="Move refs even when it is not a fast-forward.")
+@click.pass_context
+def fetch(ctx, source, refs, force):
+    """Copy REFs and all they reach from the store at STORE into this one."""
+    from yyb.store import bundle as bundles
+    from yyb.store.repo import Store
+
+    _report(bundles.transfer(Store.open(source), open_store(ctx), list(refs), force))

@@ -1,0 +1,284 @@
+"""Signed evidence: Ed25519 keys, DSSE envelopes stored as signature records, verification.
+
+A signature is a ``yyb_signature.v1`` record holding one DSSE envelope whose payload is a
+statement naming the signed oid, and linking that oid as ``signed``. Each signed object has a
+ref ``refs/signatures/<oid>`` whose update chain lists every signature made of it. The
+``cryptography`` package is imported only when a key is used.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import os
+from typing import Any
+
+from yyb.errors import BadSignature, UsageError, YybError
+from yyb.store.objects import is_oid
+from yyb.store.repo import Store
+
+SIGNATURE = "yyb_signature.v1"
+PAYLOAD_TYPE = "application/vnd.yyb.statement+json"
+STATEMENT_TYPE = "yyb.statement.v1"
+KEY_ENV = "YYB_SIGNING_KEY"
+KEY_FILE = "signing.key"
+
+
+def pae(payload_type: str, payload: bytes) -> bytes:
+    """DSSE v1 pre-authentication encoding: the exact bytes that are signed."""
+    kind = payload_type.encode("utf-8")
+    return b"DSSEv1 %d %s %d %s" % (len(kind), kind, len(payload), payload)
+
+
+def statement(oid: str) -> bytes:
+    """The payload of a signature of ``oid``: canonical JSON (sorted keys, no spaces)."""
+    return json.dumps(
+        {"signed": oid, "type": STATEMENT_TYPE}, sort_keys=True, separators=(",", ":")
+    ).encode("ascii")
+
+
+def signature_ref(oid: str) -> str:
+    return f"refs/signatures/{oid}"
+
+
+# --- keys -----------------------------------------------------------------------------------
+
+
+def default_key_path(environ: dict | None = None) -> str:
+    """``$XDG_CONFIG_HOME/yyb/signing.key``, else ``~/.config/yyb/signing.key``."""
+    environ = os.environ if environ is None else environ
+    base = environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(base, "yyb", KEY_FILE)
+
+
+def generate_key(path: str) -> str:
+    """Write a new Ed25519 private key (PKCS#8 PEM, mode 0600) to ``path``; return its public
+    key as hex. An existing file is never overwritten.
+
+    Raises:
+        UsageError: ``path`` exists. StoreIOError: the file system refused.
+    """
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from yyb.store import file
+
+    key = Ed25519PrivateKey.generate()
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        raise UsageError(f"refusing to overwrite the key {path}") from None
+    except OSError as exc:
+        raise file.io_error(path, exc) from exc
+    try:
+        os.fchmod(fd, 0o600)
+        os.write(fd, pem)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return public_hex(key)
+
+
+def load_private(path: str) -> Any:
+    """The Ed25519 private key in the PEM file at ``path``.
+
+    Raises:
+        UsageError: no such file, or not an unencrypted Ed25519 PEM key.
+    """
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(64 << 10)
+        key = serialization.load_pem_private_key(data, password=None)
+    except OSError as exc:
+        raise UsageError(f"cannot read the signing key {path}: {exc.strerror}") from None
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"{path} is not an unencrypted PEM private key ({exc})") from None
+    if not isinstance(key, Ed25519PrivateKey):
+        raise UsageError(f"{path} is not an Ed25519 key")
+    return key
+
+
+def public_hex(key: Any) -> str:
+    """The raw 32-byte public key of a private key, as 64 lowercase hex digits."""
+    from cryptography.hazmat.primitives import serialization
+
+    raw = key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    return raw.hex()
+
+
+def load_public(text_or_path: str) -> Any:
+    """A trusted public key: 64 hex digits, or a file whose first line is those digits.
+
+    Raises:
+        UsageError: neither.
+    """
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    text = text_or_path.strip()
+    if not _is_key_hex(text):
+        try:
+            with open(text_or_path, encoding="ascii", errors="replace") as handle:
+                text = handle.readline(200).strip()
+        except OSError as exc:
+            raise UsageError(f"cannot read the public key {text_or_path}: {exc.strerror}") from None
+    if not _is_key_hex(text):
+        raise UsageError(f"{text_or_path}: a public key is 64 hex digits (yyb key export-public)")
+    return Ed25519PublicKey.from_public_bytes(bytes.fromhex(text))
+
+
+def _is_key_hex(text: str) -> bool:
+    return len(text) == 64 and all(c in "0123456789abcdefABCDEF" for c in text)
+
+
+def key_id(public: str) -> str:
+    """An informational key id: the SHA-256 of the raw public key. Never trusted."""
+    return hashlib.sha256(bytes.fromhex(public)).hexdigest()
+
+
+# --- signing ---------------------------------------------------------------------------------
+
+
+def envelope(oid: str, key: Any) -> dict:
+    """A ``yyb_signature.v1`` record signing ``oid`` with ``key``."""
+    payload = statement(oid)
+    sig = key.sign(pae(PAYLOAD_TYPE, payload))
+    return {
+        "schema_version": SIGNATURE,
+        "payload": base64.b64encode(payload).decode("ascii"),
+        "payloadType": PAYLOAD_TYPE,
+        "signatures": [
+            {"keyid": key_id(public_hex(key)), "sig": base64.b64encode(sig).decode("ascii")}
+        ],
+        "links": {"signed": oid},
+    }
+
+
+def sign(store: Store, oid: str, key: Any) -> str:
+    """Store a signature of ``oid`` and move ``refs/signatures/<oid>`` to it; return its oid."""
+    if not store.objects.contains(oid):
+        from yyb.errors import ObjectMissing
+
+        raise ObjectMissing(oid)
+    record = envelope(oid, key)
+    sig_oid = store.objects.put_record(record)
+    if store.refs.read(signature_ref(oid)) != sig_oid:
+        store.refs.update(signature_ref(oid), sig_oid, reason="sign")
+    return sig_oid
+
+
+def configured_key_path(environ: dict | None = None) -> str | None:
+    """The key automatic signing uses: ``$YYB_SIGNING_KEY`` when set (empty: signing off),
+    else the default key if it exists, else None.
+
+    Raises:
+        UsageError: ``$YYB_SIGNING_KEY`` names a file that does not exist.
+    """
+    environ = os.environ if environ is None else environ
+    named = environ.get(KEY_ENV)
+    if named is not None:
+        if not named:
+            return None
+        if not os.path.isfile(named):
+            raise UsageError(f"{KEY_ENV}={named} names no key file")
+        return named
+    path = default_key_path(environ)
+    return path if os.path.isfile(path) else None
+
+
+def sign_if_configured(store: Store, oid: str) -> str | None:
+    """Sign ``oid`` when a key is configured (see configured_key_path); return the signature."""
+    path = configured_key_path()
+    if path is None:
+        return None
+    return sign(store, oid, load_private(path))
+
+
+# --- verifying ------------------------------------------------------------------------------
+
+
+def signatures_of(store: Store, oid: str) -> list[str]:
+    """Every signature ever recorded for ``oid`` (its signature ref's chain), newest first."""
+    name = signature_ref(oid)
+    if store.refs.read(name) is None and store.refs.log_head(name) is None:
+        return []
+    found = []
+    for _, update in store.refs.log(name):
+        target = update.get("new")
+        if target is not None and target not in found:
+            found.append(target)
+    return found
+
+
+def verify_envelope(record: dict, signed: str, trusted: list[Any], sig_oid: str | None = None):
+    """Check one signature record against trusted public keys.
+
+    Order matters (DSSE): the signature over the PAE first, then the payload type, then the
+    parsed payload, which must name exactly ``signed`` (also the record's ``links.signed``).
+    The key id is never used to decide.
+
+    Raises:
+        BadSignature: the first check that fails.
+    """
+    from cryptography.exceptions import InvalidSignature
+
+    if record.get("schema_version") != SIGNATURE:
+        raise BadSignature(sig_oid, f"a {record.get('schema_version')}, not a {SIGNATURE}")
+    try:
+        payload = base64.b64decode(record["payload"], validate=True)
+        payload_type = record["payloadType"]
+        sigs = [base64.b64decode(s["sig"], validate=True) for s in record["signatures"]]
+    except (KeyError, TypeError, binascii.Error) as exc:
+        raise BadSignature(sig_oid, f"a malformed envelope ({exc})") from None
+    message = pae(payload_type, payload)
+    verified = False
+    for sig in sigs:
+        for key in trusted:
+            try:
+                key.verify(sig, message)
+            except InvalidSignature:
+                continue
+            verified = True
+    if not verified:
+        raise BadSignature(sig_oid, "no signature in it verifies with a trusted key")
+    if payload_type != PAYLOAD_TYPE:
+        raise BadSignature(sig_oid, f"payload type {payload_type!r}, not {PAYLOAD_TYPE}")
+    try:
+        body = json.loads(payload)
+    except ValueError:
+        raise BadSignature(sig_oid, "the payload is not JSON") from None
+    if not isinstance(body, dict) or set(body) != {"signed", "type"}:
+        raise BadSignature(sig_oid, "the payload is not a yyb statement")
+    named = body["signed"]
+    if body["type"] != STATEMENT_TYPE or not isinstance(named, str) or not is_oid(named):
+        raise BadSignature(sig_oid, "the payload is not a yyb statement")
+    if named != signed or record.get("links", {}).get("signed") != signed:
+        raise BadSignature(sig_oid, f"it signs {named}, not {signed}")
+
+
+def check_signed(store: Store, oid: str, trusted: list[Any]):
+    """Findings for one signed head: none when a trusted signature of ``oid`` verifies."""
+    from yyb.store.fsck import error
+
+    sigs = signatures_of(store, oid)
+    if not sigs:
+        return [error("unsigned", oid, "no signature (refs/signatures/<oid> is absent)")]
+    problems = []
+    for sig_oid in sigs:
+        try:
+            verify_envelope(store.objects.get_record(sig_oid), oid, trusted, sig_oid)
+            return []
+        except YybError as exc:
+            problems.append(str(exc))
+    return [error("bad-signature", oid, "; ".join(problems))]
