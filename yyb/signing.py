@@ -282,3 +282,39 @@ def check_signed(store: Store, oid: str, trusted: list[Any]):
         except YybError as exc:
             problems.append(str(exc))
     return [error("bad-signature", oid, "; ".join(problems))]
+
+
+# Records that yyb signs when a key is configured: each one reachable from a signed head must
+# carry its own trusted signature too, so nothing unsigned sits between a head and what it
+# vouches for.
+SIGNED_KINDS = frozenset(
+    {
+        "yylo_benchmark_terminal.v2",
+        "yylo_benchmark_evaluation.v2",
+        "yylo_benchmark_report_layer.v2",
+        "yylo_benchmark_longitudinal_layer.v2",
+    }
+)
+
+
+def check_vouched(store: Store, head: str, trusted: list[Any]):
+    """Findings for the head and every signed-kind record reachable from it by links."""
+    findings = list(check_signed(store, head, trusted))
+    seen, stack = {head}, [head]
+    while stack:
+        oid = stack.pop()
+        try:
+            obj = store.objects.get(oid)
+        except YybError:
+            continue  # verify-chain reports missing and damaged objects
+        if obj.kind != "record":
+            continue
+        value = obj.value()
+        if oid != head and value.get("schema_version") in SIGNED_KINDS:
+            findings.extend(check_signed(store, oid, trusted))
+        for targets in value.get("links", {}).values():
+            for target in targets if isinstance(targets, list) else [targets]:
+                if target not in seen:
+                    seen.add(target)
+                    stack.append(target)
+    return findings

@@ -153,3 +153,47 @@ def test_sign_if_configured(store, tmp_path, monkeypatch):
     monkeypatch.setenv(signing.KEY_ENV, str(tmp_path / "absent.key"))
     with pytest.raises(UsageError):
         signing.sign_if_configured(store, oid)
+
+
+def test_nothing_unsigned_between_a_signed_head_and_what_it_vouches_for(disk_store, tmp_path):
+    key = _key()
+    pub = signing.public_hex(key)
+    evaluation = disk_store.objects.put_record(
+        {"schema_version": "yyb_note.v1", "message": "stands for a receipt"}
+    )
+    inner = disk_store.objects.put_record(note("inner", about=evaluation))
+    head = disk_store.objects.put_record(note("head", inner=inner))
+    signing.sign(disk_store, head, key)
+    run = Yyb(disk_store.path)
+    assert run("verify-chain", "--trusted-key", pub, head).exit_code == 0
+    # A record of a signed kind below the head must carry its own signature.
+    terminal_like = dict(_terminal_shaped(disk_store), reason="below a signed head")
+    below = disk_store.objects.put_record(terminal_like)
+    head2 = disk_store.objects.put_record(note("head2", terminal=below))
+    signing.sign(disk_store, head2, key)
+    unsigned = run("verify-chain", "--trusted-key", pub, head2)
+    assert unsigned.exit_code == 1
+    assert unsigned.lines == [
+        f"error unsigned {below}: no signature (refs/signatures/<oid> is absent)"
+    ]
+    signing.sign(disk_store, below, key)
+    assert run("verify-chain", "--trusted-key", pub, head2).exit_code == 0
+
+
+def _terminal_shaped(store) -> dict:
+    """A schema-valid terminal record (its links point at real objects of this store)."""
+    anchor = store.objects.put("blob", b"anchor")
+    return {
+        "schema_version": "yylo_benchmark_terminal.v2",
+        "class": "resolved",
+        "reason": "r",
+        "plan": anchor,
+        "attempt": anchor,
+        "ordinal": 0,
+        "identity": {"requested": "a/b", "resolved": "a/b", "observed": "a/b"},
+        "runtime": {"wall_ms": 1, "started_ms": 1, "ended_ms": 2},
+        "exit": {"code": 0, "signal": None, "timed_out": False, "cleanup_confirmed": True},
+        "outputs": {},
+        "candidate_cost": {"completeness": "genuine_zero", "currency": "USD", "micros": 0},
+        "links": {"plan": anchor, "attempt": anchor, "intent": anchor},
+    }

@@ -15,7 +15,8 @@ from yyb.cli.context import emit_findings, open_store
     multiple=True,
     metavar="PUB",
     help="A trusted public key (64 hex digits, or a file holding them); repeatable. The "
-    "object NAME stands for must then carry a valid signature by one of them.",
+    "object NAME stands for, and every terminal, evaluation and report layer it links, must "
+    "then carry a valid signature by one of them.",
 )
 @click.argument("name")
 @click.pass_context
@@ -35,7 +36,7 @@ def verify_chain(ctx, as_json, trusted, name):
 
         keys = [signing.load_public(k) for k in trusted]
         head = store.rev_parse(name)
-        findings = itertools.chain(findings, signing.check_signed(store, head, keys))
+        findings = itertools.chain(findings, signing.check_vouched(store, head, keys))
     errors, _ = emit_findings(findings, as_json)
     return 1 if errors else 0
 
