@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
+
+import pytest
 
 from yyb.reports import build, layer
 from yyb.reports.stats import wilson
@@ -195,3 +198,42 @@ def test_a_regrade_shows_the_displaced_verdict(bench):
         chain.append(oid)
         oid = store.objects.get_record(oid)["links"].get("previous")
     assert chain == [second["layer"]["oid"], first["layer"]["oid"]]
+
+
+def test_html_report_is_one_self_contained_file(bench, tmp_path):
+    pytest.importorskip("matplotlib")
+    bench.configure()
+    plan, results = bench.run(["zz/fixer", "zz/idler"])
+    out = tmp_path / "report.html"
+    result = bench.yyb("report", "--plan", plan.oid, "--format", "html", "--output", str(out))
+    assert result.exit_code == 0, result.stderr
+    page = out.read_text()
+    assert page.startswith("<!DOCTYPE html>") and page.count("<svg") == 3
+    assert "Wilson" in page and "exact McNemar p" in page and "terminal classes" in page
+    for r in results:  # every attempt's evidence ids are in the table
+        assert r.terminal in page and r.attempt in page
+    # Offline: nothing to fetch.
+    lowered = page.lower()
+    assert "<script" not in lowered and "<link" not in lowered and "@import" not in lowered
+    assert 'src="' not in lowered and 'href="http' not in lowered
+    assert not re.search(r"url\((?!#)", lowered)  # only references inside the page
+
+
+def test_html_without_matplotlib_names_the_extra(bench, monkeypatch):
+    import builtins
+
+    real = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ImportError(name)
+        return real(name, *args, **kwargs)
+
+    bench.configure()
+    plan, _ = bench.run(["zz/fixer"])
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    result = bench.yyb("report", "--plan", plan.oid, "--format", "html")
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [
+        "yyb: error: --format html needs matplotlib: pip install 'yyb[html]'"
+    ]

@@ -128,3 +128,19 @@ def test_case_outcome_is_a_strict_majority_of_valid_attempts():
     assert build.case_outcome(facts("resolved", "failed")) == "failed"  # a tie fails
     assert build.case_outcome(facts("resolved", "invalid", "invalid")) == "resolved"
     assert build.case_outcome(facts("invalid", "missing")) is None
+
+
+def test_mcnemar_past_64_discordant_pairs_is_rounded_up_to_fit_a_record():
+    from fractions import Fraction
+
+    from yyb.store import codec
+
+    result = stats.mcnemar_exact(40, 60)
+    exact = min(Fraction(1), 2 * Fraction(sum(math.comb(100, k) for k in range(41)), 2**100))
+    assert result["p_denominator"] == 10**18
+    stored = Fraction(result["p_numerator"], result["p_denominator"])
+    assert exact <= stored < exact + Fraction(1, 10**18)
+    assert result["p_ppm"] == -(-exact.numerator * 10**6 // exact.denominator)
+    codec.encode({"p": result})  # fits a record
+    small = stats.mcnemar_exact(30, 33)["p_denominator"]
+    assert small & (small - 1) == 0  # 63 discordant pairs: still the exact power of two

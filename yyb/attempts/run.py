@@ -112,6 +112,9 @@ def prepare(
         for name in judge.get("secrets", []):
             if name not in environ:
                 raise UsageError(f"the judge {profile} needs the secret {name}, which is not set")
+    from yyb import signing
+
+    signing.configured_key_path(environ)  # a signing key that is named but missing: refuse now
     context = RunContext(store, config, plan_oid, plan, attempts, secrets=secrets)
     context.environ = environ
     return context

@@ -35,6 +35,7 @@ COMMANDS = {
     "regrade": "yyb.cli.grading:regrade_command",
     "rejudge": "yyb.cli.grading:rejudge_command",
     "report": "yyb.cli.report:report",
+    "investigate": "yyb.cli.investigate:investigate",
     "bundle": "yyb.cli.bundle:bundle",
     "push": "yyb.cli.bundle:push",
     "fetch": "yyb.cli.bundle:fetch",

@@ -1,4 +1,4 @@
-"""`yyb report`: the per-experiment report, stored as a report layer and printed."""
+"""`yyb report`: the per-experiment or longitudinal report, stored as a report layer and printed."""
 
 from __future__ import annotations
 
@@ -6,13 +6,25 @@ import sys
 
 import click
 
-from yyb.cli.context import open_store, plan_option
+from yyb.cli.context import open_store
 from yyb.cli.plans import load_plan
 from yyb.errors import UsageError
 
 
 @click.command("report")
-@plan_option
+@click.option(
+    "--plan",
+    "plan_name",
+    metavar="PLAN",
+    help="A plan file, or a plan oid or ref in the store (the per-experiment report).",
+)
+@click.option(
+    "--longitudinal",
+    is_flag=True,
+    help="Every retained attempt in the store, in cohorts under compatibility keys.",
+)
+@click.option("--case", "case_id", metavar="ID", help="Longitudinal: only this case.")
+@click.option("--model", metavar="M", help="Longitudinal: only this resolved model.")
 @click.option(
     "--grader-version",
     metavar="V",
@@ -21,40 +33,82 @@ from yyb.errors import UsageError
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["text", "json", "markdown"]),
+    type=click.Choice(["text", "json", "markdown", "html"]),
     default="text",
     show_default=True,
 )
 @click.option("--output", metavar="FILE", help="Write to FILE (never overwritten).")
 @click.pass_context
-def report(ctx, plan_name, grader_version, fmt, output):
-    """Report one experiment from retained evidence and store it as a report layer.
+def report(ctx, plan_name, longitudinal, case_id, model, grader_version, fmt, output):
+    """Report from retained evidence and store the report as a layer.
 
-    Exits 1 when the experiment's chain is incomplete (the report still prints, marked
-    incomplete), 0 otherwise.
+    With --plan: one experiment; exits 1 when its chain is incomplete (the report still
+    prints, marked incomplete), 0 otherwise. With --longitudinal: every retained attempt of
+    every plan in the store, pooled only under identical compatibility keys.
     """
     from yyb.plans import planfile
-    from yyb.reports import build, layer, render
-    from yyb.store import file
 
+    if longitudinal == (plan_name is not None):
+        raise UsageError("give exactly one of --plan PLAN and --longitudinal")
+    if not longitudinal and (case_id or model):
+        raise UsageError("--case and --model filter the longitudinal report only")
+    if longitudinal and grader_version:
+        raise UsageError("--grader-version pins a per-experiment report (--plan) only")
     if output is not None:
         planfile.check_output_free(output)
+    if longitudinal:
+        data, code, oid = _longitudinal(ctx, case_id, model, fmt)
+    else:
+        data, code, oid = _experiment(ctx, plan_name, grader_version, fmt)
+    _emit(data, output, oid)
+    return code
+
+
+def _renderer(fmt: str, formats: dict):
+    if fmt == "html":
+        from yyb.reports import html
+
+        html.require()
+        return html.FORMATS
+    return formats
+
+
+def _experiment(ctx, plan_name, grader_version, fmt) -> tuple[str, int, str]:
+    from yyb.reports import build, layer, render
+
+    formats = _renderer(fmt, render.FORMATS)
     plan_oid, _ = load_plan(ctx, plan_name)
     store = open_store(ctx)
     if not store.objects.contains(plan_oid):
         raise UsageError(f"plan {plan_oid} is not in the store {store.path}")
     document, facts = build.build(store, plan_oid, grader_version)
     stored = layer.store_layer(store, plan_oid, document, facts)
-    data = render.FORMATS[fmt](document, stored)
-    if output is not None:
-        file.write_new(output, data.encode())
-        click.echo(f"report written to {output} (layer {stored['oid']})", err=True)
-    else:
-        sys.stdout.write(data)
+    data = formats[fmt](document, stored)
     if document["status"] != "complete":
         click.echo(
             "yyb: warning: the experiment's chain is incomplete; the figures are incomplete",
             err=True,
         )
-        return 1
-    return 0
+        return data, 1, stored["oid"]
+    return data, 0, stored["oid"]
+
+
+def _longitudinal(ctx, case_id, model, fmt) -> tuple[str, int, str]:
+    from yyb.reports import longitudinal, longitudinal_render
+
+    if fmt == "html":
+        raise UsageError("--format html is available for the per-experiment report (--plan)")
+    store = open_store(ctx)
+    document, facts = longitudinal.build_longitudinal(store, case_id, model)
+    stored = longitudinal.store_layer(store, document, facts)
+    return longitudinal_render.FORMATS[fmt](document, stored), 0, stored["oid"]
+
+
+def _emit(data: str, output: str | None, layer_oid: str) -> None:
+    from yyb.store import file
+
+    if output is not None:
+        file.write_new(output, data.encode())
+        click.echo(f"report written to {output} (layer {layer_oid})", err=True)
+    else:
+        sys.stdout.write(data)

@@ -81,6 +81,14 @@ def store_layer(store, plan_oid: str, report: dict, facts: list[Facts]) -> dict:
     head = store.refs.read(ref)
     _displace(report, _previous_same_pin(store, head, report["grader_version"]))
     value = record(plan_oid, report, facts)
+    return append_layer(store, ref, head, value, f"report layer ({report['status']})")
+
+
+def append_layer(store, ref: str, head: str | None, value: dict, reason: str) -> dict:
+    """Chain ``value`` after the layer ``head`` under ``ref``, or reuse ``head`` if identical.
+
+    A new layer is signed when a signing key is configured (docs/audit.md).
+    """
     if head is not None:
         current = store.objects.get_record(head)
         same = dict(current, links={k: v for k, v in current["links"].items() if k != "previous"})
@@ -88,5 +96,8 @@ def store_layer(store, plan_oid: str, report: dict, facts: list[Facts]) -> dict:
             return {"oid": head, "previous": current["links"].get("previous"), "reused": True}
         value["links"]["previous"] = head
     oid = store.objects.put_record(value)
-    store.refs.update(ref, oid, old=head, reason=f"report layer ({report['status']})")
+    store.refs.update(ref, oid, old=head, reason=reason)
+    from yyb import signing
+
+    signing.sign_if_configured(store, oid)
     return {"oid": oid, "previous": head, "reused": False}

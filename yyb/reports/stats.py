@@ -15,6 +15,8 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 # The 0.975 quantile of the standard normal distribution (a two-sided 95% interval).
 Z95 = Decimal("1.959963984540054")
 PPM = 1_000_000
+MAX_STORED = 2**63 - 1  # the largest integer every record field may hold
+ROUNDED = 10**18  # the denominator of a McNemar p too precise to store exactly
 
 
 def wilson(successes: int, trials: int) -> dict | None:
@@ -59,7 +61,9 @@ def mcnemar_exact(only_first: int, only_second: int) -> dict:
     Returns:
         ``{"b", "c", "discordant", "p_numerator", "p_denominator", "p_ppm"}``: under the null
         hypothesis b ~ Binomial(b + c, 1/2), p = min(1, 2 * P(X <= min(b, c))) as a reduced
-        fraction, and rounded up to parts per million. With no discordant pair p = 1.
+        fraction (rounded up to a fraction over 10**18 when the exact denominator would not
+        fit in a record's 64-bit integers), and rounded up to parts per million. With no
+        discordant pair p = 1.
     """
     if only_first < 0 or only_second < 0:
         raise ValueError("discordant counts are never negative")
@@ -70,13 +74,19 @@ def mcnemar_exact(only_first: int, only_second: int) -> dict:
         numerator, denominator = 1, 1
     common = math.gcd(numerator, denominator)
     numerator, denominator = numerator // common, denominator // common
+    p_ppm = -(-numerator * PPM // denominator)
+    if denominator > MAX_STORED:
+        # A record holds integers below 2**64; past 63 discordant pairs the exact denominator
+        # 2**n does not fit. Store p rounded up to 18 decimals instead: its denominator 10**18
+        # is never a power of two, so a reader can tell the rounded form from an exact one.
+        numerator, denominator = -(-numerator * ROUNDED // denominator), ROUNDED
     return {
         "b": only_first,
         "c": only_second,
         "discordant": n,
         "p_numerator": numerator,
         "p_denominator": denominator,
-        "p_ppm": -(-numerator * PPM // denominator),
+        "p_ppm": p_ppm,
     }
 
 

@@ -1,0 +1,270 @@
+"""Fabricated retained attempts, written straight through the store API (no sandbox, no agent).
+
+The records follow the shapes yyb/attempts/run.py and yyb/grading/evaluate.py write (intent,
+workspace receipt, execution, terminal, evidence, evaluation receipts), skipping schema
+validation for speed. Everything is a function of the arguments, so a fabricated store is the
+same on every machine: golden tests and tools/bench_report.py both use it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from yyb.attempts.run import attempt_ref
+from yyb.grading.evaluate import eval_ref
+from yyb.store import codec
+
+T0 = 1_700_000_000_000
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass
+class Spec:
+    """One fabricated experiment: what its compatibility key parts are made of."""
+
+    models: list[str]
+    cases: list[str]
+    attempts: int = 1
+    yyb_version: str = "0.1.0"
+    yylo_version: str = "test"
+    network: str = "denied"
+    per_attempt_micros: int = 2_000_000
+    grader_version: str = "1"
+    harness_argv: list[str] = field(default_factory=lambda: ["agent", "{model}"])
+    # outcome(ordinal) -> (terminal class, verdict or None, wall_ms)
+    outcome: object = None
+    salt: str = ""
+
+
+def _put(store, value: dict) -> str:
+    return store.objects.put("record", codec.encode(value))
+
+
+def _ref(store, name: str, oid: str, reason: str) -> None:
+    store.refs.update(name, oid, old=None, reason=reason)
+
+
+def default_outcome(ordinal: int) -> tuple[str, str | None, int]:
+    if ordinal % 5 == 4:
+        return "harness_failure", None, 0
+    verdict = "pass" if ordinal % 3 != 2 else "fail"
+    return "resolved" if verdict == "pass" else "model_failure", verdict, 1000 + 37 * ordinal
+
+
+def fabricate(store, spec: Spec) -> str:
+    """Write one experiment plan and every attempt's chain; return the plan oid."""
+    outcome = spec.outcome or default_outcome
+    grader = {
+        "kind": "command",
+        "grader_id": "grader-tests",
+        "version": spec.grader_version,
+        "executable": "/graders/tests.sh",
+        "sha256": sha("grader " + spec.grader_version),
+        "argv": [],
+        "timeout_ms": 5000,
+        "purpose": "correctness",
+        "required": True,
+    }
+    cases, inputs = {}, {}
+    for case_id in spec.cases:
+        prompt = store.objects.put("blob", f"Fix {case_id}.{spec.salt}".encode())
+        identity = {
+            "case_id": case_id,
+            "repository": "src",
+            "base_commit": sha("base")[:40],
+            "case_version": "1",
+            "category": "bugfix",
+            "grader_profile": "tests",
+            "task_hash": sha("task " + case_id),
+            "prompt_hash": sha("prompt " + case_id + spec.salt),
+            "wiki": [],
+        }
+        identity["input_hash"] = inputs[case_id] = hashlib.sha256(
+            codec.encode(identity)
+        ).hexdigest()
+        value = {"schema_version": "yylo_benchmark_case.v2", "title": case_id, "tags": []}
+        cases[case_id] = _put(store, {**value, **identity, "links": {"prompt": prompt}})
+    attempts = []
+    ordinal = 0
+    for case_id in spec.cases:
+        for model in spec.models:
+            for k in range(1, spec.attempts + 1):
+                attempt = {
+                    "schema_version": "yylo_benchmark_attempt_plan.v2",
+                    "kind": "task",
+                    "ordinal": ordinal,
+                    "case_id": case_id,
+                    "model": {"requested": model, "resolved": model},
+                    "attempt": k,
+                    "budget": {"currency": "USD", "ceiling_micros": spec.per_attempt_micros},
+                    "links": {"case": cases[case_id]},
+                }
+                attempts.append((_put(store, attempt), attempt))
+                ordinal += 1
+    count = len(attempts)
+    plan = {
+        "schema_version": "yylo_benchmark_experiment_plan.v2",
+        "kind": "task",
+        "versions": {"yyb": spec.yyb_version, "yylo": spec.yylo_version, "python": "3.11"},
+        "cases": [{"case_id": c, "input_hash": inputs[c]} for c in spec.cases],
+        "models": [{"requested": m, "resolved": m} for m in spec.models],
+        "attempts_per_cell": spec.attempts,
+        "attempt_count": count,
+        "budget": {
+            "currency": "USD",
+            "total_micros": spec.per_attempt_micros * count,
+            "per_attempt_micros": spec.per_attempt_micros,
+            "remainder_micros": 0,
+        },
+        "tool_policy": {"network": spec.network, "read_only_paths": []},
+        "timeout_ms": 60_000,
+        "excluded_paths": [],
+        "candidate_harness": {
+            "id": "candidate",
+            "config": {"kind": "command", "argv": spec.harness_argv},
+        },
+        "evaluators": {
+            "selected": ["tests"],
+            "defaults": [],
+            "catalog": {"tests": grader},
+            "harnesses": {},
+        },
+        "comparison": "model_only",
+        "links": {"cases": sorted(cases.values()), "attempts": [oid for oid, _ in attempts]},
+    }
+    plan_oid = _put(store, plan)
+    _ref(store, f"refs/plans/{plan_oid}", plan_oid, "plan")
+    for attempt_oid, attempt in attempts:
+        _attempt(store, plan_oid, attempt_oid, attempt, outcome(attempt["ordinal"]), grader)
+    return plan_oid
+
+
+def _attempt(store, plan_oid, attempt_oid, attempt, result, grader) -> None:
+    cls, verdict, wall_ms = result
+    ordinal, model = attempt["ordinal"], attempt["model"]["resolved"]
+    start = T0 + ordinal * 100_000
+    base = {"plan": plan_oid, "attempt": attempt_oid}
+    both = {"plan": plan_oid, "attempt": attempt_oid}
+    intent = {
+        "schema_version": "yylo_benchmark_dispatch_intent.v2",
+        **base,
+        "ordinal": ordinal,
+        "model": model,
+        "harness": "candidate",
+        "time_ms": start,
+        "host": "bench",
+        "pid": 1,
+        "links": both,
+    }
+    intent_oid = _put(store, intent)
+    _ref(store, attempt_ref(plan_oid, attempt_oid, "intent"), intent_oid, "dispatch intent")
+    links = {**both, "intent": intent_oid}
+    identity = {"requested": model, "resolved": model, "observed": None}
+    runtime = {"wall_ms": 0, "started_ms": start, "ended_ms": start}
+    exit_info = {"code": None, "signal": None, "timed_out": False, "cleanup_confirmed": True}
+    outputs: dict = {}
+    if verdict is not None:
+        receipt = {
+            "schema_version": "yylo_benchmark_workspace_receipt.v2",
+            "snapshot_tree": sha("tree " + attempt["case_id"]),
+            "links": {"intent": intent_oid},
+        }
+        links["receipt"] = _put(store, receipt)
+        out = f"output of attempt {ordinal}\n".encode() * 3
+        links["stdout"] = store.objects.put("blob", out)
+        links["stderr"] = store.objects.put("blob", b"warning: fabricated\n")
+        links["patch"] = store.objects.put(
+            "blob", f"--- a/calc.sh\n+++ b/calc.sh\n@@ {ordinal}\n".encode()
+        )
+        links["envelope"] = _put(
+            store, {"schema_version": "juno_execution_envelope.v1", "links": {}}
+        )
+        links["manifest"] = _put(
+            store,
+            {
+                "schema_version": "yylo_benchmark_post_execution_manifest.v2",
+                "links": {"receipt": links["receipt"], "patch": links["patch"]},
+            },
+        )
+        identity = {**identity, "observed": model.lower()}
+        runtime = {"wall_ms": wall_ms, "started_ms": start + 10, "ended_ms": start + 10 + wall_ms}
+        exit_info = {**exit_info, "code": 0}
+        outputs = {"stdout": {"bytes": len(out), "retained": len(out), "truncated": False}}
+        facts = {"exit_code": 0, "signal": None, "cancelled": False, "timed_out": False}
+        execution = {
+            "schema_version": "yylo_benchmark_execution.v2",
+            **base,
+            "facts": {**facts, "cleanup_confirmed": True, "envelope_problem": None},
+            "identity": identity,
+            "runtime": runtime,
+            "outputs": outputs,
+            "links": dict(links),
+        }
+        links["execution"] = _put(store, execution)
+        _ref(
+            store,
+            attempt_ref(plan_oid, attempt_oid, "execution"),
+            links["execution"],
+            "execution retained",
+        )
+        grader_output = store.objects.put(
+            "blob", f'{{"passed": {str(verdict == "pass").lower()}}}\n'.encode()
+        )
+        evaluation = {
+            "schema_version": "yylo_benchmark_evaluation.v2",
+            **base,
+            "profile": "tests",
+            "kind": "command",
+            "generation": 1,
+            "evaluator": {
+                "id": grader["grader_id"],
+                "version": grader["version"],
+                "bytes_sha256": grader["sha256"],
+                "model": None,
+            },
+            "required": True,
+            "purpose": "correctness",
+            "verdict": verdict,
+            "wall_ms": 200 + ordinal % 50,
+            "judge_cost": None,
+            "links": {**both, "manifest": links["manifest"], "output": grader_output},
+        }
+        evaluation_oid = _put(store, evaluation)
+        _ref(
+            store,
+            eval_ref(plan_oid, attempt_oid, "tests"),
+            evaluation_oid,
+            "evaluation tests generation 1",
+        )
+        links["evaluations"] = [evaluation_oid]
+    terminal = {
+        "schema_version": "yylo_benchmark_terminal.v2",
+        "class": cls,
+        "reason": f"fabricated {cls}",
+        **base,
+        "ordinal": ordinal,
+        "identity": identity,
+        "runtime": runtime,
+        "exit": exit_info,
+        "outputs": outputs,
+        "candidate_cost": {"completeness": "complete", "currency": "USD", "micros": 1000 + ordinal},
+        "links": links,
+    }
+    terminal_oid = _put(store, terminal)
+    _ref(store, attempt_ref(plan_oid, attempt_oid, "terminal"), terminal_oid, f"terminal {cls}")
+    evidence_links = {"terminal": terminal_oid}
+    for key in ("manifest", "patch", "evaluations"):
+        if key in links:
+            evidence_links[key] = links[key]
+    evidence = {
+        "schema_version": "yylo_benchmark_attempt_evidence.v2",
+        **base,
+        "class": cls,
+        "links": evidence_links,
+    }
+    evidence_oid = _put(store, evidence)
+    _ref(store, attempt_ref(plan_oid, attempt_oid, "evidence"), evidence_oid, "attempt evidence")

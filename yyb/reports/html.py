@@ -1,0 +1,190 @@
+"""The per-experiment report as one self-contained HTML file (charts as inline SVG, offline).
+
+Charts are drawn by matplotlib (the optional extra ``yyb[html]``) into SVG text that is
+inlined in the page: no script, no stylesheet and no font is fetched, so the file opens offline.
+"""
+
+from __future__ import annotations
+
+import io
+from html import escape
+
+from yyb.errors import UsageError
+from yyb.reports import render
+from yyb.reports.stats import p_text, ppm_text
+
+INSTALL = "pip install 'yyb[html]'"
+STYLE = """
+body{font-family:sans-serif;margin:2em;color:#222}
+table{border-collapse:collapse;margin:1em 0;font-size:13px}
+td,th{border:1px solid #bbb;padding:3px 6px;text-align:left;vertical-align:top}
+th{background:#eee}
+code{font-size:12px}
+.banner{background:#fdd;border:2px solid #c00;padding:.5em;font-weight:bold}
+.chart{display:inline-block;margin:0 1em 1em 0}
+"""
+
+
+def require() -> None:
+    """Fail with one line naming the extra when matplotlib is missing.
+
+    Raises:
+        UsageError: matplotlib cannot be imported.
+    """
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise UsageError(f"--format html needs matplotlib: {INSTALL}") from None
+
+
+def _figure(width: float, height: float):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    matplotlib.rcParams["svg.hashsalt"] = "yyb"  # stable ids: the same report, the same bytes
+    matplotlib.rcParams["svg.fonttype"] = "path"  # glyphs as paths: no font to fetch
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width, height))
+    return figure, figure.add_subplot()
+
+
+def _svg(figure) -> str:
+    buffer = io.StringIO()
+    figure.tight_layout()
+    figure.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
+    text = buffer.getvalue()
+    return text[text.index("<svg") :]
+
+
+def rate_chart(report: dict) -> str:
+    """Valid resolved rate per model, with its 95% Wilson interval as an error bar."""
+    models = [m for m in report["models"] if m["rate"]["denominator"]]
+    figure, axes = _figure(1.2 + 1.1 * max(1, len(models)), 3.2)
+    if models:
+        rates = [m["rate"]["ppm"] / 10_000 for m in models]
+        low = [r - m["interval"]["low_ppm"] / 10_000 for r, m in zip(rates, models, strict=True)]
+        high = [m["interval"]["high_ppm"] / 10_000 - r for r, m in zip(rates, models, strict=True)]
+        axes.bar(range(len(models)), rates, yerr=[low, high], capsize=6, color="#4c72b0")
+        axes.set_xticks(range(len(models)), [m["model"] for m in models], rotation=20)
+    axes.set_ylim(0, 100)
+    axes.set_ylabel("valid resolved rate (%)")
+    axes.set_title("resolved rate, 95% Wilson interval", fontsize=10)
+    return _svg(figure)
+
+
+def class_chart(report: dict) -> str:
+    """Terminal classes per model, stacked."""
+    models = report["models"]
+    classes = sorted({c for m in models for c in m["terminal_classes"]})
+    figure, axes = _figure(1.6 + 1.1 * max(1, len(models)), 3.2)
+    bottom = [0] * len(models)
+    for cls in classes:
+        counts = [m["terminal_classes"].get(cls, 0) for m in models]
+        axes.bar(range(len(models)), counts, bottom=bottom, label=cls)
+        bottom = [b + c for b, c in zip(bottom, counts, strict=True)]
+    axes.set_xticks(range(len(models)), [m["model"] for m in models], rotation=20)
+    axes.set_ylabel("attempts")
+    axes.set_title("terminal classes", fontsize=10)
+    if classes:
+        axes.legend(fontsize=7)
+    return _svg(figure)
+
+
+def runtime_chart(report: dict) -> str:
+    """Measured candidate wall time per model (box plot of the attempts' ``wall_ms``)."""
+    models = [m["model"] for m in report["models"]]
+    series = [
+        [a["wall_ms"] for a in report["attempts"] if a["model"] == m and a["wall_ms"] is not None]
+        for m in models
+    ]
+    figure, axes = _figure(1.6 + 1.1 * max(1, len(models)), 3.2)
+    shown = [(m, s) for m, s in zip(models, series, strict=True) if s]
+    if shown:
+        axes.boxplot([s for _, s in shown])
+        axes.set_xticks(range(1, len(shown) + 1), [m for m, _ in shown], rotation=20)
+    axes.set_ylabel("candidate wall time (ms)")
+    axes.set_title("runtime distribution (measured)", fontsize=10)
+    return _svg(figure)
+
+
+def _table(header: list[str], rows: list[list[str]], raw: set[int] | None = None) -> str:
+    raw = raw or set()
+    out = ["<table><tr>" + "".join(f"<th>{escape(h)}</th>" for h in header) + "</tr>"]
+    for row in rows:
+        cells = [c if i in raw else escape(c) for i, c in enumerate(row)]
+        out.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    return "\n".join(out) + "</table>"
+
+
+def _ids(*oids) -> str:
+    return "<br>".join(f"<code>{escape(o)}</code>" for o in oids if o) or "-"
+
+
+def document(report: dict, layer: dict) -> str:
+    banner = render._banner(report)
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>yyb report {escape(report['plan'][:12])}</title>",
+        f"<style>{STYLE}</style></head><body>",
+    ]
+    if banner:
+        parts.append('<p class="banner">' + "<br>".join(escape(b) for b in banner) + "</p>")
+    parts.append(f"<h1>Experiment <code>{escape(report['plan'])}</code></h1>")
+    parts.append("<ul>" + "".join(f"<li>{escape(h)}</li>" for h in render._head(report, layer)))
+    parts.append("</ul>")
+    parts.append('<div class="chart">' + rate_chart(report) + "</div>")
+    parts.append('<div class="chart">' + class_chart(report) + "</div>")
+    parts.append('<div class="chart">' + runtime_chart(report) + "</div>")
+    parts.append("<h2>Per model and case</h2>")
+    parts.append(_table(render.HEADER, render._rows(report)))
+    parts.append("<h2>Paired comparison</h2>")
+    comparisons = [
+        [
+            c["first"],
+            c["second"],
+            str(c["cases_paired"]),
+            str(c["cases_unpaired"]),
+            str(c["both_resolved"]),
+            str(c["only_first"]),
+            str(c["only_second"]),
+            str(c["neither"]),
+            f"{p_text(c['mcnemar_exact'])} "
+            f"({c['mcnemar_exact']['p_numerator']}/{c['mcnemar_exact']['p_denominator']})",
+        ]
+        for c in report["comparisons"]
+    ]
+    header = ["first", "second", "paired", "unpaired", "both", "only first", "only second"]
+    header += ["neither", "exact McNemar p"]
+    parts.append(_table(header, comparisons) if comparisons else "<p>one model: no pair</p>")
+    parts.append("<h2>Attempts</h2>")
+    rows = [
+        [
+            str(a["ordinal"]),
+            a["model"],
+            a["case_id"] or "-",
+            a["terminal_class"] or "-",
+            a["verdict"] or "-",
+            a["outcome"],
+            "-" if a["wall_ms"] is None else str(a["wall_ms"]),
+            _ids(a["attempt"]),
+            _ids(a["terminal"], a["evidence"]),
+            _ids(*a["evaluations"]),
+        ]
+        for a in report["attempts"]
+    ]
+    header = ["#", "model", "case", "terminal class", "verdict", "outcome", "wall ms"]
+    header += ["attempt plan", "terminal / evidence", "evaluations"]
+    parts.append(_table(header, rows, raw={7, 8, 9}))
+    totals = report["totals"]
+    parts.append(
+        f"<p>total: {totals['attempts']} attempt(s), valid resolved rate "
+        f"{escape(ppm_text(totals['rate']['ppm']))}; layer <code>{escape(layer['oid'])}</code>"
+        "</p>"
+    )
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+FORMATS = {"html": document}

@@ -1,0 +1,231 @@
+"""`yyb investigate`: one bounded question about one attempt, answered from retained evidence.
+
+Nothing here dispatches, grades or writes: every answer is read from the attempt's refs (and
+their update logs), its records and blobs. Each answer is text; ``bound`` cuts it to a byte
+limit with a marker that says how much was left out.
+"""
+
+from __future__ import annotations
+
+import json
+
+from yyb.attempts.run import attempt_ref
+from yyb.errors import UsageError
+from yyb.grading import evaluate
+
+SHOWS = ("timeline", "terminal", "grader", "patch", "outputs")
+LEAVES = ("intent", "execution", "terminal", "evidence")
+
+
+def resolve_attempt(plan: dict, name: str, records: dict | None = None) -> str:
+    """The attempt oid ``name`` means: a full oid, an unambiguous oid prefix, or an ordinal.
+
+    Raises:
+        UsageError: nothing, or more than one attempt, matches.
+    """
+    attempts = plan["links"]["attempts"]
+    if name in attempts:
+        return name
+    if name.isdigit() and len(name) < 12:
+        ordinal = int(name)
+        if ordinal < len(attempts):
+            return attempts[ordinal]  # attempts are linked in ordinal order
+        raise UsageError(f"--attempt {name}: the plan has ordinals 0..{len(attempts) - 1}")
+    matches = [a for a in attempts if a.startswith(name.lower())]
+    if len(matches) == 1 and len(name) >= 4:
+        return matches[0]
+    if len(matches) > 1:
+        raise UsageError(f"--attempt {name}: ambiguous, matches {len(matches)} attempts")
+    raise UsageError(f"--attempt {name}: no attempt of the plan has this oid, prefix or ordinal")
+
+
+def bound(data: bytes, max_bytes: int) -> bytes:
+    """``data`` cut to at most ``max_bytes`` bytes, the cut marked with what was left out."""
+    if len(data) <= max_bytes:
+        return data
+    marker = f"\n... [truncated: {len(data)} bytes, showing the first {{}}]\n"
+    keep = max(0, max_bytes - len(marker.format(max_bytes).encode()))
+    return data[:keep] + marker.format(keep).encode()
+
+
+def _time(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    import datetime
+
+    moment = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+def _refs(store, plan_oid: str, attempt_oid: str) -> list[str]:
+    prefix = f"refs/runs/{plan_oid}/{attempt_oid}/"
+    return [name for name in store.refs.names() if name.startswith(prefix)]
+
+
+def timeline(store, plan_oid: str, attempt_oid: str) -> str:
+    """Every update of the attempt's refs in time order, plus the measured candidate run."""
+    events = []
+    for name in _refs(store, plan_oid, attempt_oid):
+        leaf = name.rsplit(f"{attempt_oid}/", 1)[1]
+        for oid, update in store.refs.log(name):
+            new = update["new"]
+            kind = "-"
+            if new is not None:
+                kind = store.objects.get_record(new).get("schema_version", "-")
+            events.append((update["time_ms"], leaf, new, kind, update["reason"], oid))
+    terminal_oid = store.refs.read(attempt_ref(plan_oid, attempt_oid, "terminal"))
+    if terminal_oid is not None:
+        terminal = store.objects.get_record(terminal_oid)
+        if "execution" in terminal["links"]:
+            run = terminal["runtime"]
+            events.append((run["started_ms"], "candidate", None, "-", "candidate started", None))
+            events.append(
+                (run["ended_ms"], "candidate", None, "-", f"ended ({run['wall_ms']} ms)", None)
+            )
+    events.sort(key=lambda e: (e[0], e[1]))
+    lines = [f"attempt {attempt_oid} of plan {plan_oid}: {len(events)} event(s)"]
+    for ms, leaf, new, kind, reason, update in events:
+        what = f"{new} {kind}" if new else "-"
+        via = f" (ref update {update[:12]})" if update else ""
+        lines.append(f"{_time(ms)}  {leaf:<22} {reason}: {what}{via}")
+    if not events:
+        lines.append("never dispatched: no intent, no ref update")
+    return "\n".join(lines) + "\n"
+
+
+def _terminal(store, plan_oid: str, attempt_oid: str) -> tuple[str, dict] | None:
+    oid = store.refs.read(attempt_ref(plan_oid, attempt_oid, "terminal"))
+    return (oid, store.objects.get_record(oid)) if oid else None
+
+
+def terminal_answer(store, plan_oid: str, attempt_oid: str) -> str:
+    """Why the attempt's terminal class is what it is: class, reason, execution facts."""
+    from yyb.grading.regrade import gradeable
+
+    found = _terminal(store, plan_oid, attempt_oid)
+    if found is None:
+        intent = store.refs.read(attempt_ref(plan_oid, attempt_oid, "intent"))
+        why = "dispatched but never closed" if intent else "never dispatched"
+        return f"attempt {attempt_oid}: no terminal ({why}; 'yyb run' closes it)\n"
+    oid, terminal = found
+    lines = [
+        f"terminal {oid}",
+        f"class: {terminal['class']}",
+        f"reason: {terminal['reason']}",
+        f"exit: {json.dumps(terminal['exit'], sort_keys=True)}",
+        f"identity: {json.dumps(terminal['identity'], sort_keys=True)}",
+        f"runtime: {json.dumps(terminal['runtime'], sort_keys=True)}",
+    ]
+    execution_oid = terminal["links"].get("execution")
+    if execution_oid:
+        execution = store.objects.get_record(execution_oid)
+        lines.append(f"execution {execution_oid} facts:")
+        lines += [f"  {k}: {json.dumps(v)}" for k, v in sorted(execution["facts"].items())]
+    else:
+        lines.append("no execution record: the attempt closed before its candidate ran")
+    not_gradeable = gradeable(terminal)
+    lines.append("gradeable: yes" if not_gradeable is None else f"gradeable: no ({not_gradeable})")
+    cls, reason = _replay(store, terminal, execution_oid)
+    lines.append(
+        f"terminal table row (docs/attempts.md, replayed from the retained facts): {cls}: {reason}"
+    )
+    agrees = cls == terminal["class"]
+    lines.append("agrees with the stored terminal: " + ("yes" if agrees else "NO"))
+    return "\n".join(lines) + "\n"
+
+
+def _replay(store, terminal: dict, execution_oid: str | None) -> tuple[str, str]:
+    """The first row of the terminal table that applies to the retained facts."""
+    from yyb.attempts.terminal import Facts, decide
+
+    if execution_oid is None:
+        # Closed before the candidate ran: the stored reason is the only retained fact.
+        return terminal["class"], terminal["reason"]
+    facts = Facts(**store.objects.get_record(execution_oid)["facts"])
+    receipts = [store.objects.get_record(oid) for oid in terminal["links"].get("evaluations", [])]
+    if receipts:
+        verdict, reason = evaluate.conclude({r["profile"]: [r] for r in receipts})
+        facts.safety_failed = verdict == "safety"
+        facts.verdict = "fail" if verdict == "safety" else verdict
+        facts.verdict_reason = reason
+    elif facts.exit_code == 0 and facts.envelope_status == "succeeded":
+        facts.verdict, facts.verdict_reason = "pass", "no evaluator is selected for this attempt"
+    return decide(facts)
+
+
+def grader_answer(store, plan_oid: str, plan: dict, attempt_oid: str, each: int) -> str:
+    """Each evaluation generation's verdict and its grader output (``each`` bytes at most)."""
+    lines = []
+    histories = {}
+    for profile in sorted(plan["evaluators"]["catalog"]):
+        chain = evaluate.history(store, plan_oid, attempt_oid, profile)
+        if chain:
+            histories[profile] = [r for _, r in chain]
+        for oid, receipt in chain:
+            ev = receipt["evaluator"]
+            lines.append(
+                f"{profile} generation {receipt['generation']}: {receipt['verdict']} "
+                f"(evaluator {ev['id']}@{ev['version']}, {receipt['wall_ms']} ms) receipt {oid}"
+            )
+            result = receipt["links"].get("result")
+            if result:
+                lines.append(f"  reason: {store.objects.get_record(result)['reason']}")
+            output = receipt["links"].get("output")
+            if output:
+                body = bound(store.objects.get(output).body, each)
+                lines.append(f"  output {output}:")
+                lines += ["    " + line for line in body.decode(errors="replace").splitlines()]
+            else:
+                lines.append("  no grader output retained")
+    if not histories:
+        return f"attempt {attempt_oid}: no evaluation retained\n"
+    verdict, reason = evaluate.conclude(histories)
+    lines.append(f"current verdict: {verdict} ({reason})")
+    return "\n".join(lines) + "\n"
+
+
+def _blob(store, plan_oid: str, attempt_oid: str, role: str) -> tuple[str, bytes] | None:
+    found = _terminal(store, plan_oid, attempt_oid)
+    if found is None or role not in found[1]["links"]:
+        return None
+    oid = found[1]["links"][role]
+    return oid, store.objects.get(oid).body
+
+
+def patch_answer(store, plan_oid: str, attempt_oid: str) -> bytes:
+    found = _blob(store, plan_oid, attempt_oid, "patch")
+    if found is None:
+        return f"attempt {attempt_oid}: no patch retained\n".encode()
+    return found[1]
+
+
+def outputs_answer(store, plan_oid: str, attempt_oid: str, each: int) -> bytes:
+    parts = []
+    for role in ("stdout", "stderr"):
+        found = _blob(store, plan_oid, attempt_oid, role)
+        if found is None:
+            parts.append(f"== {role}: not retained\n".encode())
+            continue
+        oid, body = found
+        parts.append(f"== {role} {oid} ({len(body)} bytes retained)\n".encode())
+        parts.append(bound(body, each))
+        if body and not body.endswith(b"\n"):
+            parts.append(b"\n")
+    return b"".join(parts)
+
+
+def answer(store, plan_oid: str, plan: dict, attempt_oid: str, show: str, max_bytes: int) -> bytes:
+    """The bounded answer to ``show`` about one attempt."""
+    if show == "timeline":
+        data = timeline(store, plan_oid, attempt_oid).encode()
+    elif show == "terminal":
+        data = terminal_answer(store, plan_oid, attempt_oid).encode()
+    elif show == "grader":
+        data = grader_answer(store, plan_oid, plan, attempt_oid, max(64, max_bytes // 2)).encode()
+    elif show == "patch":
+        data = patch_answer(store, plan_oid, attempt_oid)
+    elif show == "outputs":
+        data = outputs_answer(store, plan_oid, attempt_oid, max(64, max_bytes // 2))
+    else:
+        raise UsageError(f"--show {show}: choose one of {', '.join(SHOWS)}")
+    return bound(data, max_bytes)

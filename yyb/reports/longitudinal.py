@@ -1,0 +1,267 @@
+"""The longitudinal report: every retained attempt in the store, pooled only under identical keys.
+
+Each attempt with a retained terminal gets an explicit **compatibility key** (docs/reports.md
+defines every part and every hash). Attempts pool into one cohort only when their keys are
+identical; every pair of cohorts of the same case and model is listed as an incompatibility
+naming the key parts that differ, so nothing is averaged away. The report is stored as a layer
+under ``refs/reports/longitudinal``, chained like the per-experiment layers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from itertools import combinations
+
+from yyb.attempts.run import profiles_for
+from yyb.reports import build
+from yyb.store import codec
+
+LONGITUDINAL = "yylo_benchmark_longitudinal_layer.v2"
+LONGITUDINAL_REF = "refs/reports/longitudinal"
+EXPERIMENT = "yylo_benchmark_experiment_plan.v2"
+# The key's parts, in the order the report shows them.
+PARTS = (
+    "case",
+    "snapshot_tree",
+    "prompt_hash",
+    "wiki_hash",
+    "tool_policy_hash",
+    "budget_hash",
+    "agent",
+    "versions",
+    "topology",
+    "grading",
+)
+
+
+def digest(name: str, value) -> str:
+    """SHA-256 of the canonical MessagePack of ``{name: value}`` (a record body is a map)."""
+    return hashlib.sha256(codec.encode({name: value})).hexdigest()
+
+
+class PlanParts:
+    """The key parts one experiment plan fixes for all of its attempts (computed once)."""
+
+    def __init__(self, plan: dict):
+        harness = plan["candidate_harness"]
+        budget = plan["budget"]
+        self.tool_policy_hash = digest("tool_policy", plan["tool_policy"])
+        self.budget_hash = digest(
+            "budget",
+            {
+                "currency": budget["currency"] if budget else None,
+                "per_attempt_micros": budget["per_attempt_micros"] if budget else None,
+                "timeout_ms": plan["timeout_ms"],
+            },
+        )
+        self.harness_id = harness["id"]
+        self.harness_config_hash = digest("harness", harness["config"])
+        self.versions = {"yyb": plan["versions"]["yyb"], "yylo": plan["versions"]["yylo"]}
+        workflow = plan.get("workflow")
+        self.topology = {
+            "attempt_kind": plan["kind"],
+            "harness_kind": harness["config"].get("kind"),
+            "workflow": plan["kind"] == "workflow",
+            "controlled_model_variable": workflow["controlled_model_variable"]
+            if workflow
+            else None,
+            "workflow_variables_hash": digest("variables", workflow["variables"])
+            if workflow
+            else None,
+        }
+        self.catalog = plan["evaluators"]["catalog"]
+
+
+def _identity(profile: str, spec_or_receipt: dict, from_receipt: bool) -> dict:
+    from yyb.grading.evaluate import bytes_hash
+
+    if from_receipt:
+        evaluator = spec_or_receipt["evaluator"]
+        return {
+            "profile": profile,
+            "id": evaluator["id"],
+            "version": evaluator["version"],
+            "bytes_sha256": evaluator["bytes_sha256"],
+        }
+    return {
+        "profile": profile,
+        "id": spec_or_receipt.get("grader_id", profile),
+        "version": spec_or_receipt["version"],
+        "bytes_sha256": bytes_hash(spec_or_receipt),
+    }
+
+
+def grading_layer(plan: dict, parts: PlanParts, case: dict | None, facts: build.Facts) -> list:
+    """The evaluators behind the attempt's current verdict: the ones the plan selected for it
+    (generation 1) and every one whose generations were read, sorted and without repeats."""
+    found = {}
+    for profile in profiles_for(plan, case):
+        identity = _identity(profile, parts.catalog[profile], False)
+        found[tuple(identity.values())] = identity
+    for _, receipt in facts.evaluations:
+        identity = _identity(receipt["profile"], receipt, True)
+        found[tuple(identity.values())] = identity
+    return [found[k] for k in sorted(found)]
+
+
+def compatibility_key(store, plan: dict, parts: PlanParts, attempt: dict, facts) -> dict:
+    """The stored compatibility key of one retained attempt (docs/reports.md)."""
+    case = None
+    if attempt["kind"] == "workflow":
+        workflow = store.objects.get(attempt["links"]["workflow"]).body
+        case_part = {"case_id": None, "input_hash": hashlib.sha256(workflow).hexdigest()}
+        prompt_hash = wiki_hash = None
+    else:
+        case = store.objects.get_record(attempt["links"]["case"])
+        case_part = {"case_id": case["case_id"], "input_hash": case["input_hash"]}
+        prompt_hash, wiki_hash = case["prompt_hash"], digest("wiki", case["wiki"])
+    terminal = store.objects.get_record(facts.terminal)
+    receipt_oid = terminal["links"].get("receipt")
+    snapshot_tree = None
+    if receipt_oid is not None:
+        snapshot_tree = store.objects.get_record(receipt_oid)["snapshot_tree"] or None
+    return {
+        "case": case_part,
+        "snapshot_tree": snapshot_tree,
+        "prompt_hash": prompt_hash,
+        "wiki_hash": wiki_hash,
+        "tool_policy_hash": parts.tool_policy_hash,
+        "budget_hash": parts.budget_hash,
+        "agent": {
+            "model": attempt["model"]["resolved"],
+            "harness_id": parts.harness_id,
+            "harness_config_hash": parts.harness_config_hash,
+        },
+        "versions": parts.versions,
+        "topology": parts.topology,
+        "grading": grading_layer(plan, parts, case, facts),
+    }
+
+
+def key_hash(key: dict) -> str:
+    return digest("compatibility_key", key)
+
+
+def differing_parts(first: dict, second: dict, prefix: str = "") -> list[str]:
+    """Dotted names of the key parts whose values differ (maps compared leaf by leaf)."""
+    out = []
+    order = {name: i for i, name in enumerate(PARTS)}
+    for name in sorted(set(first) | set(second), key=lambda n: (order.get(n, len(PARTS)), n)):
+        a, b = first.get(name), second.get(name)
+        if a == b:
+            continue
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += differing_parts(a, b, f"{prefix}{name}.")
+        else:
+            out.append(prefix + name)
+    return out
+
+
+def plans(store) -> list[str]:
+    """Every experiment plan under ``refs/plans/``, by oid."""
+    found = []
+    for _, oid in store.refs.iter_refs("refs/plans"):
+        record = store.objects.get_record(oid)
+        if record.get("schema_version") == EXPERIMENT and oid not in found:
+            found.append(oid)
+    return sorted(found)
+
+
+def _cohort(key: dict, khash: str, members: list[tuple[str, build.Facts]]) -> dict:
+    group = [f for _, f in members]
+    summary = build.summarize(group)
+    return {
+        "key_hash": khash,
+        "case_id": key["case"]["case_id"],
+        "model": key["agent"]["model"],
+        "key": key,
+        "plans": sorted({plan for plan, _ in members}),
+        "attempts": summary["attempts"],
+        "valid": summary["valid"],
+        "resolved": summary["resolved"],
+        "failed": summary["failed"],
+        "invalid": summary["invalid"],
+        "rate": summary["rate"],
+        "interval": summary["interval"],
+        "terminal_classes": summary["terminal_classes"],
+        "evidence": sorted(f.evidence or f.terminal for f in group),
+    }
+
+
+def build_longitudinal(
+    store, case_id: str | None = None, model: str | None = None
+) -> tuple[dict, list[build.Facts]]:
+    """The longitudinal report document and the facts of every attempt it pooled.
+
+    Only attempts with a retained terminal count; attempts without one are counted per plan
+    as ``unretained`` (they hold no evidence to pool).
+    """
+    keyed: dict[str, tuple[dict, list]] = {}
+    unretained = 0
+    read: list[build.Facts] = []
+    plan_oids = plans(store)
+    for plan_oid in plan_oids:
+        plan = store.objects.get_record(plan_oid)
+        parts = PlanParts(plan)
+        for attempt_oid in plan["links"]["attempts"]:
+            attempt = store.objects.get_record(attempt_oid)
+            if model is not None and attempt["model"]["resolved"] != model:
+                continue
+            if case_id is not None and attempt.get("case_id") != case_id:
+                continue
+            facts = build.collect(store, plan_oid, plan, attempt_oid, attempt, None)
+            if facts.terminal is None:
+                unretained += 1
+                continue
+            key = compatibility_key(store, plan, parts, attempt, facts)
+            khash = key_hash(key)
+            keyed.setdefault(khash, (key, []))[1].append((plan_oid, facts))
+            read.append(facts)
+    cohorts = [_cohort(key, khash, members) for khash, (key, members) in keyed.items()]
+    cohorts.sort(key=lambda c: (c["case_id"] or "", c["model"], c["plans"], c["key_hash"]))
+    incompatibilities = []
+    cells: dict[tuple, list[dict]] = {}
+    for cohort in cohorts:
+        cells.setdefault((cohort["case_id"] or "", cohort["model"]), []).append(cohort)
+    for (cell_case, cell_model), members in sorted(cells.items()):
+        for first, second in combinations(members, 2):
+            incompatibilities.append(
+                {
+                    "case_id": cell_case or None,
+                    "model": cell_model,
+                    "first": first["key_hash"],
+                    "second": second["key_hash"],
+                    "differs": differing_parts(first["key"], second["key"]),
+                }
+            )
+    report = {
+        "filters": {"case_id": case_id, "model": model},
+        "plans": plan_oids,
+        "attempts": len(read),
+        "unretained": unretained,
+        "cohorts": cohorts,
+        "incompatibilities": incompatibilities,
+    }
+    return report, read
+
+
+def store_layer(store, report: dict, facts: list[build.Facts]) -> dict:
+    """Store ``report`` as the newest longitudinal layer (reusing an identical head).
+
+    Raises:
+        RefMismatch: another report moved the ref meanwhile (run it again).
+    """
+    links: dict = {}
+    for role, values in (
+        ("plans", set(report["plans"])),
+        ("terminals", {f.terminal for f in facts if f.terminal}),
+        ("evidence", {f.evidence for f in facts if f.evidence}),
+        ("evaluations", {oid for f in facts for oid, _ in f.evaluations}),
+    ):
+        if values:
+            links[role] = sorted(values)
+    value = {"schema_version": LONGITUDINAL, "report": report, "links": links}
+    head = store.refs.read(LONGITUDINAL_REF)
+    from yyb.reports.layer import append_layer
+
+    return append_layer(store, LONGITUDINAL_REF, head, value, "longitudinal report layer")
