@@ -79,3 +79,14 @@ def test_every_package_is_listed_in_pyproject():
         for path in (ROOT / "yyb").rglob("__init__.py")
     }
     assert found <= listed, found - listed
+
+
+def test_every_registered_command_loads():
+    from yyb.cli import COMMANDS
+
+    done = subprocess.run([sys.executable, "-m", "yyb", "--help"], capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+    listed = {line.split()[0] for line in done.stdout.split("Commands:")[1].splitlines()
+              if line.strip()}
+    assert listed == set(COMMANDS)
