@@ -92,6 +92,35 @@ def _canon(value: Any, depth: int, path: tuple) -> Any:
     raise _Fault(path, f"values of type {t.__name__} cannot be stored in a record")
 
 
+_ALLOWED_LEAVES = (str, int, bytes, bool, type(None))
+
+
+def _check_decoded(value: dict) -> None:
+    """What the decoder alone cannot refuse: floats, timestamps, nesting, ``$bin`` maps.
+
+    Keys, their order and strings were checked while decoding; this only walks the values.
+    """
+    stack = [(value, 1, ())]
+    while stack:
+        item, depth, path = stack.pop()
+        if depth > MAX_DEPTH:
+            raise _Fault(path, f"nesting deeper than {MAX_DEPTH} levels")
+        if type(item) is dict:
+            if len(item) == 1 and BIN_KEY in item:
+                raise _Fault(path, f'a map whose only key is "{BIN_KEY}" is reserved for bytes')
+            for key, child in item.items():
+                if type(child) in (dict, list):
+                    stack.append((child, depth + 1, (*path, key)))
+                elif type(child) not in _ALLOWED_LEAVES:
+                    _canon(child, depth, (*path, key))  # raises with the precise reason
+        else:
+            for i, child in enumerate(item):
+                if type(child) in (dict, list):
+                    stack.append((child, depth + 1, (*path, i)))
+                elif type(child) not in _ALLOWED_LEAVES:
+                    _canon(child, depth, (*path, i))
+
+
 def encode(value: dict) -> bytes:
     """Return the canonical MessagePack body of a record value.
 
@@ -161,10 +190,12 @@ def decode(body: bytes, oid: str | None = None) -> dict:
     if type(value) is not dict:
         raise NonCanonical(oid, "the body is not a map")
     try:
-        canon = _canon(value, 0, ())
+        _check_decoded(value)
     except _Fault as fault:
         raise NonCanonical(oid, f"{json_path(fault.path)}: {fault.reason}") from None
-    if msgpack.packb(canon, **_packer_options) != body:
+    # The pairs hook proved every map's keys sorted and unique, so the decoded maps iterate in
+    # canonical order already: re-encoding them as they are must give the body back.
+    if msgpack.packb(value, **_packer_options) != body:
         raise NonCanonical(
             oid, "an integer, string, binary, array or map header is not in its shortest form"
         )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import re
 import threading
@@ -52,6 +53,7 @@ class LockHandle:
     renamed: bool = False  # the lock file became the ref: its path is no longer ours
 
 
+@functools.lru_cache(maxsize=65536)
 def check_ref_name(name: str) -> str:
     """Return the full name (``refs/...``) of a valid ref name, or raise InvalidRefName.
 
