@@ -19,11 +19,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import git
 
 # The same calculator and test as the built-in example.
 from yyb.example import CALC_BUGGY, CALC_FIXED  # noqa: E402
@@ -113,22 +114,6 @@ JUDGE_FAIL = (
 echo '{"verdict": "fail", "reason": "JUDGE-RAN: it does not add"}'
 """
 )
-
-
-def git(repo: Path | str, *args: str) -> str:
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@e",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@e",
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": "/dev/null",
-    }
-    done = subprocess.run(
-        ["git", "-C", str(repo), *args], capture_output=True, text=True, env=env, check=True
-    )
-    return done.stdout.strip()
 
 
 def write(path: Path, text: str | bytes, executable: bool = False) -> Path:
