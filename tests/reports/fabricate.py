@@ -1,9 +1,10 @@
 """Fabricated retained attempts, written straight through the store API (no sandbox, no agent).
 
 The records follow the shapes yyb/attempts/run.py and yyb/grading/evaluate.py write (intent,
-workspace receipt, execution, terminal, evidence, evaluation receipts), skipping schema
-validation for speed. Everything is a function of the arguments, so a fabricated store is the
-same on every machine: golden tests and tools/bench_report.py both use it.
+workspace receipt, listing, manifest, execution, terminal, evidence, evaluation receipts and
+results) and are schema-valid, so ``yyb doctor --plan`` finds each chain complete; they skip
+validation while being written, for speed. Everything is a function of the arguments, so a
+fabricated store is the same on every machine: golden tests and tools/bench_report.py use it.
 """
 
 from __future__ import annotations
@@ -86,8 +87,14 @@ def fabricate(store, spec: Spec) -> str:
         identity["input_hash"] = inputs[case_id] = hashlib.sha256(
             codec.encode(identity)
         ).hexdigest()
-        value = {"schema_version": "yylo_benchmark_case.v2", "title": case_id, "tags": []}
-        cases[case_id] = _put(store, {**value, **identity, "links": {"prompt": prompt}})
+        task = store.objects.put("blob", f"task {case_id}".encode())
+        value = {
+            "schema_version": "yylo_benchmark_case.v2",
+            "title": case_id,
+            "tags": ["benchmark-case"],
+        }
+        links = {"task": task, "prompt": prompt}
+        cases[case_id] = _put(store, {**value, **identity, "links": links})
     attempts = []
     ordinal = 0
     for case_id in spec.cases:
@@ -168,10 +175,26 @@ def _attempt(store, plan_oid, attempt_oid, attempt, result, grader) -> None:
     exit_info = {"code": None, "signal": None, "timed_out": False, "cleanup_confirmed": True}
     outputs: dict = {}
     if verdict is not None:
+        listing = _put(
+            store,
+            {
+                "schema_version": "yylo_benchmark_file_listing.v2",
+                "entries": [["calc.sh", 33261, 0]],
+                "omitted": [],
+                "links": {"files": [store.objects.put("blob", b"echo $((1+1))\n")]},
+            },
+        )
         receipt = {
             "schema_version": "yylo_benchmark_workspace_receipt.v2",
+            "base_commit": sha("base")[:40],
+            "snapshot_commit": sha("snapshot " + attempt["case_id"])[:40],
             "snapshot_tree": sha("tree " + attempt["case_id"]),
-            "links": {"intent": intent_oid},
+            "excluded_paths": [],
+            "excluded": [],
+            "file_count": 1,
+            "sandbox": {"kind": "bubblewrap", "version": "0.8.0", "network": "denied"},
+            "environment": {"variables": ["HOME", "PATH"], "path": ["/usr/bin"], "secrets": []},
+            "links": {"intent": intent_oid, "listing": listing},
         }
         links["receipt"] = _put(store, receipt)
         out = f"output of attempt {ordinal}\n".encode() * 3
@@ -180,29 +203,52 @@ def _attempt(store, plan_oid, attempt_oid, attempt, result, grader) -> None:
         links["patch"] = store.objects.put(
             "blob", f"--- a/calc.sh\n+++ b/calc.sh\n@@ {ordinal}\n".encode()
         )
+        cost = {"completeness": "complete", "currency": "USD", "micros": 1000 + ordinal}
+        runtime = {"wall_ms": wall_ms, "started_ms": start + 10, "ended_ms": start + 10 + wall_ms}
         links["envelope"] = _put(
-            store, {"schema_version": "juno_execution_envelope.v1", "links": {}}
+            store,
+            {
+                "schema_version": "juno_execution_envelope.v1",
+                "provider": model.partition("/")[0] or "bench",
+                "model": model,
+                "status": "succeeded",
+                "cost": cost,
+                "started_ms": runtime["started_ms"],
+                "ended_ms": runtime["ended_ms"],
+                "elapsed_ms": wall_ms,
+            },
         )
         links["manifest"] = _put(
             store,
             {
                 "schema_version": "yylo_benchmark_post_execution_manifest.v2",
-                "links": {"receipt": links["receipt"], "patch": links["patch"]},
+                "git": {"head": sha("snapshot " + attempt["case_id"])[:40], "dirty": True},
+                "file_count": 1,
+                "added": [],
+                "changed": ["calc.sh"],
+                "deleted": [],
+                "omitted": [],
+                "links": {"receipt": links["receipt"], "listing": listing, "patch": links["patch"]},
             },
         )
         identity = {**identity, "observed": model.lower()}
-        runtime = {"wall_ms": wall_ms, "started_ms": start + 10, "ended_ms": start + 10 + wall_ms}
         exit_info = {**exit_info, "code": 0}
         outputs = {"stdout": {"bytes": len(out), "retained": len(out), "truncated": False}}
         facts = {"exit_code": 0, "signal": None, "cancelled": False, "timed_out": False}
         execution = {
             "schema_version": "yylo_benchmark_execution.v2",
             **base,
-            "facts": {**facts, "cleanup_confirmed": True, "envelope_problem": None},
+            "facts": {
+                **facts,
+                "cleanup_confirmed": True,
+                "envelope_problem": None,
+                "envelope_status": "succeeded",
+            },
             "identity": identity,
             "runtime": runtime,
             "outputs": outputs,
-            "links": dict(links),
+            "candidate_cost": cost,
+            "links": {**links, "listing": listing},
         }
         links["execution"] = _put(store, execution)
         _ref(
@@ -214,6 +260,15 @@ def _attempt(store, plan_oid, attempt_oid, attempt, result, grader) -> None:
         grader_output = store.objects.put(
             "blob", f'{{"passed": {str(verdict == "pass").lower()}}}\n'.encode()
         )
+        grader_input = store.objects.put("blob", f'{{"attempt": "{attempt_oid}"}}\n'.encode())
+        result = {
+            "schema_version": "yylo_benchmark_evaluation_result.v2",
+            "verdict": verdict,
+            "quality": verdict,
+            "reason": "fabricated",
+            "exit_code": 0 if verdict == "pass" else 1,
+            "details": {},
+        }
         evaluation = {
             "schema_version": "yylo_benchmark_evaluation.v2",
             **base,
@@ -231,7 +286,13 @@ def _attempt(store, plan_oid, attempt_oid, attempt, result, grader) -> None:
             "verdict": verdict,
             "wall_ms": 200 + ordinal % 50,
             "judge_cost": None,
-            "links": {**both, "manifest": links["manifest"], "output": grader_output},
+            "links": {
+                **both,
+                "manifest": links["manifest"],
+                "input": grader_input,
+                "output": grader_output,
+                "result": _put(store, result),
+            },
         }
         evaluation_oid = _put(store, evaluation)
         _ref(
@@ -241,17 +302,20 @@ def _attempt(store, plan_oid, attempt_oid, attempt, result, grader) -> None:
             "evaluation tests generation 1",
         )
         links["evaluations"] = [evaluation_oid]
+    else:
+        cost = {"completeness": "unavailable", "currency": "USD", "micros": None}
+        cls_reason = "dispatched earlier without a terminal (fabricated)"
     terminal = {
         "schema_version": "yylo_benchmark_terminal.v2",
         "class": cls,
-        "reason": f"fabricated {cls}",
+        "reason": f"fabricated {cls}" if verdict is not None else cls_reason,
         **base,
         "ordinal": ordinal,
         "identity": identity,
         "runtime": runtime,
         "exit": exit_info,
         "outputs": outputs,
-        "candidate_cost": {"completeness": "complete", "currency": "USD", "micros": 1000 + ordinal},
+        "candidate_cost": cost,
         "links": links,
     }
     terminal_oid = _put(store, terminal)

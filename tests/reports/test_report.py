@@ -62,11 +62,18 @@ def test_report_of_a_complete_experiment(bench, tmp_path):
     assert (comparison["cases_paired"], comparison["only_first"]) == (1, 1)
     # Runtime traces back to the terminals and evaluations it came from.
     mine = [r for r in results if r.model == "zz/fixer"]
-    assert set(fixer["runtime"]["candidate"]["ids"]) == {r.terminal for r in mine}
-    walls = sorted(bench.terminal(r)["runtime"]["wall_ms"] for r in mine)
-    assert fixer["runtime"]["candidate"]["total_ms"] == sum(walls)
-    assert fixer["runtime"]["candidate"]["median_ms"] == walls[0]
-    assert len(fixer["runtime"]["evaluator"]["ids"]) == 2
+    walls = sorted((bench.terminal(r)["runtime"]["wall_ms"], r.terminal) for r in mine)
+    candidate = fixer["runtime"]["candidate"]
+    assert candidate["total_ms"] == sum(ms for ms, _ in walls)
+    assert (candidate["median_ms"], candidate["median_id"]) == walls[0]
+    assert (candidate["p90_ms"], candidate["p90_id"]) == walls[1]
+    rows = [row for row in doc["attempts"] if row["model"] == "zz/fixer"]
+    assert sum(row["wall_ms"] for row in rows) == candidate["total_ms"]
+    evaluator = fixer["runtime"]["evaluator"]
+    assert evaluator["count"] == 2
+    assert evaluator["total_ms"] == sum(row["evaluator_ms"] for row in rows)
+    evaluated = {oid for row in rows for oid in row["evaluations"]}
+    assert {evaluator["median_id"], evaluator["p90_id"]} <= evaluated
     assert fixer["cost"]["judge"]["completeness"] == "not_applicable"
     # The layer is stored, schema-valid, links what it read; a second report reuses it.
     store = bench.store

@@ -152,3 +152,24 @@ def test_bytes_travel_through_json_as_base64():
     value = codec.from_json('{"a": {"$bin": "AAEC"}}')
     assert value == {"a": b"\x00\x01\x02"}
     assert codec.to_json(value) == {"a": {"$bin": "AAEC"}}
+
+
+@given(records)
+def test_the_quick_encoder_agrees_with_the_careful_one(value):
+    careful = msgpack.packb(codec._canon(value, 0, ()), **codec._packer_options)
+    assert codec.encode(value) == careful
+
+
+@given(records)
+def test_decode_value_reads_canonical_bodies_as_decode_does(value):
+    body = codec.encode(value)
+    assert codec.decode_value(body) == codec.decode(body) == value
+
+
+def test_decode_value_reads_what_only_decode_refuses():
+    unsorted = b"\x82\xa1b\x01\xa1a\x02"  # {"b": 1, "a": 2}: keys out of order
+    with pytest.raises(NonCanonical, match="not sorted"):
+        codec.decode(unsorted)
+    assert codec.decode_value(unsorted) == {"a": 2, "b": 1}
+    with pytest.raises(NonCanonical, match="not a map"):
+        codec.decode_value(b"\x01")

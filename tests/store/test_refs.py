@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from tests.conftest import note
 from yyb.errors import (
@@ -17,6 +19,7 @@ from yyb.errors import (
     RefNotFound,
     UsageError,
 )
+from yyb.store import refs
 from yyb.store.refs import ANY, REF_UPDATE, check_ref_name
 
 
@@ -291,3 +294,18 @@ def test_exclusive_lock_of_a_crashed_process_is_taken_over(disk_store):
     _crash_holding_lock(lock)
     with disk_store.exclusive("run-x") as broken:
         assert broken is not None and broken["pid"] != os.getpid()
+
+
+@given(st.text(alphabet="refs/lock.a-_Z9@\n", max_size=40))
+@example("refs/a.lock/b")
+@example("refs/.a")
+@example("refs/a/..")
+@example("refs//a")
+def test_the_quick_ref_name_check_agrees_with_the_careful_one(name):
+    def outcome(check):
+        try:
+            return check(name)
+        except InvalidRefName:
+            return None
+
+    assert outcome(refs.check_ref_name) == outcome(refs.check_ref_name_carefully)

@@ -25,14 +25,26 @@ PLAN = "yylo_benchmark_experiment_plan.v2"
 NO_WORKSPACE = ("invalid_case", "environment_failure")
 
 
-class _Attempt:
-    """Checks for one attempt; collects findings and whether its chain is complete."""
+class AttemptCheck:
+    """Checks for one attempt; collects findings and whether its chain is complete.
+
+    Each record is read once, proved by its hash (``read_record``); its canonical form and
+    schema are proved by ``verify_objects``, which doctor runs after these checks. What the
+    checks read stays available, so a reader of the same evidence (the report) needs no
+    second read and sees exactly the state that was checked: ``terminal`` (oid, record),
+    ``receipt`` (the workspace receipt's record), ``evidence_oid`` and ``chains`` (profile ->
+    [(oid, evaluation)], oldest first; filled once the terminal proved a retained workspace).
+    """
 
     def __init__(self, store, plan_oid: str, plan: dict, attempt_oid: str, evaluations: list):
         self.store, self.plan_oid, self.plan, self.oid = store, plan_oid, plan, attempt_oid
         self.evaluation_profiles = evaluations  # profiles with an evaluations ref
         self.findings: list[Finding] = []
         self.complete = True
+        self.terminal: tuple[str, dict] | None = None
+        self.receipt: dict | None = None
+        self.evidence_oid: str | None = None
+        self.chains: dict[str, list[tuple[str, dict]]] = {}
 
     def fail(self, code: str, detail: str) -> None:
         self.findings.append(error(code, self.oid, detail))
@@ -42,7 +54,7 @@ class _Attempt:
         if oid is None:
             return None
         try:
-            value = self.store.objects.get_record(oid)
+            value = self.store.objects.read_record(oid)  # the full walk proves the form
         except YybError as exc:
             self.fail("unreadable", f"{what} {oid}: {exc}")
             return None
@@ -83,6 +95,7 @@ class _Attempt:
         terminal = self.record(terminal_oid, TERMINAL, "terminal")
         if terminal is None or not self.owned(terminal, "terminal", terminal_oid):
             return
+        self.terminal = (terminal_oid, terminal)
         links = terminal["links"]
         if links.get("intent") != intent_oid:
             self.fail(
@@ -106,6 +119,7 @@ class _Attempt:
         if receipt is None:
             self.fail("incomplete", f"terminal {terminal_oid} has no workspace receipt")
             return
+        self.receipt = receipt
         if receipt["links"].get("intent") != links.get("intent"):
             self.fail("wrong-link", f"receipt {links['receipt']} belongs to another intent")
         post = self.record(links.get("manifest"), MANIFEST, "manifest")
@@ -145,6 +159,8 @@ class _Attempt:
     def check_evidence(self, terminal_oid: str, terminal: dict) -> None:
         evidence_oid = self.store.refs.read(attempt_ref(self.plan_oid, self.oid, "evidence"))
         evidence = self.record(evidence_oid, EVIDENCE, "evidence")
+        if evidence is not None:
+            self.evidence_oid = evidence_oid
         if evidence is None:
             if evidence_oid is None:
                 self.fail("incomplete", "no attempt evidence")
@@ -162,7 +178,6 @@ class _Attempt:
                     f"evidence {evidence_oid} says {evidence.get('class')},"
                     f" the terminal {terminal['class']}",
                 )
-        self.evidence_oid = evidence_oid
 
     def check_evaluations(self, terminal: dict) -> None:
         catalog = self.plan["evaluators"]["catalog"]
@@ -191,7 +206,9 @@ class _Attempt:
                     break
                 chain.append((oid, value))
                 oid = value["links"].get("previous")
-            for n, (oid, value) in enumerate(reversed(chain), start=1):
+            chain.reverse()
+            self.chains[profile] = chain
+            for n, (oid, value) in enumerate(chain, start=1):
                 if not self.owned(value, "evaluation", oid):
                     continue
                 if value.get("profile") != profile:
@@ -207,7 +224,7 @@ class _Attempt:
                 if value["links"].get("manifest") != manifest_oid:
                     self.fail("wrong-link", f"evaluation {oid} judged another manifest")
                 evidence = value["links"].get("evidence")
-                if evidence is not None and evidence != getattr(self, "evidence_oid", None):
+                if evidence is not None and evidence != self.evidence_oid:
                     self.fail("wrong-link", f"evaluation {oid} names other evidence {evidence}")
                 if n == 1:
                     seen_first.add(oid)
@@ -220,50 +237,62 @@ class _Attempt:
             )
 
 
-def verify_experiment(store, plan_oid: str) -> tuple[list[Finding], dict]:
-    """(findings, summary) for the experiment of ``plan_oid``; summary counts complete chains."""
+def check_plan(store, plan_oid: str, plan: dict | None = None) -> tuple[dict | None, list[Finding]]:
+    """The experiment plan of ``plan_oid`` (None when it is not one) and what is wrong with it;
+    ``plan`` is its record when the caller has read it already."""
     findings: list[Finding] = []
-    plan = None
-    try:
-        plan = store.objects.get_record(plan_oid)
-    except YybError as exc:
-        findings.append(error("unreadable", plan_oid, f"plan: {exc}"))
+    if plan is None:
+        try:
+            plan = store.objects.get_record(plan_oid)
+        except YybError as exc:
+            findings.append(error("unreadable", plan_oid, f"plan: {exc}"))
     if plan is not None and plan.get("schema_version") != PLAN:
         findings.append(error("wrong-record", plan_oid, "not an experiment plan"))
         plan = None
-    if plan is None:
-        return findings, {"plan": plan_oid, "attempts": 0, "complete": 0, "status": "incomplete"}
-    if store.refs.read(f"refs/plans/{plan_oid}") != plan_oid:
+    if plan is not None and store.refs.read(f"refs/plans/{plan_oid}") != plan_oid:
         findings.append(error("unlogged-plan", plan_oid, "refs/plans/<oid> does not name it"))
+    return plan, findings
+
+
+def check_attempt(store, plan_oid: str, plan: dict, attempt_oid: str) -> AttemptCheck:
+    """Check one attempt's chain and links (every record it reads is hash-verified)."""
+    folder = f"refs/runs/{plan_oid}/{attempt_oid}/evaluations"
+    profiles = [name[len(folder) + 1 :] for name in store.refs.names(under=folder)]
+    check = AttemptCheck(store, plan_oid, plan, attempt_oid, profiles)
+    try:
+        check.check()
+    except YybError as exc:
+        check.fail("unreadable", str(exc))
+    except (KeyError, TypeError, AttributeError) as exc:
+        # A record proved by its hash but not of its schema's shape: verify_objects names it.
+        check.fail("malformed", f"a record of this chain lacks or mistypes {exc}")
+        check.terminal = None
+    return check
+
+
+def summary(plan_oid: str, attempts: int, complete: int, findings: list[Finding]) -> dict:
+    errors = any(f.level == "error" for f in findings)
+    status = "complete" if attempts and complete == attempts and not errors else "incomplete"
+    return {"plan": plan_oid, "attempts": attempts, "complete": complete, "status": status}
+
+
+def verify_experiment(store, plan_oid: str) -> tuple[list[Finding], dict]:
+    """(findings, summary) for the experiment of ``plan_oid``; summary counts complete chains."""
+    plan, findings = check_plan(store, plan_oid)
+    if plan is None:
+        return findings, summary(plan_oid, 0, 0, findings)
     attempts = plan["links"]["attempts"]
-    prefix = f"refs/runs/{plan_oid}/"
-    profiles: dict[str, list[str]] = {}
-    for name in store.refs.names():
-        if name.startswith(prefix) and "/evaluations/" in name:
-            attempt_oid, _, profile = name[len(prefix) :].partition("/evaluations/")
-            profiles.setdefault(attempt_oid, []).append(profile)
     complete = 0
     for attempt_oid in attempts:
-        check = _Attempt(store, plan_oid, plan, attempt_oid, profiles.get(attempt_oid, []))
-        try:
-            check.check()
-        except YybError as exc:
-            check.fail("unreadable", str(exc))
+        check = check_attempt(store, plan_oid, plan, attempt_oid)
         findings += check.findings
         complete += check.complete
-    findings += list(_objects(store, plan_oid))
-    errors = [f for f in findings if f.level == "error"]
-    status = "complete" if attempts and complete == len(attempts) and not errors else "incomplete"
-    return findings, {
-        "plan": plan_oid,
-        "attempts": len(attempts),
-        "complete": complete,
-        "status": status,
-    }
+    findings += list(verify_objects(store, plan_oid))
+    return findings, summary(plan_oid, len(attempts), complete, findings)
 
 
-def _objects(store, plan_oid: str) -> Iterator[Finding]:
-    """Object-level checks of everything reachable from the plan and its run refs."""
-    prefix = f"refs/runs/{plan_oid}/"
-    names = [plan_oid] + [name for name in store.refs.names() if name.startswith(prefix)]
+def verify_objects(store, plan_oid: str) -> Iterator[Finding]:
+    """Object-level checks (as fsck makes them) of everything reachable from the plan and its
+    run refs, the refs' update chains included."""
+    names = [plan_oid] + store.refs.names(under=f"refs/runs/{plan_oid}")
     return verify_many(store, names)

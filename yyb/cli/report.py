@@ -38,13 +38,22 @@ from yyb.errors import UsageError
     show_default=True,
 )
 @click.option("--output", metavar="FILE", help="Write to FILE (never overwritten).")
+@click.option(
+    "--verify-objects",
+    is_flag=True,
+    help="Gate on every reachable object re-verified, as 'yyb doctor --plan' does (slower).",
+)
 @click.pass_context
-def report(ctx, plan_name, longitudinal, case_id, model, grader_version, fmt, output):
+def report(
+    ctx, plan_name, longitudinal, case_id, model, grader_version, fmt, output, verify_objects
+):
     """Report from retained evidence and store the report as a layer.
 
     With --plan: one experiment; exits 1 when its chain is incomplete (the report still
-    prints, marked incomplete), 0 otherwise. With --longitudinal: every retained attempt of
-    every plan in the store, pooled only under identical compatibility keys.
+    prints, marked incomplete), 0 otherwise. The gate checks every attempt's chain and links,
+    each record read proved by its hash; --verify-objects adds doctor's full object walk.
+    With --longitudinal: every retained attempt of every plan in the store, pooled only under
+    identical compatibility keys.
     """
     from yyb.plans import planfile
 
@@ -52,14 +61,16 @@ def report(ctx, plan_name, longitudinal, case_id, model, grader_version, fmt, ou
         raise UsageError("give exactly one of --plan PLAN and --longitudinal")
     if not longitudinal and (case_id or model):
         raise UsageError("--case and --model filter the longitudinal report only")
-    if longitudinal and grader_version:
-        raise UsageError("--grader-version pins a per-experiment report (--plan) only")
+    if longitudinal and (grader_version or verify_objects):
+        raise UsageError(
+            "--grader-version and --verify-objects apply to a per-experiment report (--plan) only"
+        )
     if output is not None:
         planfile.check_output_free(output)
     if longitudinal:
         data, code, oid = _longitudinal(ctx, case_id, model, fmt)
     else:
-        data, code, oid = _experiment(ctx, plan_name, grader_version, fmt)
+        data, code, oid = _experiment(ctx, plan_name, grader_version, fmt, verify_objects)
     _emit(data, output, oid)
     return code
 
@@ -73,7 +84,7 @@ def _renderer(fmt: str, formats: dict):
     return formats
 
 
-def _experiment(ctx, plan_name, grader_version, fmt) -> tuple[str, int, str]:
+def _experiment(ctx, plan_name, grader_version, fmt, verify_objects) -> tuple[str, int, str]:
     from yyb.reports import build, layer, render
 
     formats = _renderer(fmt, render.FORMATS)
@@ -81,7 +92,7 @@ def _experiment(ctx, plan_name, grader_version, fmt) -> tuple[str, int, str]:
     store = open_store(ctx)
     if not store.objects.contains(plan_oid):
         raise UsageError(f"plan {plan_oid} is not in the store {store.path}")
-    document, facts = build.build(store, plan_oid, grader_version)
+    document, facts = build.build(store, plan_oid, grader_version, verify_objects)
     stored = layer.store_layer(store, plan_oid, document, facts)
     data = formats[fmt](document, stored)
     if document["status"] != "complete":

@@ -1,21 +1,23 @@
 """The per-experiment report: figures per model and per case, from retained evidence only.
 
-Nothing here writes: it reads the plan, each attempt's terminal and evidence refs and every
-generation of every evaluation, asks ``verify_experiment`` (the doctor gate) whether the chain
-is complete, and returns one report document made of strings, integers, booleans and nulls.
-docs/reports.md defines every figure.
+Nothing here writes. Each attempt is read once: the doctor gate (``check_attempt``, the
+per-attempt checks of ``yyb doctor --plan``) reads its chain, proving every record it reads by
+its hash and every link, and the figures come from exactly those records. With
+``verify_objects`` the gate also re-verifies every object reachable from the plan, as
+``yyb doctor --plan`` does. The result is one report document made of strings, integers,
+booleans and nulls; docs/reports.md defines every figure and the gate.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from yyb.attempts.run import attempt_ref
-from yyb.attempts.verify import verify_experiment
-from yyb.errors import UsageError
+from yyb.attempts import verify
+from yyb.errors import UsageError, YybError
 from yyb.grading import evaluate
 from yyb.grading.regrade import gradeable
 from yyb.reports import stats
+from yyb.store import fanout
 
 # Terminal classes of a candidate that was measured fairly: they count as valid attempts.
 VALID_CLASSES = ("resolved", "model_failure", "safety_failure", "grader_failure", "timeout")
@@ -40,6 +42,7 @@ class Facts:
     verdict_reason: str = ""
     outcome: str = "missing"  # resolved | failed | invalid | missing
     wall_ms: int | None = None  # measured candidate wall time (None: not measured)
+    evaluator_ms: int | None = None  # the evaluations' wall time (None: no evaluation)
     candidate_cost: dict | None = None
     evaluations: list[tuple[str, dict]] = field(default_factory=list)
     generations: dict[str, int] = field(default_factory=dict)
@@ -55,28 +58,27 @@ def _matches(receipt: dict, version: str) -> bool:
     return evaluator["version"] == version
 
 
-def collect(
-    store, plan_oid: str, plan: dict, attempt_oid: str, attempt: dict, version: str | None
-) -> Facts:
-    """Read one attempt's terminal, evidence and evaluations and decide its outcome."""
+def collect(plan: dict, attempt: dict, check: verify.AttemptCheck, version: str | None) -> Facts:
+    """Decide one attempt's outcome from what the gate read of it."""
     facts = Facts(
-        attempt_oid, attempt["ordinal"], attempt["model"]["resolved"], attempt.get("case_id")
+        check.oid, attempt["ordinal"], attempt["model"]["resolved"], attempt.get("case_id")
     )
-    facts.terminal = store.refs.read(attempt_ref(plan_oid, attempt_oid, "terminal"))
-    facts.evidence = store.refs.read(attempt_ref(plan_oid, attempt_oid, "evidence"))
+    facts.evidence = check.evidence_oid
     histories: dict[str, list[dict]] = {}
     for profile in sorted(plan["evaluators"]["catalog"]):
-        chain = evaluate.history(store, plan_oid, attempt_oid, profile)
+        chain = check.chains.get(profile, [])
         if version is not None:
             chain = [(oid, r) for oid, r in chain if _matches(r, version)]
         if chain:
             histories[profile] = [r for _, r in chain]
-            facts.evaluations += chain
+            facts.evaluations += [(oid, {k: r[k] for k in EVALUATION_FACTS}) for oid, r in chain]
             facts.generations[profile] = chain[-1][1]["generation"]
-    if facts.terminal is None:
+    if facts.evaluations:
+        facts.evaluator_ms = sum(r["wall_ms"] for _, r in facts.evaluations)
+    if check.terminal is None:
         facts.pinned_out = version is not None and not histories
         return facts
-    terminal = store.objects.get_record(facts.terminal)
+    facts.terminal, terminal = check.terminal
     facts.terminal_class = terminal["class"]
     facts.candidate_cost = terminal["candidate_cost"]
     if "execution" in terminal["links"]:  # measured by the supervisor, not filled in
@@ -98,22 +100,29 @@ def collect(
 
 
 def _distribution(pairs: list[tuple[int, str]]) -> dict:
-    values = sorted(v for v, _ in pairs)
+    """Count, nearest-rank median and p90 (each naming the record measured at that rank, ties
+    ordered by oid) and total of (ms, oid) pairs."""
+    pairs = sorted(pairs)
+    median = stats.nearest_rank(pairs, 50)
+    p90 = stats.nearest_rank(pairs, 90)
     return {
-        "count": len(values),
-        "median_ms": stats.nearest_rank(values, 50),
-        "p90_ms": stats.nearest_rank(values, 90),
-        "total_ms": sum(values),
-        "ids": sorted({oid for _, oid in pairs}),
+        "count": len(pairs),
+        "median_ms": median and median[0],
+        "median_id": median and median[1],
+        "p90_ms": p90 and p90[0],
+        "p90_id": p90 and p90[1],
+        "total_ms": sum(v for v, _ in pairs),
     }
 
 
 def runtime(group: list[Facts]) -> dict:
-    """Candidate, evaluator and combined wall time in ms, each listing the ids it came from."""
+    """Candidate, evaluator and combined wall time in ms. Each median and p90 names the record
+    it was measured in; each total is the sum of the attempt rows' ``wall_ms`` and
+    ``evaluator_ms``, which list the evidence, terminal and evaluation ids."""
     candidate = [(f.wall_ms, f.terminal) for f in group if f.wall_ms is not None]
     evaluator = [(r["wall_ms"], oid) for f in group for oid, r in f.evaluations]
     combined = [
-        (f.wall_ms + sum(r["wall_ms"] for _, r in f.evaluations), f.evidence or f.terminal)
+        (f.wall_ms + (f.evaluator_ms or 0), f.evidence or f.terminal)
         for f in group
         if f.wall_ms is not None
     ]
@@ -247,36 +256,118 @@ def paired(first: dict[str, str | None], second: dict[str, str | None]) -> dict:
     }
 
 
-def build(store, plan_oid: str, version: str | None = None) -> tuple[dict, list[Facts]]:
+# Of an evaluation receipt, what the figures and the longitudinal key use (the rest stays in
+# the store, linked by oid): small facts travel cheaply from worker processes.
+EVALUATION_FACTS = ("profile", "generation", "evaluator", "verdict", "wall_ms", "judge_cost")
+# Below this many attempts one process reads them all; above, worker processes share the
+# work, CHUNK attempts at a time.
+PARALLEL_MINIMUM = 4000
+CHUNK = 1000
+
+
+def _gather_chunk(
+    store, plan_oid: str, plan: dict, version: str | None, attempts: list[str]
+) -> tuple[list[Facts], list, int]:
+    facts, findings, complete = [], [], 0
+    for attempt_oid in attempts:
+        check = verify.check_attempt(store, plan_oid, plan, attempt_oid)
+        try:
+            attempt = store.objects.read_record(attempt_oid)
+        except YybError as exc:
+            check.fail("unreadable", f"attempt plan: {exc}")
+            attempt = {"ordinal": -1, "model": {"resolved": "?"}}
+        try:
+            fact = collect(plan, attempt, check, version)
+            problem = shape_problem(fact)
+        except (KeyError, TypeError, AttributeError) as exc:
+            problem = f"lacks or mistypes {exc}"
+        if problem is not None:  # records proved by their hash, yet not of their schema's shape
+            check.fail("malformed", f"the figures' evidence {problem}")
+            fact = Facts(attempt_oid, -1, "?", None)
+        findings += check.findings
+        complete += check.complete
+        facts.append(fact)
+    return facts, findings, complete
+
+
+def _is_ms(value) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _is_cost(value) -> bool:
+    return (
+        type(value) is dict
+        and value.get("completeness") in COST_STATES
+        and (value.get("micros") is None or _is_ms(value["micros"]))
+    )
+
+
+def shape_problem(facts: Facts) -> str | None:
+    """What is wrong with the types of the values the figures use, or None."""
+    if type(facts.ordinal) is not int or type(facts.model) is not str:
+        return "has an attempt plan without an integer ordinal and a model"
+    if facts.case_id is not None and type(facts.case_id) is not str:
+        return f"has a case id of {facts.case_id!r}"
+    if facts.wall_ms is not None and not _is_ms(facts.wall_ms):
+        return f"has a wall time of {facts.wall_ms!r}"
+    if facts.terminal is not None and not _is_cost(facts.candidate_cost):
+        return f"has a candidate cost of {facts.candidate_cost!r}"
+    for oid, receipt in facts.evaluations:
+        if not _is_ms(receipt["wall_ms"]) or not (
+            receipt["judge_cost"] is None or _is_cost(receipt["judge_cost"])
+        ):
+            return f"has evaluation {oid} with a wall time or cost of the wrong type"
+    return None
+
+
+def gather(store, plan_oid: str, plan: dict, version: str | None) -> tuple[list[Facts], list, int]:
+    """Gate and read every attempt of the plan: (facts, findings, complete chains)."""
+    facts, findings, complete = [], [], 0
+    for part in fanout.map_chunks(
+        _gather_chunk,
+        (store, plan_oid, plan, version),
+        plan["links"]["attempts"],
+        chunk=CHUNK,
+        minimum=PARALLEL_MINIMUM,
+    ):
+        facts += part[0]
+        findings += part[1]
+        complete += part[2]
+    return facts, findings, complete
+
+
+def build(
+    store, plan_oid: str, version: str | None = None, verify_objects: bool = False
+) -> tuple[dict, list[Facts]]:
     """The report document of one experiment and the per-attempt facts it came from.
 
     Raises:
         UsageError: ``plan_oid`` is not an experiment plan in the store.
     """
     plan = store.objects.get_record(plan_oid)
-    if plan.get("schema_version") != "yylo_benchmark_experiment_plan.v2":
+    if plan.get("schema_version") != verify.PLAN:
         raise UsageError(f"{plan_oid} is not an experiment plan")
-    findings, doctor = verify_experiment(store, plan_oid)
+    plan, findings = verify.check_plan(store, plan_oid, plan)
+    facts, more, complete = gather(store, plan_oid, plan, version)
+    findings += more
+    if verify_objects:
+        findings += list(verify.verify_objects(store, plan_oid))
+    doctor = verify.summary(plan_oid, len(facts), complete, findings)
     errors = [f for f in findings if f.level == "error"]
-    attempts = {oid: store.objects.get_record(oid) for oid in plan["links"]["attempts"]}
-    facts = [
-        collect(store, plan_oid, plan, oid, attempt, version) for oid, attempt in attempts.items()
-    ]
     facts.sort(key=lambda f: f.ordinal)
     models = [m["resolved"] for m in plan["models"]]
-    case_ids = sorted({f.case_id or "-" for f in facts})
+    cells: dict[str, dict[str, list[Facts]]] = {model: {} for model in models}
+    for f in facts:
+        if f.model in cells:
+            cells[f.model].setdefault(f.case_id or "-", []).append(f)
     by_model = {}
     outcomes: dict[str, dict[str, str | None]] = {}
     for model in models:
-        group = [f for f in facts if f.model == model]
-        entry = summarize(group)
+        entry = summarize([f for cell in cells[model].values() for f in cell])
         entry["model"] = model
         entry["cases"] = []
         outcomes[model] = {}
-        for case_id in case_ids:
-            cell = [f for f in group if (f.case_id or "-") == case_id]
-            if not cell:
-                continue
+        for case_id, cell in sorted(cells[model].items()):
             row = summarize(cell)
             row["case_id"] = case_id
             row["outcome"] = case_outcome(cell)
@@ -295,6 +386,7 @@ def build(store, plan_oid: str, version: str | None = None) -> tuple[dict, list[
         "grader_version": version,
         "status": "complete" if complete else "incomplete",
         "doctor": {
+            "gate": "objects" if verify_objects else "chains",
             "attempts": doctor["attempts"],
             "complete_chains": doctor["complete"],
             "errors": len(errors),
@@ -320,6 +412,7 @@ def _row(f: Facts) -> dict:
         "verdict": f.verdict,
         "outcome": "not_graded_by_pin" if f.pinned_out else f.outcome,
         "wall_ms": f.wall_ms,
+        "evaluator_ms": f.evaluator_ms,
         "evaluations": [oid for oid, _ in f.evaluations],
         "displaced": None,
     }

@@ -58,8 +58,7 @@ def _time(ms: int | None) -> str:
 
 
 def _refs(store, plan_oid: str, attempt_oid: str) -> list[str]:
-    prefix = f"refs/runs/{plan_oid}/{attempt_oid}/"
-    return [name for name in store.refs.names() if name.startswith(prefix)]
+    return store.refs.names(under=f"refs/runs/{plan_oid}/{attempt_oid}")
 
 
 def timeline(store, plan_oid: str, attempt_oid: str) -> str:

@@ -19,13 +19,16 @@ def layer_ref(plan_oid: str) -> str:
     return f"refs/reports/{plan_oid}"
 
 
-def _previous_same_pin(store, head: str | None, version: str | None) -> tuple[str, dict] | None:
-    oid = head
+def _previous_same_pin(
+    store, head: str | None, current: dict | None, version: str | None
+) -> tuple[str, dict] | None:
+    oid, record = head, current
     while oid is not None:
-        record = store.objects.get_record(oid)
+        if record is None:
+            record = store.objects.get_record(oid)
         if record["grader_version"] == version:
             return oid, record
-        oid = record["links"].get("previous")
+        oid, record = record["links"].get("previous"), None
     return None
 
 
@@ -79,18 +82,23 @@ def store_layer(store, plan_oid: str, report: dict, facts: list[Facts]) -> dict:
     """
     ref = layer_ref(plan_oid)
     head = store.refs.read(ref)
-    _displace(report, _previous_same_pin(store, head, report["grader_version"]))
+    current = None if head is None else store.objects.get_record(head)
+    _displace(report, _previous_same_pin(store, head, current, report["grader_version"]))
     value = record(plan_oid, report, facts)
-    return append_layer(store, ref, head, value, f"report layer ({report['status']})")
+    return append_layer(store, ref, head, value, f"report layer ({report['status']})", current)
 
 
-def append_layer(store, ref: str, head: str | None, value: dict, reason: str) -> dict:
+def append_layer(
+    store, ref: str, head: str | None, value: dict, reason: str, current: dict | None = None
+) -> dict:
     """Chain ``value`` after the layer ``head`` under ``ref``, or reuse ``head`` if identical.
 
-    A new layer is signed when a signing key is configured (docs/audit.md).
+    ``current`` is the record of ``head`` when the caller has read it already. A new layer is
+    signed when a signing key is configured (docs/audit.md).
     """
     if head is not None:
-        current = store.objects.get_record(head)
+        if current is None:
+            current = store.objects.get_record(head)
         same = dict(current, links={k: v for k, v in current["links"].items() if k != "previous"})
         if same == value:
             return {"oid": head, "previous": current["links"].get("previous"), "reused": True}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 from itertools import combinations
 
+from yyb.attempts import verify
 from yyb.attempts.run import profiles_for
 from yyb.reports import build
 from yyb.store import codec
@@ -70,6 +71,7 @@ class PlanParts:
             else None,
         }
         self.catalog = plan["evaluators"]["catalog"]
+        self.inputs: dict = {}  # case records and workflow bytes, each read once per plan
 
 
 def _identity(profile: str, spec_or_receipt: dict, from_receipt: bool) -> dict:
@@ -104,22 +106,28 @@ def grading_layer(plan: dict, parts: PlanParts, case: dict | None, facts: build.
     return [found[k] for k in sorted(found)]
 
 
-def compatibility_key(store, plan: dict, parts: PlanParts, attempt: dict, facts) -> dict:
-    """The stored compatibility key of one retained attempt (docs/reports.md)."""
+def compatibility_key(
+    store, plan: dict, parts: PlanParts, attempt: dict, facts, receipt: dict | None
+) -> dict:
+    """The stored compatibility key of one retained attempt (docs/reports.md); ``receipt`` is
+    its workspace receipt's record (None when it ended before it had a workspace)."""
     case = None
     if attempt["kind"] == "workflow":
-        workflow = store.objects.get(attempt["links"]["workflow"]).body
+        workflow = parts.inputs.get(attempt["links"]["workflow"])
+        if workflow is None:
+            body = store.objects.get(attempt["links"]["workflow"]).body
+            workflow = parts.inputs[attempt["links"]["workflow"]] = body
         case_part = {"case_id": None, "input_hash": hashlib.sha256(workflow).hexdigest()}
         prompt_hash = wiki_hash = None
     else:
-        case = store.objects.get_record(attempt["links"]["case"])
+        case = parts.inputs.get(attempt["links"]["case"])
+        if case is None:
+            case = parts.inputs[attempt["links"]["case"]] = store.objects.get_record(
+                attempt["links"]["case"]
+            )
         case_part = {"case_id": case["case_id"], "input_hash": case["input_hash"]}
         prompt_hash, wiki_hash = case["prompt_hash"], digest("wiki", case["wiki"])
-    terminal = store.objects.get_record(facts.terminal)
-    receipt_oid = terminal["links"].get("receipt")
-    snapshot_tree = None
-    if receipt_oid is not None:
-        snapshot_tree = store.objects.get_record(receipt_oid)["snapshot_tree"] or None
+    snapshot_tree = receipt["snapshot_tree"] or None if receipt is not None else None
     return {
         "case": case_part,
         "snapshot_tree": snapshot_tree,
@@ -193,11 +201,13 @@ def build_longitudinal(
 ) -> tuple[dict, list[build.Facts]]:
     """The longitudinal report document and the facts of every attempt it pooled.
 
-    Only attempts with a retained terminal count; attempts without one are counted per plan
-    as ``unretained`` (they hold no evidence to pool).
+    Only attempts with a retained terminal and a complete chain (the per-attempt checks of
+    ``yyb doctor --plan``) pool; attempts without a terminal are counted as ``unretained``
+    (they hold no evidence to pool), those whose chain fails its checks as ``unverified``.
     """
     keyed: dict[str, tuple[dict, list]] = {}
-    unretained = 0
+    unretained = unverified = 0
+    errors: list[str] = []
     read: list[build.Facts] = []
     plan_oids = plans(store)
     for plan_oid in plan_oids:
@@ -209,11 +219,19 @@ def build_longitudinal(
                 continue
             if case_id is not None and attempt.get("case_id") != case_id:
                 continue
-            facts = build.collect(store, plan_oid, plan, attempt_oid, attempt, None)
+            check = verify.check_attempt(store, plan_oid, plan, attempt_oid)
+            facts = build.collect(plan, attempt, check, None)
             if facts.terminal is None:
                 unretained += 1
                 continue
-            key = compatibility_key(store, plan, parts, attempt, facts)
+            if not check.complete:
+                unverified += 1
+                errors += [f.line() for f in check.findings if f.level == "error"][:5]
+                continue
+            receipt = check.receipt
+            if receipt is None and "receipt" in check.terminal[1]["links"]:  # closed early
+                receipt = store.objects.get_record(check.terminal[1]["links"]["receipt"])
+            key = compatibility_key(store, plan, parts, attempt, facts, receipt)
             khash = key_hash(key)
             keyed.setdefault(khash, (key, []))[1].append((plan_oid, facts))
             read.append(facts)
@@ -239,6 +257,8 @@ def build_longitudinal(
         "plans": plan_oids,
         "attempts": len(read),
         "unretained": unretained,
+        "unverified": unverified,
+        "first_errors": errors[:5],
         "cohorts": cohorts,
         "incompatibilities": incompatibilities,
     }

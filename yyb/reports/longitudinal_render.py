@@ -56,6 +56,9 @@ def _head(report: dict, layer: dict) -> list[str]:
         f"{len(report['plans'])} plan(s) in {len(report['cohorts'])} cohort(s)"
         + (f" ({', '.join(shown)})" if shown else ""),
         f"attempts without a retained terminal (not pooled): {report['unretained']}",
+        f"attempts whose chain fails its checks (not pooled; run 'yyb doctor --plan'): "
+        f"{report['unverified']}",
+        *[f"  {line}" for line in report["first_errors"]],
         "only identical compatibility keys pool; see 'yyb report --longitudinal --format json' "
         "for every key",
         f"layer: {layer['oid']}" + (" (unchanged)" if layer["reused"] else ""),

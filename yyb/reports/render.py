@@ -85,6 +85,13 @@ HEADER = [
 ]
 
 
+GATES = {
+    "chains": "gate: every chain and link checked, each record read proved by its hash; "
+    "'yyb doctor --plan' re-verifies every object",
+    "objects": "gate: every chain and link checked and every reachable object re-verified",
+}
+
+
 def _banner(report: dict) -> list[str]:
     doctor = report["doctor"]
     if report["status"] == "complete":
@@ -127,7 +134,7 @@ def _head(report: dict, layer: dict) -> list[str]:
         f"plan {report['plan']} ({report['comparison_classification']})",
         "verdicts: "
         + (f"graded by evaluator version {pin}" if pin else "current verdict of every attempt"),
-        f"status: {report['status']}",
+        f"status: {report['status']} ({GATES[report['doctor']['gate']]})",
         f"layer: {layer['oid']}" + (" (unchanged)" if layer["reused"] else ""),
     ]
     return lines

@@ -121,6 +121,40 @@ def _check_decoded(value: dict) -> None:
                     _canon(child, depth, (*path, i))
 
 
+class _Slow(Exception):
+    """Internal: leave the quick path; ``_canon`` then says precisely what is wrong."""
+
+
+_QUICK_LEAVES = frozenset((str, bytes, bool, type(None)))
+
+
+def _quick(value: Any, depth: int) -> Any:
+    """``_canon`` without tracking paths: a copy whose maps iterate in canonical key order.
+
+    Raises _Slow on anything unusual. Strings are not checked here: the packer refuses lone
+    surrogates itself. Code point order is UTF-8 byte order, so keys sort as strings.
+    """
+    t = type(value)
+    if t is dict:
+        if depth >= MAX_DEPTH or (len(value) == 1 and BIN_KEY in value):
+            raise _Slow
+        for key in value:
+            if type(key) is not str:
+                raise _Slow
+        return {key: _quick(value[key], depth + 1) for key in sorted(value)}
+    if t is list or t is tuple:
+        if depth >= MAX_DEPTH:
+            raise _Slow
+        if len(value) > 4 and set(map(type, value)) <= _QUICK_LEAVES:
+            return list(value)
+        return [_quick(item, depth + 1) for item in value]
+    if t in _QUICK_LEAVES:
+        return value
+    if t is int and INT_MIN <= value <= INT_MAX:
+        return value
+    raise _Slow
+
+
 def encode(value: dict) -> bytes:
     """Return the canonical MessagePack body of a record value.
 
@@ -129,6 +163,10 @@ def encode(value: dict) -> bytes:
     """
     if type(value) is not dict:
         raise InvalidRecord("$", "a record must be a map")
+    try:
+        return msgpack.packb(_quick(value, 0), **_packer_options)
+    except (_Slow, UnicodeEncodeError, OverflowError):
+        pass  # the careful walk below finds the problem and names its path
     try:
         canon = _canon(value, 0, ())
     except _Fault as fault:
@@ -160,12 +198,85 @@ def _reject_ext(code: int, data: bytes) -> Any:
     raise _Fault((), f"ext type {code} is not allowed")
 
 
+def _plainly_canonical(value: Any) -> bool:
+    """True when every map's keys are strings in strictly ascending order and every leaf is an
+    allowed type, no deeper than ``MAX_DEPTH``: what msgpack's plain decoder does not refuse.
+
+    Code point order is UTF-8 byte order, and a strict UTF-8 decode yields no lone surrogates,
+    so comparing the decoded keys as strings compares their encoded bytes.
+    """
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return False
+        if type(item) is dict:
+            previous = None
+            for key in item:
+                if type(key) is not str or (previous is not None and key <= previous):
+                    return False
+                previous = key
+            if previous == BIN_KEY and len(item) == 1:
+                return False
+            children = item.values()
+        else:
+            children = item
+        for child in children:
+            kind = type(child)
+            if kind is dict or kind is list:
+                stack.append((child, depth + 1))
+            elif kind not in _ALLOWED_LEAVES:
+                return False
+    return True
+
+
+def decode_value(body: bytes, oid: str | None = None) -> dict:
+    """Decode a record body without proving it canonical, for a reader whose bytes are proved
+    by their hash and who needs only the value; ``decode`` (as fsck uses) proves the form.
+
+    Raises:
+        NonCanonical: the body does not decode to a map of allowed values.
+    """
+    try:
+        value = msgpack.unpackb(
+            body, raw=False, strict_map_key=False, ext_hook=_reject_ext, timestamp=0
+        )
+    except Exception:  # noqa: BLE001 - any failure is explained by the careful decode
+        value = None
+    if type(value) is dict:
+        return value
+    return _decode_carefully(body, oid)
+
+
 def decode(body: bytes, oid: str | None = None) -> dict:
     """Decode a record body and prove it canonical.
+
+    The common case costs one C decode, a walk over the values and one C re-encode; anything
+    that fails it is decoded again, slowly, to say precisely what is wrong.
 
     Raises:
         NonCanonical: the body is malformed, holds a forbidden type, or re-encodes to other bytes.
     """
+    try:
+        value = msgpack.unpackb(
+            body, raw=False, strict_map_key=False, ext_hook=_reject_ext, timestamp=0
+        )
+    except Exception:  # noqa: BLE001 - any failure is explained by the careful decode below
+        value = None
+    # Decoded maps iterate in the body's order; with their keys proved strictly ascending,
+    # re-encoding them as they are must give the body back byte for byte.
+    if (
+        type(value) is dict
+        and _plainly_canonical(value)
+        and msgpack.packb(value, **_packer_options) == body
+    ):
+        return value
+    return _decode_carefully(body, oid)
+
+
+def _decode_carefully(body: bytes, oid: str | None) -> dict:
+    """Decode with every check made as the bytes are read, raising NonCanonical with the
+    precise reason; returns the value only if, against expectation, it is canonical."""
     try:
         value = msgpack.unpackb(
             body,
@@ -193,8 +304,6 @@ def decode(body: bytes, oid: str | None = None) -> dict:
         _check_decoded(value)
     except _Fault as fault:
         raise NonCanonical(oid, f"{json_path(fault.path)}: {fault.reason}") from None
-    # The pairs hook proved every map's keys sorted and unique, so the decoded maps iterate in
-    # canonical order already: re-encoding them as they are must give the body back.
     if msgpack.packb(value, **_packer_options) != body:
         raise NonCanonical(
             oid, "an integer, string, binary, array or map header is not in its shortest form"

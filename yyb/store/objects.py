@@ -142,14 +142,23 @@ class StoredObject:
             ChecksumMismatch: the bytes hash to another id.
             NonCanonical: a record body that is not canonical.
         """
-        got = hash_object(self.kind, self.body)
-        if got != self.oid:
-            raise ChecksumMismatch(self.oid, got)
+        self.check_hash()
         if self.kind == "record":
             self.value()
 
+    def check_hash(self) -> None:
+        """Recompute the id; raise ChecksumMismatch when the bytes hash to another."""
+        got = hash_object(self.kind, self.body)
+        if got != self.oid:
+            raise ChecksumMismatch(self.oid, got)
+
     def value(self) -> dict[str, Any]:
-        """Decode a record body (canonical or NonCanonical is raised)."""
+        """Decode a record body (canonical or NonCanonical is raised); decoded once, so
+        ``check()`` followed by ``value()`` pays for one decode."""
         if self.kind != "record":
             raise CorruptObject(self.oid, f"a {self.kind} has no record value")
-        return codec.decode(self.body, self.oid)
+        decoded = self.__dict__.get("_decoded")
+        if decoded is None:
+            decoded = codec.decode(self.body, self.oid)
+            object.__setattr__(self, "_decoded", decoded)
+        return decoded

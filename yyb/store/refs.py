@@ -39,6 +39,7 @@ REF_UPDATE = "yyb_ref_update.v1"
 LOCK_SUFFIX = ".lock"
 MAX_REF_LENGTH = 1024
 _COMPONENT = re.compile(r"[A-Za-z0-9_+=@-][A-Za-z0-9._+=@-]{0,254}")
+_FULL_NAME = re.compile(r"refs(?:/[A-Za-z0-9_+=@-][A-Za-z0-9._+=@-]{0,254})+")
 
 # Marks "no expectation" in update(); None means "the ref must not exist".
 ANY = object()
@@ -61,6 +62,18 @@ def check_ref_name(name: str) -> str:
     component is 1-255 characters from ``A-Za-z0-9._+=@-``, does not start with ``.``, is not
     ``..`` and does not end in ``.lock``.
     """
+    if (
+        type(name) is str
+        and _FULL_NAME.fullmatch(name)
+        and len(name) <= MAX_REF_LENGTH
+        and ".lock/" not in name + "/"
+    ):
+        return name  # the common case, decided by one regular expression
+    return check_ref_name_carefully(name)
+
+
+def check_ref_name_carefully(name: str) -> str:
+    """check_ref_name one rule at a time, so that a refusal names the rule it broke."""
     if not isinstance(name, str) or not name:
         raise InvalidRefName(str(name), "empty")
     if any(ord(c) < 0x20 or ord(c) == 0x7F for c in name):
@@ -119,8 +132,9 @@ class RefStore(ABC):
         ...
 
     @abstractmethod
-    def names(self) -> list[str]:
-        """Every ref name, sorted."""
+    def names(self, under: str | None = None) -> list[str]:
+        """Every ref name, sorted; with ``under`` (a folder such as ``refs/runs/<plan>``),
+        only the names inside that folder, found without looking anywhere else."""
         ...
 
     @abstractmethod
@@ -363,8 +377,11 @@ class MemoryRefs(RefStore):
         else:
             self.values[name] = new
 
-    def names(self) -> list[str]:
-        return sorted(self.values)
+    def names(self, under: str | None = None) -> list[str]:
+        if under is None:
+            return sorted(self.values)
+        prefix = check_ref_name(under) + "/"
+        return sorted(name for name in self.values if name.startswith(prefix))
 
     def log_names(self) -> list[str]:
         return sorted(self.heads)
@@ -377,20 +394,24 @@ class DiskRefs(RefStore):
         super().__init__(objects)
         self.root = root
 
+    # A checked ref name is "/"-separated components of [A-Za-z0-9._+=@-]: a relative path.
     def path(self, name: str) -> str:
-        return os.path.join(self.root, *name.split("/"))
+        return f"{self.root}/{name}"
 
     def log_path(self, name: str) -> str:
-        return os.path.join(self.root, "logs", *name.split("/"))
+        return f"{self.root}/logs/{name}"
 
     def _read_oid_file(self, path: str, name: str, what: str) -> str | None:
         try:
-            with open(path, "rb") as handle:
-                data = handle.read(200)
+            fd = os.open(path, os.O_RDONLY)
         except (FileNotFoundError, NotADirectoryError):
             return None
+        try:
+            data = os.read(fd, 200)
         except IsADirectoryError:
             return None
+        finally:
+            os.close(fd)
         text = data.decode("ascii", "replace")
         if not text.endswith("\n") or not is_oid(text[:-1]) or text[:-1] == ZERO_OID:
             raise CorruptRef(name, f"{what} {path} does not hold one object id and a newline")
@@ -479,21 +500,30 @@ class DiskRefs(RefStore):
                 raise RefConflict(name, name + "/...") from exc
             raise file.io_error(path, exc) from exc
 
-    def _walk(self, top: str) -> list[str]:
+    @staticmethod
+    def _walk(folder: str, name: str) -> list[str]:
+        """The ref names of the files below ``folder``, which holds the refs of ``name``/."""
         names = []
-        base = os.path.dirname(top)
-        for folder, dirs, files in os.walk(top):
-            dirs.sort()
-            for entry in files:
-                if entry.endswith(LOCK_SUFFIX) or entry.startswith(file.TEMP_PREFIX):
-                    continue
-                rel = os.path.relpath(os.path.join(folder, entry), base)
-                names.append(rel.replace(os.sep, "/"))
+        stack = [(folder, name)]
+        while stack:
+            folder, name = stack.pop()
+            try:
+                entries = list(os.scandir(folder))
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            for entry in entries:
+                if entry.is_dir():
+                    if not entry.is_symlink():  # as os.walk: never descend a link
+                        stack.append((entry.path, f"{name}/{entry.name}"))
+                elif not entry.name.endswith(LOCK_SUFFIX) and not entry.name.startswith(
+                    file.TEMP_PREFIX
+                ):
+                    names.append(f"{name}/{entry.name}")
         return sorted(names)
 
-    def names(self) -> list[str]:
-        return self._walk(os.path.join(self.root, "refs"))
+    def names(self, under: str | None = None) -> list[str]:
+        top = "refs" if under is None else check_ref_name(under)
+        return self._walk(self.path(top), top)
 
     def log_names(self) -> list[str]:
-        logs = os.path.join(self.root, "logs")
-        return self._walk(os.path.join(logs, "refs"))
+        return self._walk(self.log_path("refs"), "refs")

@@ -1,0 +1,88 @@
+"""The report's gate: one read per attempt, what each gate finds, worker processes."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.conftest import flip_byte
+from tests.reports.fabricate import Spec, default_outcome, fabricate
+from yyb.attempts import verify
+from yyb.reports import build
+
+
+def _spec(**kwargs) -> Spec:
+    return Spec(["m/a", "m/b"], ["c1", "c2", "c3"], attempts=3, **kwargs)
+
+
+def test_a_fabricated_experiment_passes_both_gates(disk_store):
+    plan = fabricate(disk_store, _spec())
+    report, facts = build.build(disk_store, plan)
+    assert report["status"] == "complete" and report["doctor"]["gate"] == "chains"
+    assert report["doctor"]["complete_chains"] == len(facts) == 18
+    full, _ = build.build(disk_store, plan, verify_objects=True)
+    assert full["status"] == "complete" and full["doctor"]["gate"] == "objects"
+    assert full["models"] == report["models"] and full["attempts"] == report["attempts"]
+
+
+def test_an_object_the_figures_do_not_read_is_left_to_the_objects_gate(disk_store):
+    plan = fabricate(disk_store, _spec())
+    evidence = disk_store.refs.read(disk_store.refs.names(under=f"refs/runs/{plan}")[1])
+    terminal = disk_store.objects.get_record(
+        disk_store.objects.get_record(evidence)["links"]["terminal"]
+    )
+    os.unlink(disk_store.objects.path(terminal["links"]["stdout"]))
+    assert build.build(disk_store, plan)[0]["status"] == "complete"
+    report, _ = build.build(disk_store, plan, verify_objects=True)
+    assert report["status"] == "incomplete"
+    assert any("broken-link" in line for line in report["doctor"]["first_errors"])
+
+
+def test_a_tampered_record_the_figures_read_fails_the_default_gate(disk_store):
+    plan = fabricate(disk_store, _spec())
+    name = next(
+        n for n in disk_store.refs.names(under=f"refs/runs/{plan}") if n.endswith("/terminal")
+    )
+    flip_byte(disk_store.objects.path(disk_store.refs.read(name)), -3)
+    report, facts = build.build(disk_store, plan)
+    assert report["status"] == "incomplete"
+    assert report["doctor"]["complete_chains"] == len(facts) - 1
+    assert "unreadable" in report["doctor"]["first_errors"][0]
+
+
+def _boolean_wall_time(ordinal: int):
+    cls, verdict, wall_ms = default_outcome(ordinal)
+    return cls, verdict, True if ordinal == 1 else wall_ms
+
+
+def test_a_record_of_the_wrong_shape_is_a_finding_not_a_crash(disk_store):
+    plan = fabricate(disk_store, _spec(outcome=_boolean_wall_time))
+    report, facts = build.build(disk_store, plan)
+    assert report["status"] == "incomplete"
+    assert report["doctor"]["complete_chains"] == len(facts) - 1
+    assert "malformed" in report["doctor"]["first_errors"][0]
+    assert "wall time of True" in report["doctor"]["first_errors"][0]
+    assert [row["outcome"] for row in report["attempts"]].count("missing") == 1
+
+
+@pytest.mark.skipif(
+    "fork" not in __import__("multiprocessing").get_all_start_methods(), reason="no fork"
+)
+def test_worker_processes_give_the_report_one_process_gives(disk_store, monkeypatch):
+    plan = fabricate(disk_store, _spec(outcome=_boolean_wall_time))
+    alone, alone_facts = build.build(disk_store, plan)
+    seen = set()
+    real = verify.check_attempt
+
+    def spy(*args):
+        seen.add(os.getpid())
+        return real(*args)
+
+    monkeypatch.setattr(verify, "check_attempt", spy)
+    monkeypatch.setattr(build, "PARALLEL_MINIMUM", 1)
+    monkeypatch.setattr(build, "CHUNK", 4)
+    monkeypatch.setenv("YYB_WORKERS", "2")
+    shared, shared_facts = build.build(disk_store, plan)
+    assert shared == alone and shared_facts == alone_facts
+    assert not seen  # the spy ran in the workers only: this process read nothing itself

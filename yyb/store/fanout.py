@@ -1,0 +1,74 @@
+"""Spread read-only work over a list across forked worker processes, results in order.
+
+Reading a store is CPU-bound Python (hashing, decoding, checking), so threads do not help; a
+forked child inherits the caller's open store and arguments without pickling them. Only the
+chunks of items travel to the workers and only their results come back. Nothing here writes:
+a caller that must write does so in the parent, after the results are in.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from yyb.errors import UsageError
+
+# Set by map_chunks just before forking: the function and its fixed arguments, inherited by
+# the workers (a fork shares them as they are; nothing is pickled).
+_JOB: tuple[Callable, tuple] | None = None
+
+
+def usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def configured_workers() -> int | None:
+    """``YYB_WORKERS`` as a number of processes, None when unset or empty.
+
+    Raises:
+        UsageError: it is set to anything but a positive integer.
+    """
+    text = os.environ.get("YYB_WORKERS", "")
+    if not text:
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise UsageError(f"YYB_WORKERS must be a positive integer, not {text!r}")
+    return int(text)
+
+
+def _run(chunk: Sequence) -> Any:
+    function, args = _JOB
+    return function(*args, chunk)
+
+
+def map_chunks(
+    function: Callable,
+    args: tuple,
+    items: Sequence,
+    *,
+    chunk: int = 1000,
+    minimum: int = 4000,
+    workers: int | None = None,
+) -> list:
+    """``[function(*args, part) for part in chunks of items]``, computed by worker processes.
+
+    Runs in this process when there are fewer than ``minimum`` items, a single usable CPU, or
+    no ``fork`` start method (set ``YYB_WORKERS=1`` to force that). ``function`` must only
+    read: each worker sees the store as it was when the workers were forked.
+    """
+    parts = [items[i : i + chunk] for i in range(0, len(items), chunk)]
+    wanted = min(workers or configured_workers() or min(usable_cpus(), 8), len(parts))
+    if wanted < 2 or len(items) < minimum or "fork" not in multiprocessing.get_all_start_methods():
+        return [function(*args, part) for part in parts]
+    global _JOB
+    _JOB = (function, args)
+    try:
+        with multiprocessing.get_context("fork").Pool(wanted) as pool:
+            return pool.map(_run, parts, chunksize=1)
+    finally:
+        _JOB = None
