@@ -9,7 +9,7 @@ import msgpack
 import pytest
 
 from tests.reports.fabricate import Spec, fabricate
-from yyb.reports import longitudinal
+from yyb.reports import build, longitudinal
 from yyb.store import schema
 from yyb.store.repo import Store
 
@@ -155,3 +155,27 @@ def test_longitudinal_cli_lists_incompatibilities(bench):
     assert "**Incompatibilities** (1)" in markdown
     refused = bench.yyb("report", "--longitudinal", "--plan", "x")
     assert refused.exit_code == 2 and "exactly one of" in refused.stderr
+
+
+def test_an_attempt_failing_the_gate_is_counted_not_pooled(disk_store):
+    from tests.reports.fabricate import default_outcome
+
+    def boolean_wall_time(ordinal):
+        cls, verdict, wall_ms = default_outcome(ordinal)
+        return cls, verdict, True if ordinal == 0 else wall_ms
+
+    fabricate(disk_store, Spec(["m/a"], ["c1"], attempts=3, outcome=boolean_wall_time))
+    doc, facts = longitudinal.build_longitudinal(disk_store)
+    assert (doc["attempts"], doc["unverified"], doc["unretained"]) == (2, 1, 0)
+    assert "malformed" in doc["first_errors"][0]
+    assert sum(c["attempts"] for c in doc["cohorts"]) == len(facts) == 2
+
+
+def test_worker_processes_give_the_longitudinal_report_one_process_gives(disk_store, monkeypatch):
+    fabricate(disk_store, Spec(["m/a", "m/b"], ["c1", "c2"], attempts=3))
+    fabricate(disk_store, Spec(["m/a"], ["c1", "c2"], attempts=2, network="allowed"))
+    alone = longitudinal.build_longitudinal(disk_store)
+    monkeypatch.setattr(build, "PARALLEL_MINIMUM", 1)
+    monkeypatch.setattr(build, "CHUNK", 2)
+    monkeypatch.setenv("YYB_WORKERS", "2")
+    assert longitudinal.build_longitudinal(disk_store) == alone

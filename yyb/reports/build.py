@@ -115,22 +115,140 @@ def _distribution(pairs: list[tuple[int, str]]) -> dict:
     }
 
 
-def runtime(group: list[Facts]) -> dict:
-    """Candidate, evaluator and combined wall time in ms. Each median and p90 names the record
-    it was measured in; each total is the sum of the attempt rows' ``wall_ms`` and
-    ``evaluator_ms``, which list the evidence, terminal and evaluation ids."""
-    candidate = [(f.wall_ms, f.terminal) for f in group if f.wall_ms is not None]
-    evaluator = [(r["wall_ms"], oid) for f in group for oid, r in f.evaluations]
-    combined = [
-        (f.wall_ms + (f.evaluator_ms or 0), f.evidence or f.terminal)
-        for f in group
-        if f.wall_ms is not None
-    ]
+class Tally:
+    """Everything ``summarize`` reports about a group of attempts, gathered in one pass over
+    the attempts and mergeable, so a model's figures are its cells' tallies merged."""
+
+    def __init__(self) -> None:
+        self.attempts = self.pinned_out = self.unmeasured = 0
+        self.outcomes = dict.fromkeys(("resolved", "failed", "invalid", "missing"), 0)
+        self.classes: dict[str, int] = {}
+        self.generations: dict[str, dict[str, int]] = {}
+        self.candidate: list[tuple[int, str]] = []  # (wall ms, terminal)
+        self.evaluator: list[tuple[int, str]] = []  # (wall ms, evaluation receipt)
+        self.combined: list[tuple[int, str]] = []  # (candidate + evaluators, evidence)
+        self.candidate_costs = dict.fromkeys(COST_STATES, 0)
+        self.judge_costs = dict.fromkeys(COST_STATES, 0)
+        self.candidate_micros = self.judge_micros = 0
+
+    @classmethod
+    def of(cls, group: list[Facts]) -> Tally:
+        tally = cls()
+        for f in group:
+            tally.add(f)
+        return tally
+
+    def add(self, f: Facts) -> None:
+        if f.pinned_out:
+            self.pinned_out += 1
+            return
+        self.attempts += 1
+        self.outcomes[f.outcome] += 1
+        if f.terminal_class:
+            self.classes[f.terminal_class] = self.classes.get(f.terminal_class, 0) + 1
+        for profile, generation in f.generations.items():
+            used = self.generations.setdefault(profile, {})
+            used[str(generation)] = used.get(str(generation), 0) + 1
+        if f.wall_ms is None:
+            self.unmeasured += 1
+        else:
+            self.candidate.append((f.wall_ms, f.terminal))
+            self.combined.append((f.wall_ms + (f.evaluator_ms or 0), f.evidence or f.terminal))
+        # An attempt with no terminal has no cost evidence: unavailable, never 0.
+        self.candidate_micros += _count_cost(f.candidate_cost or UNAVAILABLE, self.candidate_costs)
+        for oid, receipt in f.evaluations:
+            self.evaluator.append((receipt["wall_ms"], oid))
+            self.judge_micros += _count_cost(receipt["judge_cost"], self.judge_costs)
+
+    def merge(self, other: Tally) -> None:
+        self.attempts += other.attempts
+        self.pinned_out += other.pinned_out
+        self.unmeasured += other.unmeasured
+        for mine, theirs in (
+            (self.outcomes, other.outcomes),
+            (self.classes, other.classes),
+            (self.candidate_costs, other.candidate_costs),
+            (self.judge_costs, other.judge_costs),
+        ):
+            for key, count in theirs.items():
+                mine[key] = mine.get(key, 0) + count
+        for profile, used in other.generations.items():
+            mine = self.generations.setdefault(profile, {})
+            for generation, count in used.items():
+                mine[generation] = mine.get(generation, 0) + count
+        self.candidate += other.candidate
+        self.evaluator += other.evaluator
+        self.combined += other.combined
+        self.candidate_micros += other.candidate_micros
+        self.judge_micros += other.judge_micros
+
+    def summary(self) -> dict:
+        resolved, failed = self.outcomes["resolved"], self.outcomes["failed"]
+        valid = resolved + failed
+        candidate = _cost_of(self.candidate_costs, self.candidate_micros)
+        judge = _cost_of(self.judge_costs, self.judge_micros)
+        return {
+            "attempts": self.attempts,
+            "valid": valid,
+            "resolved": resolved,
+            "failed": failed,
+            "invalid": self.outcomes["invalid"],
+            "missing": self.outcomes["missing"],
+            "not_graded_by_pin": self.pinned_out,
+            "rate": {
+                "numerator": resolved,
+                "denominator": valid,
+                "ppm": stats.rate_ppm(resolved, valid),
+            },
+            "interval": stats.wilson(resolved, valid),
+            "terminal_classes": dict(sorted(self.classes.items())),
+            "generations": {
+                p: dict(sorted(g.items())) for p, g in sorted(self.generations.items())
+            },
+            # Each median and p90 names the record it was measured in; each total is the sum
+            # of the attempt rows' wall_ms and evaluator_ms, which list the ids behind them.
+            "runtime": {
+                "candidate": _distribution(self.candidate),
+                "evaluator": _distribution(self.evaluator),
+                "combined": _distribution(self.combined),
+                "unmeasured_attempts": self.unmeasured,
+            },
+            "cost": {
+                "candidate": candidate,
+                "judge": judge,
+                "total": combine_costs(candidate, judge),
+            },
+        }
+
+
+UNAVAILABLE = {"completeness": "unavailable", "currency": "USD", "micros": None}
+
+
+def _count_cost(part: dict | None, counts: dict[str, int]) -> int:
+    """Count ``part`` under its completeness; return the micro-USD it makes known."""
+    state = "not_applicable" if part is None else part["completeness"]
+    counts[state] += 1
+    if state in ("complete", "genuine_zero", "partial") and part["micros"] is not None:
+        return part["micros"]
+    return 0
+
+
+def _cost_of(counts: dict[str, int], micros: int) -> dict:
+    known = counts["complete"] + counts["genuine_zero"] + counts["partial"]
+    unknown = counts["partial"] + counts["unavailable"]
+    if known == 0 and counts["unavailable"] == 0:
+        completeness, total = "not_applicable", None
+    elif known == 0:
+        completeness, total = "unavailable", None
+    elif unknown:
+        completeness, total = "partial", micros
+    else:
+        completeness, total = "complete", micros
     return {
-        "candidate": _distribution(candidate),
-        "evaluator": _distribution(evaluator),
-        "combined": _distribution(combined),
-        "unmeasured_attempts": sum(1 for f in group if f.wall_ms is None),
+        "completeness": completeness,
+        "currency": "USD",
+        "micros": total,
+        "counts": dict(counts),
     }
 
 
@@ -142,24 +260,9 @@ def sum_costs(parts: list[dict | None]) -> dict:
     0) when nothing is known; ``not_applicable`` when no part has a cost at all. A ``None``
     part (an evaluator with no cost, such as a command grader) is not applicable.
     """
-    counts = {state: 0 for state in COST_STATES}
-    micros = 0
-    for part in parts:
-        state = "not_applicable" if part is None else part["completeness"]
-        counts[state] += 1
-        if state in ("complete", "genuine_zero", "partial") and part["micros"] is not None:
-            micros += part["micros"]
-    known = counts["complete"] + counts["genuine_zero"] + counts["partial"]
-    unknown = counts["partial"] + counts["unavailable"]
-    if known == 0 and counts["unavailable"] == 0:
-        completeness, total = "not_applicable", None
-    elif known == 0:
-        completeness, total = "unavailable", None
-    elif unknown:
-        completeness, total = "partial", micros
-    else:
-        completeness, total = "complete", micros
-    return {"completeness": completeness, "currency": "USD", "micros": total, "counts": counts}
+    counts = dict.fromkeys(COST_STATES, 0)
+    micros = sum(_count_cost(part, counts) for part in parts)
+    return _cost_of(counts, micros)
 
 
 def combine_costs(candidate: dict, judge: dict) -> dict:
@@ -175,52 +278,10 @@ def combine_costs(candidate: dict, judge: dict) -> dict:
     return {"completeness": "partial", "currency": "USD", "micros": sum(known)}
 
 
-def cost(group: list[Facts]) -> dict:
-    # An attempt with no terminal has no cost evidence: unavailable, never 0.
-    candidate = sum_costs(
-        [
-            f.candidate_cost or {"completeness": "unavailable", "currency": "USD", "micros": None}
-            for f in group
-        ]
-    )
-    judge = sum_costs([r["judge_cost"] for f in group for _, r in f.evaluations])
-    return {"candidate": candidate, "judge": judge, "total": combine_costs(candidate, judge)}
-
-
 def summarize(group: list[Facts]) -> dict:
     """Counts, the valid resolved rate with its Wilson interval, classes, generations, runtime
     and cost of a group of attempts (a model, or a model on one case)."""
-    counted = [f for f in group if not f.pinned_out]
-    outcomes = {k: sum(1 for f in counted if f.outcome == k) for k in VERDICT_OUTCOME.values()}
-    outcomes["missing"] = sum(1 for f in counted if f.outcome == "missing")
-    valid = outcomes["resolved"] + outcomes["failed"]
-    classes: dict[str, int] = {}
-    generations: dict[str, dict[str, int]] = {}
-    for f in counted:
-        if f.terminal_class:
-            classes[f.terminal_class] = classes.get(f.terminal_class, 0) + 1
-        for profile, generation in f.generations.items():
-            used = generations.setdefault(profile, {})
-            used[str(generation)] = used.get(str(generation), 0) + 1
-    return {
-        "attempts": len(counted),
-        "valid": valid,
-        "resolved": outcomes["resolved"],
-        "failed": outcomes["failed"],
-        "invalid": outcomes["invalid"],
-        "missing": outcomes["missing"],
-        "not_graded_by_pin": len(group) - len(counted),
-        "rate": {
-            "numerator": outcomes["resolved"],
-            "denominator": valid,
-            "ppm": stats.rate_ppm(outcomes["resolved"], valid),
-        },
-        "interval": stats.wilson(outcomes["resolved"], valid),
-        "terminal_classes": dict(sorted(classes.items())),
-        "generations": {p: dict(sorted(g.items())) for p, g in sorted(generations.items())},
-        "runtime": runtime(counted),
-        "cost": cost(counted),
-    }
+    return Tally.of(group).summary()
 
 
 def case_outcome(group: list[Facts]) -> str | None:
@@ -265,25 +326,41 @@ PARALLEL_MINIMUM = 4000
 CHUNK = 1000
 
 
+def read_attempt(store, attempt_oid: str) -> dict | str:
+    """The attempt plan record, or why it cannot be read."""
+    try:
+        return store.objects.read_record(attempt_oid)
+    except YybError as exc:
+        return f"attempt plan: {exc}"
+
+
+def examine(
+    store, plan_oid: str, plan: dict, attempt_oid: str, attempt: dict | str, version: str | None
+) -> tuple[verify.AttemptCheck, Facts]:
+    """Gate one attempt and decide its facts from what the gate read (``attempt``: its plan
+    record, or why that could not be read). A chain that fails the gate still has facts."""
+    check = verify.check_attempt(store, plan_oid, plan, attempt_oid)
+    if isinstance(attempt, str):
+        check.fail("unreadable", attempt)
+        return check, Facts(attempt_oid, -1, "?", None)
+    try:
+        facts = collect(plan, attempt, check, version)
+        problem = shape_problem(facts)
+    except (KeyError, TypeError, AttributeError) as exc:
+        problem = f"lacks or mistypes {exc}"
+    if problem is not None:  # records proved by their hash, yet not of their schema's shape
+        check.fail("malformed", f"the figures' evidence {problem}")
+        facts = Facts(attempt_oid, -1, "?", None)
+    return check, facts
+
+
 def _gather_chunk(
     store, plan_oid: str, plan: dict, version: str | None, attempts: list[str]
 ) -> tuple[list[Facts], list, int]:
     facts, findings, complete = [], [], 0
     for attempt_oid in attempts:
-        check = verify.check_attempt(store, plan_oid, plan, attempt_oid)
-        try:
-            attempt = store.objects.read_record(attempt_oid)
-        except YybError as exc:
-            check.fail("unreadable", f"attempt plan: {exc}")
-            attempt = {"ordinal": -1, "model": {"resolved": "?"}}
-        try:
-            fact = collect(plan, attempt, check, version)
-            problem = shape_problem(fact)
-        except (KeyError, TypeError, AttributeError) as exc:
-            problem = f"lacks or mistypes {exc}"
-        if problem is not None:  # records proved by their hash, yet not of their schema's shape
-            check.fail("malformed", f"the figures' evidence {problem}")
-            fact = Facts(attempt_oid, -1, "?", None)
+        attempt = read_attempt(store, attempt_oid)
+        check, fact = examine(store, plan_oid, plan, attempt_oid, attempt, version)
         findings += check.findings
         complete += check.complete
         facts.append(fact)
@@ -362,18 +439,21 @@ def build(
             cells[f.model].setdefault(f.case_id or "-", []).append(f)
     by_model = {}
     outcomes: dict[str, dict[str, str | None]] = {}
+    totals = Tally.of([f for f in facts if f.model not in cells])
     for model in models:
-        entry = summarize([f for cell in cells[model].values() for f in cell])
-        entry["model"] = model
-        entry["cases"] = []
+        tally = Tally()
+        rows = []
         outcomes[model] = {}
         for case_id, cell in sorted(cells[model].items()):
-            row = summarize(cell)
+            cell_tally = Tally.of(cell)
+            tally.merge(cell_tally)
+            row = cell_tally.summary()
             row["case_id"] = case_id
             row["outcome"] = case_outcome(cell)
-            entry["cases"].append(row)
+            rows.append(row)
             outcomes[model][case_id] = row["outcome"]
-        by_model[model] = entry
+        by_model[model] = {**tally.summary(), "model": model, "cases": rows}
+        totals.merge(tally)
     comparisons = []
     for i, first in enumerate(models):
         for second in models[i + 1 :]:
@@ -392,7 +472,7 @@ def build(
             "errors": len(errors),
             "first_errors": [f.line() for f in errors[:5]],
         },
-        "totals": summarize(facts),
+        "totals": totals.summary(),
         "models": [by_model[m] for m in models],
         "comparisons": comparisons,
         "attempts": [_row(f) for f in facts],

@@ -82,7 +82,7 @@ def store_layer(store, plan_oid: str, report: dict, facts: list[Facts]) -> dict:
     """
     ref = layer_ref(plan_oid)
     head = store.refs.read(ref)
-    current = None if head is None else store.objects.get_record(head)
+    current = None if head is None else store.objects.read_record(head)
     _displace(report, _previous_same_pin(store, head, current, report["grader_version"]))
     value = record(plan_oid, report, facts)
     return append_layer(store, ref, head, value, f"report layer ({report['status']})", current)

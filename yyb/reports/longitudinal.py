@@ -12,10 +12,9 @@ from __future__ import annotations
 import hashlib
 from itertools import combinations
 
-from yyb.attempts import verify
 from yyb.attempts.run import profiles_for
 from yyb.reports import build
-from yyb.store import codec
+from yyb.store import codec, fanout
 
 LONGITUDINAL = "yylo_benchmark_longitudinal_layer.v2"
 LONGITUDINAL_REF = "refs/reports/longitudinal"
@@ -196,6 +195,44 @@ def _cohort(key: dict, khash: str, members: list[tuple[str, build.Facts]]) -> di
     }
 
 
+def _keyed_chunk(
+    store, plan_oid: str, plan: dict, case_id: str | None, model: str | None, attempts: list
+) -> tuple[dict, list]:
+    """Gate and key some attempts of one plan: ({key hash: key}, [(state, facts, detail)]).
+
+    ``state`` is ``pooled`` (detail: the key hash), ``unverified`` (detail: error lines) or
+    ``unretained``; attempts the filters leave out are not listed.
+    """
+    parts = PlanParts(plan)
+    keys: dict[str, dict] = {}
+    entries = []
+    for attempt_oid in attempts:
+        attempt = build.read_attempt(store, attempt_oid)
+        if not isinstance(attempt, str):
+            if model is not None and attempt.get("model", {}).get("resolved") != model:
+                continue
+            if case_id is not None and attempt.get("case_id") != case_id:
+                continue
+        check, facts = build.examine(store, plan_oid, plan, attempt_oid, attempt, None)
+        if not check.complete:
+            if check.terminal is None and all(
+                f.code == "incomplete" for f in check.findings if f.level == "error"
+            ):
+                entries.append(("unretained", None, None))  # no terminal yet: nothing to pool
+                continue
+            lines = [f.line() for f in check.findings if f.level == "error"][:5]
+            entries.append(("unverified", None, lines))
+            continue
+        receipt = check.receipt
+        if receipt is None and "receipt" in check.terminal[1]["links"]:  # closed early
+            receipt = store.objects.get_record(check.terminal[1]["links"]["receipt"])
+        key = compatibility_key(store, plan, parts, attempt, facts, receipt)
+        khash = key_hash(key)
+        keys.setdefault(khash, key)
+        entries.append(("pooled", facts, khash))
+    return keys, entries
+
+
 def build_longitudinal(
     store, case_id: str | None = None, model: str | None = None
 ) -> tuple[dict, list[build.Facts]]:
@@ -212,29 +249,23 @@ def build_longitudinal(
     plan_oids = plans(store)
     for plan_oid in plan_oids:
         plan = store.objects.get_record(plan_oid)
-        parts = PlanParts(plan)
-        for attempt_oid in plan["links"]["attempts"]:
-            attempt = store.objects.get_record(attempt_oid)
-            if model is not None and attempt["model"]["resolved"] != model:
-                continue
-            if case_id is not None and attempt.get("case_id") != case_id:
-                continue
-            check = verify.check_attempt(store, plan_oid, plan, attempt_oid)
-            facts = build.collect(plan, attempt, check, None)
-            if facts.terminal is None:
-                unretained += 1
-                continue
-            if not check.complete:
-                unverified += 1
-                errors += [f.line() for f in check.findings if f.level == "error"][:5]
-                continue
-            receipt = check.receipt
-            if receipt is None and "receipt" in check.terminal[1]["links"]:  # closed early
-                receipt = store.objects.get_record(check.terminal[1]["links"]["receipt"])
-            key = compatibility_key(store, plan, parts, attempt, facts, receipt)
-            khash = key_hash(key)
-            keyed.setdefault(khash, (key, []))[1].append((plan_oid, facts))
-            read.append(facts)
+        for chunk in fanout.map_chunks(
+            _keyed_chunk,
+            (store, plan_oid, plan, case_id, model),
+            plan["links"]["attempts"],
+            chunk=build.CHUNK,
+            minimum=build.PARALLEL_MINIMUM,
+        ):
+            keys, entries = chunk
+            for state, facts, detail in entries:
+                if state == "unretained":
+                    unretained += 1
+                elif state == "unverified":
+                    unverified += 1
+                    errors += detail
+                else:
+                    keyed.setdefault(detail, (keys[detail], []))[1].append((plan_oid, facts))
+                    read.append(facts)
     cohorts = [_cohort(key, khash, members) for khash, (key, members) in keyed.items()]
     cohorts.sort(key=lambda c: (c["case_id"] or "", c["model"], c["plans"], c["key_hash"]))
     incompatibilities = []
