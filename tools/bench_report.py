@@ -3,15 +3,18 @@
 
 Fabricates one experiment (cases x models x attempts) straight through the store API, with the
 record shapes the runner writes (tests/reports/fabricate.py: no sandbox, no agent; fsync is
-skipped while fabricating only), then times the per-experiment report (build, with the doctor
-gate, plus storing the layer and rendering text) and the longitudinal report in this process.
+skipped while fabricating only), then times the per-experiment report in this process (build
+with its gate, storing the layer, rendering text) and as the `yyb report --plan` command a user
+runs, warm (the default) or with the page cache dropped before each run (--cold, root only).
 Usage: python tools/bench_report.py [--cases 1000] [--models 5] [--attempts 10] [--store DIR]
+       [--repeat 2] [--cold] [--verify-objects] [--longitudinal]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -31,6 +34,11 @@ def main() -> None:
     parser.add_argument("--attempts", type=int, default=10)
     parser.add_argument("--store", help="reuse (or create) the fabricated store here")
     parser.add_argument("--longitudinal", action="store_true", help="time it too")
+    parser.add_argument("--verify-objects", action="store_true", help="time that gate too")
+    parser.add_argument("--repeat", type=int, default=2, help="timed CLI runs (default 2)")
+    parser.add_argument(
+        "--cold", action="store_true", help="drop the page cache before each CLI run (root)"
+    )
     args = parser.parse_args()
     root = args.store or tempfile.mkdtemp(prefix="yyb-bench-report-")
     store_path = os.path.join(root, "store")
@@ -60,18 +68,53 @@ def main() -> None:
     data = render.text(report, stored)
     done = time.perf_counter()
     print(
-        f"report --plan over {len(facts)} attempts: {done - started:.2f} s "
-        f"(build incl. doctor gate {built - started:.2f} s, layer + text {done - built:.2f} s; "
+        f"in-process report --plan over {len(facts)} attempts: {done - started:.2f} s "
+        f"(build incl. its gate {built - started:.2f} s, layer + text {done - built:.2f} s; "
         f"{len(data)} bytes of text, status {report['status']})"
     )
+    for round_ in range(args.repeat):
+        cold = args.cold and drop_caches()
+        seconds = time_cli(store_path, ["report", "--plan", plan_oid])
+        print(
+            f"yyb report --plan ({'cold' if cold else 'warm'} cache, run {round_ + 1}): "
+            f"{seconds:.2f} s"
+        )
+    if args.verify_objects:
+        seconds = time_cli(store_path, ["report", "--plan", plan_oid, "--verify-objects"])
+        print(f"yyb report --plan --verify-objects (warm cache): {seconds:.2f} s")
     if args.longitudinal:
         started = time.perf_counter()
         doc, read = longitudinal.build_longitudinal(store)
         longitudinal.store_layer(store, doc, read)
         print(
-            f"report --longitudinal over {len(read)} attempts: "
+            f"in-process report --longitudinal over {len(read)} attempts: "
             f"{time.perf_counter() - started:.2f} s ({len(doc['cohorts'])} cohorts)"
         )
+        seconds = time_cli(store_path, ["report", "--longitudinal"])
+        print(f"yyb report --longitudinal (warm cache): {seconds:.2f} s")
+
+
+def drop_caches() -> bool:
+    """Empty the page, dentry and inode caches (root only); False when not permitted."""
+    try:
+        os.sync()
+        with open("/proc/sys/vm/drop_caches", "w") as handle:
+            handle.write("3\n")
+        return True
+    except OSError:
+        print("(cannot drop the page cache here: not root; the run is warm)")
+        return False
+
+
+def time_cli(store_path: str, argv: list[str]) -> float:
+    """Wall time of one `yyb` command with its output discarded (exit 0 or 1 expected)."""
+    command = [sys.executable, "-m", "yyb", "--store", store_path, *argv]
+    started = time.perf_counter()
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    seconds = time.perf_counter() - started
+    if done.returncode not in (0, 1):
+        sys.exit(f"{' '.join(argv)} failed: {done.stderr.decode(errors='replace').strip()}")
+    return seconds
 
 
 if __name__ == "__main__":

@@ -142,3 +142,33 @@ def test_workflow_plans_take_no_grant(project, tmp_path):
     with pytest.raises(UsageError, match="only task plans"):
         grant.grant_for(plan.oid, plan.experiment, NOW + 1, NOW)
     assert os.path.exists(flow)
+
+
+@pytest.mark.parametrize(
+    "edit, needle",
+    [
+        (lambda d, oid: d["records"][oid].update(attempts_per_cell=3), "was edited"),
+        (lambda d, oid: d.update(plan="0" * 64), "does not hold its plan"),
+        (lambda d, oid: d.update(format="other"), "not a yyb-plan-file.v1"),
+        (lambda d, oid: d["records"][oid].update(timeout_ms=1.5), "float"),
+    ],
+)
+def test_naming_a_plan_by_its_file_proves_the_plan_record(built, tmp_path, edit, needle):
+    path = tmp_path / "plan.json"
+    document = json.loads(planfile.render(built.oid, built.records))
+    assert planfile.plan_oid(_written(path, document), None) == built.oid
+    edit(document, built.oid)
+    with pytest.raises(planfile.PlanFileError, match=needle):
+        planfile.plan_oid(_written(path, document), None)
+
+
+def _written(path, document) -> str:
+    path.write_text(json.dumps(document))
+    return str(path)
+
+
+def test_naming_a_plan_by_a_file_that_is_not_json_is_refused(tmp_path):
+    path = tmp_path / "plan.json"
+    path.write_bytes(b"\xff not json")
+    with pytest.raises(planfile.PlanFileError, match="not a plan file"):
+        planfile.plan_oid(str(path), None)

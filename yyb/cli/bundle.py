@@ -52,9 +52,9 @@ def create(ctx, path, refs, plan_name, everything):
     if everything:
         names = [name for name, _ in store.refs.iter_refs()]
     elif plan_name is not None:
-        from yyb.cli.plans import load_plan
+        from yyb.cli.plans import plan_oid as resolve_plan
 
-        plan_oid, _ = load_plan(ctx, plan_name)
+        plan_oid = resolve_plan(ctx, plan_name)
         names = plan_ref_names(store, plan_oid)
     else:
         names = list(refs)

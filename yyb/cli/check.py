@@ -61,9 +61,9 @@ def doctor(ctx, plan_name, as_json):
     store = open_store(ctx)
     if plan_name is not None:
         from yyb.attempts.verify import verify_experiment
-        from yyb.cli.plans import load_plan
+        from yyb.cli.plans import plan_oid as resolve_plan
 
-        plan_oid, _ = load_plan(ctx, plan_name)
+        plan_oid = resolve_plan(ctx, plan_name)
         findings, summary = verify_experiment(store, plan_oid)
         errors, _ = emit_findings(findings, as_json)
         click.echo(

@@ -7,7 +7,7 @@ import sys
 import click
 
 from yyb.cli.context import open_store, plan_option
-from yyb.cli.plans import load_plan
+from yyb.cli.plans import plan_oid as resolve_plan
 from yyb.errors import UsageError
 
 
@@ -44,11 +44,13 @@ def investigate(ctx, plan_name, attempt_name, show, max_bytes):
     """
     from yyb.reports import investigate as answers
 
-    plan_oid, records = load_plan(ctx, plan_name)
+    plan_oid = resolve_plan(ctx, plan_name)
     store = open_store(ctx)
     if not store.objects.contains(plan_oid):
         raise UsageError(f"plan {plan_oid} is not in the store {store.path}")
-    plan = records.get(plan_oid) or store.objects.get_record(plan_oid)
+    plan = store.objects.get_record(plan_oid)
+    if plan.get("schema_version") != "yylo_benchmark_experiment_plan.v2":
+        raise UsageError(f"{plan_name} is not an experiment plan")
     attempt_oid = answers.resolve_attempt(plan, attempt_name)
     sys.stdout.buffer.write(answers.answer(store, plan_oid, plan, attempt_oid, show, max_bytes))
     return 0

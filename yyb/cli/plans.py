@@ -153,6 +153,13 @@ def load_plan(ctx, name: str) -> tuple[str, dict[str, dict]]:
     return planfile.resolve(name, lambda: open_store(ctx))
 
 
+def plan_oid(ctx, name: str) -> str:
+    """Only the oid of the plan ``name``, for a command that reads the plan from the store."""
+    from yyb.plans import planfile
+
+    return planfile.plan_oid(name, lambda: open_store(ctx))
+
+
 @plan.command("show")
 @click.argument("name", metavar="PLAN")
 @click.option("--json", "as_json", is_flag=True, help="The whole matrix as JSON.")

@@ -7,7 +7,7 @@ import sys
 import click
 
 from yyb.cli.context import open_store
-from yyb.cli.plans import load_plan
+from yyb.cli.plans import plan_oid as resolve_plan
 from yyb.errors import UsageError
 
 
@@ -88,7 +88,7 @@ def _experiment(ctx, plan_name, grader_version, fmt, verify_objects) -> tuple[st
     from yyb.reports import build, layer, render
 
     formats = _renderer(fmt, render.FORMATS)
-    plan_oid, _ = load_plan(ctx, plan_name)
+    plan_oid = resolve_plan(ctx, plan_name)
     store = open_store(ctx)
     if not store.objects.contains(plan_oid):
         raise UsageError(f"plan {plan_oid} is not in the store {store.path}")

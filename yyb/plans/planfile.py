@@ -64,24 +64,51 @@ def load(path: str) -> tuple[str, dict[str, dict]]:
     raw = document.get("records")
     if not is_oid(plan_oid) or not isinstance(raw, dict) or plan_oid not in raw:
         raise PlanFileError(path, "it does not hold its plan record")
-    records: dict[str, dict] = {}
-    for oid, value in raw.items():
-        if not isinstance(value, dict):
-            raise PlanFileError(path, f"record {oid} is not an object")
-        try:
-            body = record_body(value)
-        except YybError as exc:
-            raise PlanFileError(path, f"record {oid} is invalid ({exc})") from None
-        got = hash_object("record", body)
-        if got != oid:
-            raise PlanFileError(path, f"record {oid} was edited (it now hashes to {got})")
-        records[oid] = value
+    records = {oid: _proved(path, oid, value) for oid, value in raw.items()}
     plan = records[plan_oid]
     links = plan.get("links", {})
     for oid in list(links.get("attempts", [])) + list(links.get("cases", [])):
         if oid not in records:
             raise PlanFileError(path, f"the plan links {oid}, which the file does not hold")
     return plan_oid, records
+
+
+def _proved(path: str, oid: str, value) -> dict:
+    """``value`` when it is a record that hashes to ``oid``; PlanFileError otherwise."""
+    if not isinstance(value, dict):
+        raise PlanFileError(path, f"record {oid} is not an object")
+    try:
+        body = record_body(value)
+    except YybError as exc:
+        raise PlanFileError(path, f"record {oid} is invalid ({exc})") from None
+    got = hash_object("record", body)
+    if got != oid:
+        raise PlanFileError(path, f"record {oid} was edited (it now hashes to {got})")
+    return value
+
+
+def plan_oid(name: str, open_store) -> str:
+    """Only the oid of the plan ``name`` (a plan file, else an oid or ref in ``open_store()``),
+    for commands that read the plan from the store: of a file, only the plan record is proved
+    unedited, which is quick however many attempts the file holds."""
+    if not os.path.exists(name):
+        return open_store().rev_parse(name)
+    data = file.read_input(name)
+    try:
+        document = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise PlanFileError(name, f"not a plan file ({exc})") from None
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        raise PlanFileError(name, f"not a {FORMAT} plan file")
+    oid, raw = document.get("plan"), document.get("records")
+    if not is_oid(oid) or not isinstance(raw, dict) or oid not in raw:
+        raise PlanFileError(name, "it does not hold its plan record")
+    try:
+        value = codec.from_json(json.dumps(raw[oid]))
+    except YybError as exc:
+        raise PlanFileError(name, f"record {oid} is invalid ({exc})") from None
+    _proved(name, oid, value)
+    return oid
 
 
 def from_store(store, name: str) -> tuple[str, dict[str, dict]]:

@@ -1,9 +1,10 @@
 """Spread read-only work over a list across forked worker processes, results in order.
 
-Reading a store is CPU-bound Python (hashing, decoding, checking), so threads do not help; a
-forked child inherits the caller's open store and arguments without pickling them. Only the
-chunks of items travel to the workers and only their results come back. Nothing here writes:
-a caller that must write does so in the parent, after the results are in.
+Reading a warm store is CPU-bound Python (hashing, decoding, checking), where threads do not
+help; reading a cold one waits on the disk, where several readers do. A forked child inherits
+the caller's open store and arguments without pickling them: only the chunks of items travel
+to the workers and only their results come back. Nothing here writes: a caller that must
+write does so in the parent, after the results are in.
 """
 
 from __future__ import annotations
@@ -57,12 +58,14 @@ def map_chunks(
 ) -> list:
     """``[function(*args, part) for part in chunks of items]``, computed by worker processes.
 
-    Runs in this process when there are fewer than ``minimum`` items, a single usable CPU, or
-    no ``fork`` start method (set ``YYB_WORKERS=1`` to force that). ``function`` must only
-    read: each worker sees the store as it was when the workers were forked.
+    Runs in this process when there are fewer than ``minimum`` items, fewer than two chunks,
+    or no ``fork`` start method; ``YYB_WORKERS=N`` sets the number of workers (1: none).
+    ``function`` must only read: each worker sees the store as it was at the fork.
     """
     parts = [items[i : i + chunk] for i in range(0, len(items), chunk)]
-    wanted = min(workers or configured_workers() or min(usable_cpus(), 8), len(parts))
+    # Four workers per CPU, at most eight: from a cold page cache each loose object read waits
+    # on the disk, and several readers keep it busy (docs/performance.md measures this).
+    wanted = min(workers or configured_workers() or min(4 * usable_cpus(), 8), len(parts))
     if wanted < 2 or len(items) < minimum or "fork" not in multiprocessing.get_all_start_methods():
         return [function(*args, part) for part in parts]
     global _JOB
