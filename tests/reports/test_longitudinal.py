@@ -179,3 +179,30 @@ def test_worker_processes_give_the_longitudinal_report_one_process_gives(disk_st
     monkeypatch.setattr(build, "CHUNK", 2)
     monkeypatch.setenv("YYB_WORKERS", "2")
     assert longitudinal.build_longitudinal(disk_store) == alone
+
+
+def test_the_longitudinal_html_page_lists_every_cohort_and_incompatibility(
+    disk_store, yyb, tmp_path, monkeypatch
+):
+    pytest.importorskip("matplotlib")
+    from yyb.reports import html
+
+    fabricate(disk_store, Spec(["m/a", "m/b"], ["c1", "c2"], attempts=3))
+    fabricate(disk_store, Spec(["m/a"], ["c1", "c2"], attempts=2, network="allowed"))
+    monkeypatch.setattr(html, "CHART_COHORTS", 3)
+    out = tmp_path / "longitudinal.html"
+    result = yyb("report", "--longitudinal", "--format", "html", "--output", str(out))
+    assert result.exit_code == 0, result.stderr
+    page = out.read_text()
+    doc, _ = longitudinal.build_longitudinal(disk_store)
+    assert page.startswith("<!DOCTYPE html>") and page.count("<svg") == 1
+    assert f"(first 3 of {len(doc['cohorts'])})" in page
+    for cohort in doc["cohorts"]:
+        assert cohort["key_hash"] in page
+    assert f"Incompatibilities ({len(doc['incompatibilities'])})" in page
+    assert any(found["differs"] == ["tool_policy_hash"] for found in doc["incompatibilities"])
+    for found in doc["incompatibilities"]:
+        assert found["first"] in page and found["second"] in page
+        assert f"<td>{', '.join(found['differs'])}</td>" in page
+    lowered = page.lower()
+    assert "<script" not in lowered and "<link" not in lowered and 'src="' not in lowered

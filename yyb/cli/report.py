@@ -107,12 +107,16 @@ def _experiment(ctx, plan_name, grader_version, fmt, verify_objects) -> tuple[st
 def _longitudinal(ctx, case_id, model, fmt) -> tuple[str, int, str]:
     from yyb.reports import longitudinal, longitudinal_render
 
+    formats = longitudinal_render.FORMATS
     if fmt == "html":
-        raise UsageError("--format html is available for the per-experiment report (--plan)")
+        from yyb.reports import html
+
+        html.require()
+        formats = html.LONGITUDINAL_FORMATS
     store = open_store(ctx)
     document, facts = longitudinal.build_longitudinal(store, case_id, model)
     stored = longitudinal.store_layer(store, document, facts)
-    return longitudinal_render.FORMATS[fmt](document, stored), 0, stored["oid"]
+    return formats[fmt](document, stored), 0, stored["oid"]
 
 
 def _emit(data: str, output: str | None, layer_oid: str) -> None:

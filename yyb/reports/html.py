@@ -57,20 +57,34 @@ def _svg(figure) -> str:
     return text[text.index("<svg") :]
 
 
-def rate_chart(report: dict) -> str:
-    """Valid resolved rate per model, with its 95% Wilson interval as an error bar."""
-    models = [m for m in report["models"] if m["rate"]["denominator"]]
-    figure, axes = _figure(1.2 + 1.1 * max(1, len(models)), 3.2)
-    if models:
-        rates = [m["rate"]["ppm"] / 10_000 for m in models]
-        low = [r - m["interval"]["low_ppm"] / 10_000 for r, m in zip(rates, models, strict=True)]
-        high = [m["interval"]["high_ppm"] / 10_000 - r for r, m in zip(rates, models, strict=True)]
-        axes.bar(range(len(models)), rates, yerr=[low, high], capsize=6, color="#4c72b0")
-        axes.set_xticks(range(len(models)), [m["model"] for m in models], rotation=20)
+def _rates_chart(entries: list[dict], labels: list[str], title: str) -> str:
+    """Valid resolved rate per entry with its 95% Wilson interval as an error bar."""
+    shown = [
+        (e, label) for e, label in zip(entries, labels, strict=True) if e["rate"]["denominator"]
+    ]
+    figure, axes = _figure(1.2 + (1.1 if len(shown) < 12 else 0.35) * max(1, len(shown)), 3.2)
+    if shown:
+        rates = [e["rate"]["ppm"] / 10_000 for e, _ in shown]
+        low = [
+            r - e["interval"]["low_ppm"] / 10_000 for r, (e, _) in zip(rates, shown, strict=True)
+        ]
+        high = [
+            e["interval"]["high_ppm"] / 10_000 - r for r, (e, _) in zip(rates, shown, strict=True)
+        ]
+        axes.bar(range(len(shown)), rates, yerr=[low, high], capsize=6, color="#4c72b0")
+        axes.set_xticks(range(len(shown)), [label for _, label in shown], rotation=20)
+        if len(shown) >= 12:
+            axes.tick_params(axis="x", labelsize=6, rotation=90)
     axes.set_ylim(0, 100)
     axes.set_ylabel("valid resolved rate (%)")
-    axes.set_title("resolved rate, 95% Wilson interval", fontsize=10)
+    axes.set_title(title, fontsize=10)
     return _svg(figure)
+
+
+def rate_chart(report: dict) -> str:
+    """Valid resolved rate per model, with its 95% Wilson interval as an error bar."""
+    models = report["models"]
+    return _rates_chart(models, [m["model"] for m in models], "resolved rate, 95% Wilson interval")
 
 
 def class_chart(report: dict) -> str:
@@ -187,4 +201,53 @@ def document(report: dict, layer: dict) -> str:
     return "\n".join(parts) + "\n"
 
 
+# A chart of more cohorts than this is unreadable: the chart shows the first ones (in the
+# table's order) and says so; the table lists every cohort.
+CHART_COHORTS = 40
+
+
+def longitudinal_document(report: dict, layer: dict) -> str:
+    """The longitudinal report as one self-contained page: cohort rates, every cohort with its
+    key hash and plans, and every incompatibility with the key parts that differ."""
+    from yyb.reports import longitudinal_render as shape
+
+    cohorts = report["cohorts"]
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        "<title>yyb longitudinal report</title>",
+        f"<style>{STYLE}</style></head><body>",
+        "<h1>Longitudinal report</h1>",
+        "<ul>" + "".join(f"<li>{escape(h)}</li>" for h in shape._head(report, layer)) + "</ul>",
+    ]
+    charted = cohorts[:CHART_COHORTS]
+    labels = [f"{c['case_id'] or '-'} {c['model']} {c['key_hash'][:6]}" for c in charted]
+    title = "resolved rate per cohort, 95% Wilson interval"
+    if len(cohorts) > len(charted):
+        title += f" (first {len(charted)} of {len(cohorts)})"
+    parts.append('<div class="chart">' + _rates_chart(charted, labels, title) + "</div>")
+    parts.append("<h2>Cohorts (only identical compatibility keys pool)</h2>")
+    rows = [
+        row[:2] + [_ids(c["key_hash"]), _ids(*c["plans"])] + row[4:]
+        for row, c in zip(shape._rows(report), cohorts, strict=True)
+    ]
+    parts.append(_table(shape.HEADER, rows, raw={2, 3}))
+    parts.append(f"<h2>Incompatibilities ({len(report['incompatibilities'])})</h2>")
+    found = [
+        [
+            i["case_id"] or "-",
+            i["model"],
+            _ids(i["first"]),
+            _ids(i["second"]),
+            ", ".join(i["differs"]),
+        ]
+        for i in report["incompatibilities"]
+    ]
+    header = ["case", "model", "cohort", "cannot pool with", "key parts that differ"]
+    parts.append(_table(header, found, raw={2, 3}) if found else "<p>none</p>")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
 FORMATS = {"html": document}
+LONGITUDINAL_FORMATS = {"html": longitudinal_document}
