@@ -11,12 +11,11 @@ with any attempt short of a complete chain is incomplete, never complete.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from yyb.attempts.run import EVIDENCE, EXECUTION, INTENT, RECEIPT, TERMINAL, attempt_ref
 from yyb.errors import YybError
 from yyb.grading.evaluate import EVALUATION, eval_ref
 from yyb.harness.manifest import MANIFEST
+from yyb.store import fanout
 from yyb.store.chain import verify_many
 from yyb.store.fsck import Finding, error, info
 
@@ -276,6 +275,20 @@ def summary(plan_oid: str, attempts: int, complete: int, findings: list[Finding]
     return {"plan": plan_oid, "attempts": attempts, "complete": complete, "status": status}
 
 
+def _check_chunk(store, plan_oid: str, plan: dict, attempts: list[str]) -> tuple[list, int]:
+    findings, complete = [], 0
+    for attempt_oid in attempts:
+        check = check_attempt(store, plan_oid, plan, attempt_oid)
+        findings += check.findings
+        complete += check.complete
+    return findings, complete
+
+
+# Below this many attempts one process checks them all; above, worker processes share them.
+PARALLEL_MINIMUM = 4000
+CHUNK = 1000
+
+
 def verify_experiment(store, plan_oid: str) -> tuple[list[Finding], dict]:
     """(findings, summary) for the experiment of ``plan_oid``; summary counts complete chains."""
     plan, findings = check_plan(store, plan_oid)
@@ -283,16 +296,33 @@ def verify_experiment(store, plan_oid: str) -> tuple[list[Finding], dict]:
         return findings, summary(plan_oid, 0, 0, findings)
     attempts = plan["links"]["attempts"]
     complete = 0
-    for attempt_oid in attempts:
-        check = check_attempt(store, plan_oid, plan, attempt_oid)
-        findings += check.findings
-        complete += check.complete
-    findings += list(verify_objects(store, plan_oid))
+    for part, count in fanout.map_chunks(
+        _check_chunk, (store, plan_oid, plan), attempts, chunk=CHUNK, minimum=PARALLEL_MINIMUM
+    ):
+        findings += part
+        complete += count
+    findings += verify_objects(store, plan_oid)
     return findings, summary(plan_oid, len(attempts), complete, findings)
 
 
-def verify_objects(store, plan_oid: str) -> Iterator[Finding]:
+def _walk_chunk(store, seen: set[str], names: list[str]) -> list[Finding]:
+    return list(verify_many(store, names, set(seen)))
+
+
+def verify_objects(store, plan_oid: str) -> list[Finding]:
     """Object-level checks (as fsck makes them) of everything reachable from the plan and its
-    run refs, the refs' update chains included."""
-    names = [plan_oid] + store.refs.names(under=f"refs/runs/{plan_oid}")
-    return verify_many(store, names)
+    run refs, the refs' update chains included.
+
+    The plan's own graph (attempt plans, cases) is walked first; the run refs are then walked
+    in parts, by worker processes for a large experiment, each part skipping what the plan's
+    walk verified. An object shared by two parts is verified by both; a finding about it is
+    reported once.
+    """
+    seen: set[str] = set()
+    findings = list(verify_many(store, [plan_oid], seen))
+    names = store.refs.names(under=f"refs/runs/{plan_oid}")
+    for part in fanout.map_chunks(
+        _walk_chunk, (store, seen), names, chunk=5 * CHUNK, minimum=5 * PARALLEL_MINIMUM
+    ):
+        findings += part
+    return list(dict.fromkeys(findings))

@@ -39,8 +39,12 @@ def verify_chain(store: Store, name: str) -> Iterator[Finding]:
     return verify_many(store, [name])
 
 
-def verify_many(store: Store, names: list[str]) -> Iterator[Finding]:
-    """verify_chain over several names, visiting each object once."""
+def verify_many(store: Store, names: list[str], seen: set[str] | None = None) -> Iterator[Finding]:
+    """verify_chain over several names, visiting each object once.
+
+    ``seen`` holds objects verified already (by an earlier walk); those the walk verifies are
+    added to it.
+    """
     roots: list[str] = []
     for name in names:
         ref = None if is_oid(name) else _as_ref(store, name)
@@ -58,7 +62,7 @@ def verify_many(store: Store, names: list[str]) -> Iterator[Finding]:
             value = None  # check_ref_chain has reported it
         if value is not None:
             roots.append(value)
-    seen: set[str] = set()
+    seen = set() if seen is None else seen
     stack = list(reversed(roots))
     while stack:
         oid = stack.pop()
