@@ -47,6 +47,18 @@ class YybError(Exception):
     def __str__(self) -> str:
         return self.message
 
+    def __reduce__(self):
+        # Rebuilt without __init__, whose arguments differ from class to class, so that an
+        # error raised in a worker process (yyb.store.fanout) reaches the caller intact.
+        return (_restore, (type(self), self.args, self.__dict__))
+
+
+def _restore(cls: type, args: tuple, state: dict) -> YybError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, *args)
+    error.__dict__.update(state)
+    return error
+
 
 class UsageError(YybError):
     """The request is malformed: wrong arguments, bad input files, unknown names."""

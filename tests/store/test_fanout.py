@@ -44,3 +44,70 @@ def test_a_bad_yyb_workers_is_a_usage_error(monkeypatch, text):
     monkeypatch.setenv("YYB_WORKERS", text)
     with pytest.raises(UsageError, match="YYB_WORKERS"):
         fanout.map_chunks(_pids_and_squares, (0,), list(range(9)), chunk=3, minimum=1)
+
+
+def _refuse(part: list[int]) -> list[int]:
+    from yyb.errors import ChecksumMismatch
+
+    if 3 in part:
+        raise ChecksumMismatch("a" * 64, "b" * 64)
+    return part
+
+
+@needs_fork
+def test_an_error_in_a_worker_reaches_the_caller_whole():
+    from yyb.errors import ChecksumMismatch
+
+    with pytest.raises(ChecksumMismatch) as caught:
+        fanout.map_chunks(_refuse, (), list(range(8)), chunk=2, minimum=1, workers=2)
+    assert caught.value.oid == "a" * 64 and "bytes hash to " + "b" * 64 in str(caught.value)
+
+
+INTERRUPTED = """
+import sys, time
+from yyb.store import fanout
+
+def nap(part):
+    time.sleep(30)
+    return part
+
+try:
+    fanout.map_chunks(nap, (), list(range(4)), chunk=1, minimum=1, workers=2)
+except KeyboardInterrupt:
+    print("interrupted", file=sys.stderr)
+    sys.exit(130)
+"""
+
+
+@needs_fork
+def test_ctrl_c_stops_the_workers_without_a_traceback_from_each(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "interrupted.py"
+    script.write_text(INTERRUPTED)
+    child = subprocess.Popen(
+        [sys.executable, str(script)], stderr=subprocess.PIPE, start_new_session=True
+    )
+    time.sleep(1.5)  # the workers are asleep in their chunks
+    os.killpg(child.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
+    _, err = child.communicate(timeout=20)
+    assert child.returncode == 130
+    assert err.decode().strip().splitlines() == ["interrupted"]
+
+
+def test_errors_survive_pickling_with_their_exit_code_and_attributes():
+    import pickle
+
+    from yyb.errors import ChecksumMismatch, RefMismatch, UsageError
+
+    for error in (
+        ChecksumMismatch("a" * 64, "b" * 64),
+        RefMismatch("refs/x", None, "c" * 64),
+        UsageError("bad input"),
+    ):
+        copy = pickle.loads(pickle.dumps(error))
+        assert type(copy) is type(error) and copy.__dict__ == error.__dict__
+        assert (str(copy), copy.exit_code) == (str(error), error.exit_code)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -42,6 +43,12 @@ def configured_workers() -> int | None:
     return int(text)
 
 
+def _ignore_interrupts() -> None:
+    # Ctrl-C reaches the whole process group: the caller stops the workers and says so once;
+    # the workers themselves must not each print a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _run(chunk: Sequence) -> Any:
     function, args = _JOB
     return function(*args, chunk)
@@ -71,7 +78,7 @@ def map_chunks(
     global _JOB
     _JOB = (function, args)
     try:
-        with multiprocessing.get_context("fork").Pool(wanted) as pool:
+        with multiprocessing.get_context("fork").Pool(wanted, _ignore_interrupts) as pool:
             return pool.map(_run, parts, chunksize=1)
     finally:
         _JOB = None
