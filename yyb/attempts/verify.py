@@ -15,7 +15,7 @@ from yyb.attempts.run import EVIDENCE, EXECUTION, INTENT, RECEIPT, TERMINAL, att
 from yyb.errors import YybError
 from yyb.grading.evaluate import EVALUATION, eval_ref
 from yyb.harness.manifest import MANIFEST
-from yyb.store import fanout
+from yyb.store import fanout, heap
 from yyb.store.chain import verify_many
 from yyb.store.fsck import Finding, error, info
 
@@ -289,6 +289,7 @@ PARALLEL_MINIMUM = 4000
 CHUNK = 1000
 
 
+@heap.without_gc
 def verify_experiment(store, plan_oid: str) -> tuple[list[Finding], dict]:
     """(findings, summary) for the experiment of ``plan_oid``; summary counts complete chains."""
     plan, findings = check_plan(store, plan_oid)

@@ -17,7 +17,7 @@ from yyb.errors import UsageError, YybError
 from yyb.grading import evaluate
 from yyb.grading.regrade import gradeable
 from yyb.reports import stats
-from yyb.store import fanout
+from yyb.store import fanout, heap
 
 # Terminal classes of a candidate that was measured fairly: they count as valid attempts.
 VALID_CLASSES = ("resolved", "model_failure", "safety_failure", "grader_failure", "timeout")
@@ -413,6 +413,7 @@ def gather(store, plan_oid: str, plan: dict, version: str | None) -> tuple[list[
     return facts, findings, complete
 
 
+@heap.without_gc
 def build(
     store, plan_oid: str, version: str | None = None, verify_objects: bool = False
 ) -> tuple[dict, list[Facts]]:

@@ -11,6 +11,7 @@ later layers carry that disagreement forward while the verdict stays the same.
 from __future__ import annotations
 
 from yyb.reports.build import Facts
+from yyb.store import heap
 
 LAYER = "yylo_benchmark_report_layer.v2"
 
@@ -25,7 +26,7 @@ def _previous_same_pin(
     oid, record = head, current
     while oid is not None:
         if record is None:
-            record = store.objects.get_record(oid)
+            record = store.objects.read_record(oid)
         if record["grader_version"] == version:
             return oid, record
         oid, record = record["links"].get("previous"), None
@@ -71,6 +72,7 @@ def record(plan_oid: str, report: dict, facts: list[Facts]) -> dict:
     }
 
 
+@heap.without_gc
 def store_layer(store, plan_oid: str, report: dict, facts: list[Facts]) -> dict:
     """Mark displaced verdicts in ``report`` and store it as the plan's newest layer.
 

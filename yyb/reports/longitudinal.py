@@ -14,7 +14,7 @@ from itertools import combinations
 
 from yyb.attempts.run import profiles_for
 from yyb.reports import build
-from yyb.store import codec, fanout
+from yyb.store import codec, fanout, heap
 
 LONGITUDINAL = "yylo_benchmark_longitudinal_layer.v2"
 LONGITUDINAL_REF = "refs/reports/longitudinal"
@@ -233,6 +233,7 @@ def _keyed_chunk(
     return keys, entries
 
 
+@heap.without_gc
 def build_longitudinal(
     store, case_id: str | None = None, model: str | None = None
 ) -> tuple[dict, list[build.Facts]]:
@@ -296,6 +297,7 @@ def build_longitudinal(
     return report, read
 
 
+@heap.without_gc
 def store_layer(store, report: dict, facts: list[build.Facts]) -> dict:
     """Store ``report`` as the newest longitudinal layer (reusing an identical head).
 

@@ -125,32 +125,35 @@ class _Slow(Exception):
     """Internal: leave the quick path; ``_canon`` then says precisely what is wrong."""
 
 
-_QUICK_LEAVES = frozenset((str, bytes, bool, type(None)))
+# Integers out of range are left to the packer, which refuses them (OverflowError).
+_QUICK_LEAVES = frozenset((str, bytes, bool, type(None), int))
+_STR = {str}
 
 
 def _quick(value: Any, depth: int) -> Any:
     """``_canon`` without tracking paths: a copy whose maps iterate in canonical key order.
 
-    Raises _Slow on anything unusual. Strings are not checked here: the packer refuses lone
-    surrogates itself. Code point order is UTF-8 byte order, so keys sort as strings.
+    Raises _Slow (or TypeError) on anything unusual. Strings and integers are not checked
+    here: the packer refuses lone surrogates and out-of-range integers itself. Code point
+    order is UTF-8 byte order, so keys sort as strings.
     """
     t = type(value)
     if t is dict:
         if depth >= MAX_DEPTH or (len(value) == 1 and BIN_KEY in value):
             raise _Slow
-        for key in value:
-            if type(key) is not str:
-                raise _Slow
-        return {key: _quick(value[key], depth + 1) for key in sorted(value)}
+        keys = sorted(value)
+        if keys and set(map(type, keys)) != _STR:
+            raise _Slow
+        if set(map(type, value.values())) <= _QUICK_LEAVES:
+            return {key: value[key] for key in keys}
+        return {key: _quick(value[key], depth + 1) for key in keys}
     if t is list or t is tuple:
         if depth >= MAX_DEPTH:
             raise _Slow
-        if len(value) > 4 and set(map(type, value)) <= _QUICK_LEAVES:
+        if set(map(type, value)) <= _QUICK_LEAVES:
             return list(value)
         return [_quick(item, depth + 1) for item in value]
     if t in _QUICK_LEAVES:
-        return value
-    if t is int and INT_MIN <= value <= INT_MAX:
         return value
     raise _Slow
 
@@ -165,7 +168,7 @@ def encode(value: dict) -> bytes:
         raise InvalidRecord("$", "a record must be a map")
     try:
         return msgpack.packb(_quick(value, 0), **_packer_options)
-    except (_Slow, UnicodeEncodeError, OverflowError):
+    except (_Slow, TypeError, UnicodeEncodeError, OverflowError):
         pass  # the careful walk below finds the problem and names its path
     try:
         canon = _canon(value, 0, ())

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from yyb.errors import UsageError
+from yyb.store import heap
 
 # Set by map_chunks just before forking: the function and its fixed arguments, inherited by
 # the workers (a fork shares them as they are; nothing is pickled).
@@ -54,6 +55,7 @@ def _run(chunk: Sequence) -> Any:
     return function(*args, chunk)
 
 
+@heap.without_gc
 def map_chunks(
     function: Callable,
     args: tuple,
