@@ -21,10 +21,12 @@ def bundle():
 def plan_ref_names(store, plan_oid: str) -> list[str]:
     """The refs of one experiment, and the signature refs of the objects they point at."""
     names = {}
-    for name, value in store.refs.iter_refs():
-        for pattern in PLAN_REFS:
-            prefix = pattern.format(plan_oid)
-            if name == prefix or (prefix.endswith("/") and name.startswith(prefix)):
+    for pattern in PLAN_REFS:
+        prefix = pattern.format(plan_oid)
+        found = store.refs.names(under=prefix.rstrip("/")) if prefix.endswith("/") else [prefix]
+        for name in found:
+            value = store.refs.read(name)
+            if value is not None:
                 names[name] = value
     for value in list(names.values()):
         signature = f"refs/signatures/{value}"

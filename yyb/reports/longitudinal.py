@@ -167,7 +167,10 @@ def differing_parts(first: dict, second: dict, prefix: str = "") -> list[str]:
 def plans(store) -> list[str]:
     """Every experiment plan under ``refs/plans/``, by oid."""
     found = []
-    for _, oid in store.refs.iter_refs("refs/plans"):
+    for name in store.refs.names(under="refs/plans"):
+        oid = store.refs.read(name)
+        if oid is None:
+            continue
         record = store.objects.get_record(oid)
         if record.get("schema_version") == EXPERIMENT and oid not in found:
             found.append(oid)
