@@ -9,6 +9,7 @@ import pytest
 from tests.conftest import flip_byte
 from tests.reports.fabricate import Spec, fabricate
 from yyb.attempts import verify
+from yyb.store import fanout
 
 pytestmark = pytest.mark.skipif(
     "fork" not in __import__("multiprocessing").get_all_start_methods(), reason="no fork"
@@ -25,8 +26,8 @@ def test_workers_find_what_one_process_finds(disk_store, monkeypatch):
     alone = verify.verify_experiment(disk_store, plan)
     codes = {f.code for f in alone[0]}
     assert {"unreadable", "hash-mismatch", "broken-link"} <= codes, codes
-    monkeypatch.setattr(verify, "PARALLEL_MINIMUM", 1)
-    monkeypatch.setattr(verify, "CHUNK", 1)
+    monkeypatch.setattr(fanout, "MINIMUM", 1)
+    monkeypatch.setattr(fanout, "CHUNK", 1)
     monkeypatch.setenv("YYB_WORKERS", "3")
     shared = verify.verify_experiment(disk_store, plan)
     assert shared[1] == alone[1] and shared[1]["status"] == "incomplete"

@@ -10,6 +10,7 @@ from tests.conftest import flip_byte
 from tests.reports.fabricate import Spec, default_outcome, fabricate
 from yyb.attempts import verify
 from yyb.reports import build
+from yyb.store import fanout
 
 
 def _spec(**kwargs) -> Spec:
@@ -80,8 +81,8 @@ def test_worker_processes_give_the_report_one_process_gives(disk_store, monkeypa
         return real(*args)
 
     monkeypatch.setattr(verify, "check_attempt", spy)
-    monkeypatch.setattr(build, "PARALLEL_MINIMUM", 1)
-    monkeypatch.setattr(build, "CHUNK", 4)
+    monkeypatch.setattr(fanout, "MINIMUM", 1)
+    monkeypatch.setattr(fanout, "CHUNK", 4)
     monkeypatch.setenv("YYB_WORKERS", "2")
     shared, shared_facts = build.build(disk_store, plan)
     assert shared == alone and shared_facts == alone_facts

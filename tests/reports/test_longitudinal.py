@@ -9,8 +9,8 @@ import msgpack
 import pytest
 
 from tests.reports.fabricate import Spec, fabricate
-from yyb.reports import build, longitudinal
-from yyb.store import schema
+from yyb.reports import longitudinal
+from yyb.store import fanout, schema
 from yyb.store.repo import Store
 
 # (case, model, key hash, attempts, valid, resolved, Wilson low/high ppm, plans)
@@ -175,8 +175,8 @@ def test_worker_processes_give_the_longitudinal_report_one_process_gives(disk_st
     fabricate(disk_store, Spec(["m/a", "m/b"], ["c1", "c2"], attempts=3))
     fabricate(disk_store, Spec(["m/a"], ["c1", "c2"], attempts=2, network="allowed"))
     alone = longitudinal.build_longitudinal(disk_store)
-    monkeypatch.setattr(build, "PARALLEL_MINIMUM", 1)
-    monkeypatch.setattr(build, "CHUNK", 2)
+    monkeypatch.setattr(fanout, "MINIMUM", 1)
+    monkeypatch.setattr(fanout, "CHUNK", 2)
     monkeypatch.setenv("YYB_WORKERS", "2")
     assert longitudinal.build_longitudinal(disk_store) == alone
 

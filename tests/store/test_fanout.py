@@ -20,30 +20,40 @@ needs_fork = pytest.mark.skipif(
 
 
 @needs_fork
-def test_chunks_run_in_workers_and_come_back_in_order():
+def _small(monkeypatch, chunk: int, minimum: int) -> None:
+    monkeypatch.setattr(fanout, "CHUNK", chunk)
+    monkeypatch.setattr(fanout, "MINIMUM", minimum)
+
+
+@needs_fork
+def test_chunks_run_in_workers_and_come_back_in_order(monkeypatch):
+    _small(monkeypatch, 7, 1)
     items = list(range(50))
-    parts = fanout.map_chunks(_pids_and_squares, (1,), items, chunk=7, minimum=1, workers=2)
+    parts = fanout.map_chunks(_pids_and_squares, (1,), items, workers=2)
     assert [n for _, part in parts for n in part] == [1 + n * n for n in items]
     pids = {pid for pid, _ in parts}
     assert os.getpid() not in pids and len(parts) == 8
 
 
-def test_few_items_stay_in_this_process():
-    parts = fanout.map_chunks(_pids_and_squares, (0,), [1, 2, 3], chunk=2, minimum=10)
+def test_few_items_stay_in_this_process(monkeypatch):
+    _small(monkeypatch, 2, 10)
+    parts = fanout.map_chunks(_pids_and_squares, (0,), [1, 2, 3])
     assert parts == [(os.getpid(), [1, 4]), (os.getpid(), [9])]
 
 
 def test_yyb_workers_one_keeps_the_work_here(monkeypatch):
     monkeypatch.setenv("YYB_WORKERS", "1")
-    parts = fanout.map_chunks(_pids_and_squares, (0,), list(range(9)), chunk=3, minimum=1)
+    _small(monkeypatch, 3, 1)
+    parts = fanout.map_chunks(_pids_and_squares, (0,), list(range(9)))
     assert {pid for pid, _ in parts} == {os.getpid()}
 
 
 @pytest.mark.parametrize("text", ["0", "-2", "two", "1.5"])
 def test_a_bad_yyb_workers_is_a_usage_error(monkeypatch, text):
     monkeypatch.setenv("YYB_WORKERS", text)
+    _small(monkeypatch, 3, 1)
     with pytest.raises(UsageError, match="YYB_WORKERS"):
-        fanout.map_chunks(_pids_and_squares, (0,), list(range(9)), chunk=3, minimum=1)
+        fanout.map_chunks(_pids_and_squares, (0,), list(range(9)))
 
 
 def _refuse(part: list[int]) -> list[int]:
@@ -55,11 +65,12 @@ def _refuse(part: list[int]) -> list[int]:
 
 
 @needs_fork
-def test_an_error_in_a_worker_reaches_the_caller_whole():
+def test_an_error_in_a_worker_reaches_the_caller_whole(monkeypatch):
     from yyb.errors import ChecksumMismatch
 
+    _small(monkeypatch, 2, 1)
     with pytest.raises(ChecksumMismatch) as caught:
-        fanout.map_chunks(_refuse, (), list(range(8)), chunk=2, minimum=1, workers=2)
+        fanout.map_chunks(_refuse, (), list(range(8)), workers=2)
     assert caught.value.oid == "a" * 64 and "bytes hash to " + "b" * 64 in str(caught.value)
 
 
@@ -71,8 +82,9 @@ def nap(part):
     time.sleep(30)
     return part
 
+fanout.CHUNK = fanout.MINIMUM = 1
 try:
-    fanout.map_chunks(nap, (), list(range(4)), chunk=1, minimum=1, workers=2)
+    fanout.map_chunks(nap, (), list(range(4)), workers=2)
 except KeyboardInterrupt:
     print("interrupted", file=sys.stderr)
     sys.exit(130)

@@ -284,11 +284,6 @@ def _check_chunk(store, plan_oid: str, plan: dict, attempts: list[str]) -> tuple
     return findings, complete
 
 
-# Below this many attempts one process checks them all; above, worker processes share them.
-PARALLEL_MINIMUM = 4000
-CHUNK = 1000
-
-
 @heap.without_gc
 def verify_experiment(store, plan_oid: str) -> tuple[list[Finding], dict]:
     """(findings, summary) for the experiment of ``plan_oid``; summary counts complete chains."""
@@ -297,9 +292,7 @@ def verify_experiment(store, plan_oid: str) -> tuple[list[Finding], dict]:
         return findings, summary(plan_oid, 0, 0, findings)
     attempts = plan["links"]["attempts"]
     complete = 0
-    for part, count in fanout.map_chunks(
-        _check_chunk, (store, plan_oid, plan), attempts, chunk=CHUNK, minimum=PARALLEL_MINIMUM
-    ):
+    for part, count in fanout.map_chunks(_check_chunk, (store, plan_oid, plan), attempts):
         findings += part
         complete += count
     findings += verify_objects(store, plan_oid)
@@ -322,8 +315,6 @@ def verify_objects(store, plan_oid: str) -> list[Finding]:
     seen: set[str] = set()
     findings = list(verify_many(store, [plan_oid], seen))
     names = store.refs.names(under=f"refs/runs/{plan_oid}")
-    for part in fanout.map_chunks(
-        _walk_chunk, (store, seen), names, chunk=5 * CHUNK, minimum=5 * PARALLEL_MINIMUM
-    ):
+    for part in fanout.map_chunks(_walk_chunk, (store, seen), names, scale=5):  # ~5 per attempt
         findings += part
     return list(dict.fromkeys(findings))

@@ -320,10 +320,6 @@ def paired(first: dict[str, str | None], second: dict[str, str | None]) -> dict:
 # Of an evaluation receipt, what the figures and the longitudinal key use (the rest stays in
 # the store, linked by oid): small facts travel cheaply from worker processes.
 EVALUATION_FACTS = ("profile", "generation", "evaluator", "verdict", "wall_ms", "judge_cost")
-# Below this many attempts one process reads them all; above, worker processes share the
-# work, CHUNK attempts at a time.
-PARALLEL_MINIMUM = 4000
-CHUNK = 1000
 
 
 def read_attempt(store, attempt_oid: str) -> dict | str:
@@ -401,11 +397,7 @@ def gather(store, plan_oid: str, plan: dict, version: str | None) -> tuple[list[
     """Gate and read every attempt of the plan: (facts, findings, complete chains)."""
     facts, findings, complete = [], [], 0
     for part in fanout.map_chunks(
-        _gather_chunk,
-        (store, plan_oid, plan, version),
-        plan["links"]["attempts"],
-        chunk=CHUNK,
-        minimum=PARALLEL_MINIMUM,
+        _gather_chunk, (store, plan_oid, plan, version), plan["links"]["attempts"]
     ):
         facts += part[0]
         findings += part[1]

@@ -257,8 +257,6 @@ def build_longitudinal(
             _keyed_chunk,
             (store, plan_oid, plan, case_id, model),
             plan["links"]["attempts"],
-            chunk=build.CHUNK,
-            minimum=build.PARALLEL_MINIMUM,
         ):
             keys, entries = chunk
             for state, facts, detail in entries:

@@ -18,6 +18,11 @@ from typing import Any
 from yyb.errors import UsageError
 from yyb.store import heap
 
+# Below MINIMUM items everything runs in the calling process; above, workers take CHUNK items
+# at a time (read when map_chunks is called, so tests can make them small).
+MINIMUM = 4000
+CHUNK = 1000
+
 # Set by map_chunks just before forking: the function and its fixed arguments, inherited by
 # the workers (a fork shares them as they are; nothing is pickled).
 _JOB: tuple[Callable, tuple] | None = None
@@ -61,16 +66,17 @@ def map_chunks(
     args: tuple,
     items: Sequence,
     *,
-    chunk: int = 1000,
-    minimum: int = 4000,
+    scale: int = 1,
     workers: int | None = None,
 ) -> list:
     """``[function(*args, part) for part in chunks of items]``, computed by worker processes.
 
-    Runs in this process when there are fewer than ``minimum`` items, fewer than two chunks,
+    Chunks hold ``scale * CHUNK`` items (a larger ``scale`` for cheaper items). Runs in this
+    process when there are fewer than ``scale * MINIMUM`` items, fewer than two chunks,
     or no ``fork`` start method; ``YYB_WORKERS=N`` sets the number of workers (1: none).
     ``function`` must only read: each worker sees the store as it was at the fork.
     """
+    chunk, minimum = scale * CHUNK, scale * MINIMUM
     parts = [items[i : i + chunk] for i in range(0, len(items), chunk)]
     # Four workers per CPU, at most eight: from a cold page cache each loose object read waits
     # on the disk, and several readers keep it busy (docs/performance.md measures this).
