@@ -87,3 +87,19 @@ def test_read_only_file_system(small_fs):
     assert yyb(store, "cat-object", "-p", "notes/a").stdout == b"kept\n"
     assert yyb(store, "verify-chain", "notes/a").returncode == 0
     assert yyb(store, "doctor").returncode == 0
+
+
+def test_a_report_of_a_read_only_store_needs_no_layer(small_fs):
+    from tests.reports.fabricate import Spec, fabricate
+    from yyb.store.repo import Store
+
+    store_path = small_fs / "store"
+    store, _ = Store.init(str(store_path))
+    plan = fabricate(store, Spec(["m/a"], ["c1"], attempts=2))
+    subprocess.run(["mount", "-o", "remount,ro", str(small_fs)], check=True)
+    refused = yyb(store_path, "report", "--plan", plan)
+    one_line(refused, 1, "read-only (--no-layer reports without storing a layer)")
+    assert refused.stdout == b""
+    done = yyb(store_path, "report", "--plan", plan, "--no-layer")
+    assert done.returncode == 0, done.stderr
+    assert b"layer: not stored (--no-layer)" in done.stdout and b"m/a" in done.stdout

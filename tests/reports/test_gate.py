@@ -87,3 +87,23 @@ def test_worker_processes_give_the_report_one_process_gives(disk_store, monkeypa
     shared, shared_facts = build.build(disk_store, plan)
     assert shared == alone and shared_facts == alone_facts
     assert not seen  # the spy ran in the workers only: this process read nothing itself
+
+
+def test_no_layer_only_reads_the_store(disk_store, yyb):
+    import json
+
+    plan = fabricate(disk_store, _spec())
+    objects = sorted(disk_store.objects.iter_oids())
+    refs = [(name, disk_store.refs.read(name)) for name in disk_store.refs.names()]
+    done = yyb("report", "--plan", plan, "--no-layer", "--format", "json")
+    assert done.exit_code == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert document["layer"] == {"oid": None, "previous": None, "reused": False}
+    assert document["status"] == "complete" and len(document["attempts"]) == 18
+    longitudinal = yyb("report", "--longitudinal", "--no-layer")
+    assert longitudinal.exit_code == 0 and "layer: not stored" in longitudinal.stdout
+    assert sorted(disk_store.objects.iter_oids()) == objects
+    assert [(name, disk_store.refs.read(name)) for name in disk_store.refs.names()] == refs
+    stored = yyb("report", "--plan", plan, "--format", "json")
+    assert json.loads(stored.stdout)["layer"]["oid"] is not None
+    assert sorted(disk_store.objects.iter_oids()) != objects

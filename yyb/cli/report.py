@@ -39,13 +39,27 @@ from yyb.errors import UsageError
 )
 @click.option("--output", metavar="FILE", help="Write to FILE (never overwritten).")
 @click.option(
+    "--no-layer",
+    is_flag=True,
+    help="Only read the store: print the report without storing it as a layer.",
+)
+@click.option(
     "--verify-objects",
     is_flag=True,
     help="Gate on every reachable object re-verified, as 'yyb doctor --plan' does (slower).",
 )
 @click.pass_context
 def report(
-    ctx, plan_name, longitudinal, case_id, model, grader_version, fmt, output, verify_objects
+    ctx,
+    plan_name,
+    longitudinal,
+    case_id,
+    model,
+    grader_version,
+    fmt,
+    output,
+    no_layer,
+    verify_objects,
 ):
     """Report from retained evidence and store the report as a layer.
 
@@ -53,7 +67,7 @@ def report(
     prints, marked incomplete), 0 otherwise. The gate checks every attempt's chain and links,
     each record read proved by its hash; --verify-objects adds doctor's full object walk.
     With --longitudinal: every retained attempt of every plan in the store, pooled only under
-    identical compatibility keys.
+    identical compatibility keys. --no-layer stores nothing (for a read-only store).
     """
     from yyb.plans import planfile
 
@@ -68,9 +82,11 @@ def report(
     if output is not None:
         planfile.check_output_free(output)
     if longitudinal:
-        data, code, oid = _longitudinal(ctx, case_id, model, fmt)
+        data, code, oid = _longitudinal(ctx, case_id, model, fmt, not no_layer)
     else:
-        data, code, oid = _experiment(ctx, plan_name, grader_version, fmt, verify_objects)
+        data, code, oid = _experiment(
+            ctx, plan_name, grader_version, fmt, verify_objects, not no_layer
+        )
     _emit(data, output, oid)
     return code
 
@@ -84,7 +100,9 @@ def _renderer(fmt: str, formats: dict):
     return formats
 
 
-def _experiment(ctx, plan_name, grader_version, fmt, verify_objects) -> tuple[str, int, str]:
+def _experiment(
+    ctx, plan_name, grader_version, fmt, verify_objects, write
+) -> tuple[str, int, str | None]:
     from yyb.reports import build, layer, render
 
     formats = _renderer(fmt, render.FORMATS)
@@ -93,7 +111,7 @@ def _experiment(ctx, plan_name, grader_version, fmt, verify_objects) -> tuple[st
     if not store.objects.contains(plan_oid):
         raise UsageError(f"plan {plan_oid} is not in the store {store.path}")
     document, facts = build.build(store, plan_oid, grader_version, verify_objects)
-    stored = layer.store_layer(store, plan_oid, document, facts)
+    stored = _stored(layer.store_layer, store, plan_oid, document, facts, write=write)
     data = formats[fmt](document, stored)
     if document["status"] != "complete":
         click.echo(
@@ -104,7 +122,7 @@ def _experiment(ctx, plan_name, grader_version, fmt, verify_objects) -> tuple[st
     return data, 0, stored["oid"]
 
 
-def _longitudinal(ctx, case_id, model, fmt) -> tuple[str, int, str]:
+def _longitudinal(ctx, case_id, model, fmt, write) -> tuple[str, int, str | None]:
     from yyb.reports import longitudinal, longitudinal_render
 
     formats = longitudinal_render.FORMATS
@@ -115,15 +133,28 @@ def _longitudinal(ctx, case_id, model, fmt) -> tuple[str, int, str]:
         formats = html.LONGITUDINAL_FORMATS
     store = open_store(ctx)
     document, facts = longitudinal.build_longitudinal(store, case_id, model)
-    stored = longitudinal.store_layer(store, document, facts)
+    stored = _stored(longitudinal.store_layer, store, document, facts, write=write)
     return formats[fmt](document, stored), 0, stored["oid"]
 
 
-def _emit(data: str, output: str | None, layer_oid: str) -> None:
+def _stored(store_layer, *args, write: bool) -> dict:
+    """The layer ``store_layer`` stored; a store that refuses the write says --no-layer helps."""
+    from yyb.errors import StoreIOError
+
+    try:
+        return store_layer(*args, write=write)
+    except StoreIOError as exc:
+        raise StoreIOError(
+            exc.path, f"{exc.reason} (--no-layer reports without storing a layer)"
+        ) from None
+
+
+def _emit(data: str, output: str | None, layer_oid: str | None) -> None:
     from yyb.store import file
 
     if output is not None:
         file.write_new(output, data.encode())
-        click.echo(f"report written to {output} (layer {layer_oid})", err=True)
+        stored = f"layer {layer_oid}" if layer_oid else "no layer stored"
+        click.echo(f"report written to {output} ({stored})", err=True)
     else:
         sys.stdout.write(data)

@@ -194,8 +194,7 @@ def document(report: dict, layer: dict) -> str:
     totals = report["totals"]
     parts.append(
         f"<p>total: {totals['attempts']} attempt(s), valid resolved rate "
-        f"{escape(ppm_text(totals['rate']['ppm']))}; layer <code>{escape(layer['oid'])}</code>"
-        "</p>"
+        f"{escape(ppm_text(totals['rate']['ppm']))}; {escape(render.layer_line(layer))}</p>"
     )
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"

@@ -73,11 +73,12 @@ def record(plan_oid: str, report: dict, facts: list[Facts]) -> dict:
 
 
 @heap.without_gc
-def store_layer(store, plan_oid: str, report: dict, facts: list[Facts]) -> dict:
+def store_layer(store, plan_oid: str, report: dict, facts: list[Facts], write: bool = True) -> dict:
     """Mark displaced verdicts in ``report`` and store it as the plan's newest layer.
 
     A report identical to the newest layer (same figures, same evidence) reuses that layer
-    instead of growing the chain. Returns ``{"oid", "previous", "reused"}``.
+    instead of growing the chain. Returns ``{"oid", "previous", "reused"}``. With ``write``
+    false nothing is stored (``oid`` is None): the store is only read.
 
     Raises:
         RefMismatch: another report moved the ref meanwhile (run it again).
@@ -86,8 +87,15 @@ def store_layer(store, plan_oid: str, report: dict, facts: list[Facts]) -> dict:
     head = store.refs.read(ref)
     current = None if head is None else store.objects.read_record(head)
     _displace(report, _previous_same_pin(store, head, current, report["grader_version"]))
+    if not write:
+        return unstored(head)
     value = record(plan_oid, report, facts)
     return append_layer(store, ref, head, value, f"report layer ({report['status']})", current)
+
+
+def unstored(head: str | None) -> dict:
+    """What a report says of its layer when it was not stored (``--no-layer``)."""
+    return {"oid": None, "previous": head, "reused": False}
 
 
 def append_layer(

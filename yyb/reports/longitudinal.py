@@ -299,8 +299,9 @@ def build_longitudinal(
 
 
 @heap.without_gc
-def store_layer(store, report: dict, facts: list[build.Facts]) -> dict:
-    """Store ``report`` as the newest longitudinal layer (reusing an identical head).
+def store_layer(store, report: dict, facts: list[build.Facts], write: bool = True) -> dict:
+    """Store ``report`` as the newest longitudinal layer (reusing an identical head); with
+    ``write`` false, store nothing.
 
     Raises:
         RefMismatch: another report moved the ref meanwhile (run it again).
@@ -316,6 +317,8 @@ def store_layer(store, report: dict, facts: list[build.Facts]) -> dict:
             links[role] = sorted(values)
     value = {"schema_version": LONGITUDINAL, "report": report, "links": links}
     head = store.refs.read(LONGITUDINAL_REF)
-    from yyb.reports.layer import append_layer
+    from yyb.reports.layer import append_layer, unstored
 
+    if not write:
+        return unstored(head)
     return append_layer(store, LONGITUDINAL_REF, head, value, "longitudinal report layer")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from yyb.reports.render import _rate
+from yyb.reports.render import _rate, layer_line
 
 HEADER = [
     "case",
@@ -61,7 +61,7 @@ def _head(report: dict, layer: dict) -> list[str]:
         *[f"  {line}" for line in report["first_errors"]],
         "only identical compatibility keys pool; see 'yyb report --longitudinal --format json' "
         "for every key",
-        f"layer: {layer['oid']}" + (" (unchanged)" if layer["reused"] else ""),
+        layer_line(layer),
     ]
 
 

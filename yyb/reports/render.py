@@ -92,6 +92,12 @@ GATES = {
 }
 
 
+def layer_line(layer: dict) -> str:
+    if layer["oid"] is None:
+        return "layer: not stored (--no-layer)"
+    return f"layer: {layer['oid']}" + (" (unchanged)" if layer["reused"] else "")
+
+
 def _banner(report: dict) -> list[str]:
     doctor = report["doctor"]
     if report["status"] == "complete":
@@ -135,7 +141,7 @@ def _head(report: dict, layer: dict) -> list[str]:
         "verdicts: "
         + (f"graded by evaluator version {pin}" if pin else "current verdict of every attempt"),
         f"status: {report['status']} ({GATES[report['doctor']['gate']]})",
-        f"layer: {layer['oid']}" + (" (unchanged)" if layer["reused"] else ""),
+        layer_line(layer),
     ]
     return lines
 
