@@ -14,9 +14,7 @@ def _pids_and_squares(offset: int, part: list[int]) -> tuple[int, list[int]]:
     return os.getpid(), [offset + n * n for n in part]
 
 
-needs_fork = pytest.mark.skipif(
-    "fork" not in __import__("multiprocessing").get_all_start_methods(), reason="no fork"
-)
+needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
 
 
 @needs_fork
@@ -123,3 +121,20 @@ def test_errors_survive_pickling_with_their_exit_code_and_attributes():
         copy = pickle.loads(pickle.dumps(error))
         assert type(copy) is type(error) and copy.__dict__ == error.__dict__
         assert (str(copy), copy.exit_code) == (str(error), error.exit_code)
+
+
+def _die_on_three(part: list[int]) -> list[int]:
+    import signal
+
+    if 3 in part:
+        os.kill(os.getpid(), signal.SIGKILL)  # as the out-of-memory killer would
+    return part
+
+
+@needs_fork
+def test_a_worker_killed_midway_fails_the_call_instead_of_hanging(monkeypatch):
+    from yyb.errors import YybError
+
+    _small(monkeypatch, 2, 1)
+    with pytest.raises(YybError, match="ended without its results"):
+        fanout.map_chunks(_die_on_three, (), list(range(12)), workers=3)

@@ -2,30 +2,26 @@
 
 Reading a warm store is CPU-bound Python (hashing, decoding, checking), where threads do not
 help; reading a cold one waits on the disk, where several readers do. A forked child inherits
-the caller's open store and arguments without pickling them: only the chunks of items travel
-to the workers and only their results come back. Nothing here writes: a caller that must
+the caller's open store, arguments and items without pickling them: only the results come
+back, through a pipe per child. Nothing here writes: a caller that must
 write does so in the parent, after the results are in.
 """
 
 from __future__ import annotations
 
-import multiprocessing
+import contextlib
 import os
+import pickle
 import signal
 from collections.abc import Callable, Sequence
-from typing import Any
 
-from yyb.errors import UsageError
+from yyb.errors import UsageError, YybError
 from yyb.store import heap
 
 # Below MINIMUM items everything runs in the calling process; above, workers take CHUNK items
 # at a time (read when map_chunks is called, so tests can make them small).
 MINIMUM = 4000
 CHUNK = 1000
-
-# Set by map_chunks just before forking: the function and its fixed arguments, inherited by
-# the workers (a fork shares them as they are; nothing is pickled).
-_JOB: tuple[Callable, tuple] | None = None
 
 
 def usable_cpus() -> int:
@@ -49,17 +45,6 @@ def configured_workers() -> int | None:
     return int(text)
 
 
-def _ignore_interrupts() -> None:
-    # Ctrl-C reaches the whole process group: the caller stops the workers and says so once;
-    # the workers themselves must not each print a traceback.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _run(chunk: Sequence) -> Any:
-    function, args = _JOB
-    return function(*args, chunk)
-
-
 @heap.without_gc
 def map_chunks(
     function: Callable,
@@ -81,12 +66,64 @@ def map_chunks(
     # Four workers per CPU, at most eight: from a cold page cache each loose object read waits
     # on the disk, and several readers keep it busy (docs/performance.md measures this).
     wanted = min(workers or configured_workers() or min(4 * usable_cpus(), 8), len(parts))
-    if wanted < 2 or len(items) < minimum or "fork" not in multiprocessing.get_all_start_methods():
+    if wanted < 2 or len(items) < minimum or not hasattr(os, "fork"):
         return [function(*args, part) for part in parts]
-    global _JOB
-    _JOB = (function, args)
+    return _forked(function, args, parts, wanted)
+
+
+def _forked(function: Callable, args: tuple, parts: list, workers: int) -> list:
+    """Fork ``workers`` children; child k computes parts k, k + workers, ... and sends its
+    results back through a pipe. A child that dies without sending them fails the whole call
+    (nothing waits for it forever); on any failure or Ctrl-C every child is killed."""
+    results: list = [None] * len(parts)
+    children: dict[int, tuple[int, list[int]]] = {}
     try:
-        with multiprocessing.get_context("fork").Pool(wanted, _ignore_interrupts) as pool:
-            return pool.map(_run, parts, chunksize=1)
+        for k in range(workers):
+            indexes = list(range(k, len(parts), workers))
+            reader, writer = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # the child: compute, send, and leave without running any cleanup
+                os.close(reader)
+                _child(function, args, parts, indexes, writer)
+            os.close(writer)
+            children[pid] = (reader, indexes)
+        for pid, (reader, indexes) in list(children.items()):
+            with os.fdopen(reader, "rb") as stream:
+                data = stream.read()
+            os.waitpid(pid, 0)
+            del children[pid]
+            if not data:
+                raise YybError(
+                    "a worker process reading the store ended without its results (killed, or "
+                    "out of memory?); YYB_WORKERS=1 reads in this process alone"
+                )
+            kind, value = pickle.loads(data)
+            if kind == "error":
+                raise value
+            for index, result in zip(indexes, value, strict=True):
+                results[index] = result
     finally:
-        _JOB = None
+        for pid, (reader, _) in children.items():
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            with contextlib.suppress(OSError):
+                os.close(reader)
+    return results
+
+
+def _child(function: Callable, args: tuple, parts: list, indexes: list[int], writer: int):
+    # Ctrl-C reaches the whole process group: the caller stops the workers and says so once.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        payload = pickle.dumps(("ok", [function(*args, parts[i]) for i in indexes]))
+    except BaseException as exc:  # noqa: BLE001 - carried to the caller, raised there
+        try:
+            payload = pickle.dumps(("error", exc))
+        except Exception:  # noqa: BLE001 - an exception that cannot travel: say what it was
+            payload = pickle.dumps(("error", YybError(f"a worker process failed: {exc!r}")))
+    try:
+        with os.fdopen(writer, "wb") as stream:
+            stream.write(payload)
+    finally:
+        os._exit(0)
