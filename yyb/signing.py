@@ -291,8 +291,10 @@ SIGNED_KINDS = frozenset(
     {
         "yylo_benchmark_terminal.v2",
         "yylo_benchmark_evaluation.v2",
-        "yylo_benchmark_report_layer.v2",
+        "yylo_benchmark_report_layer.v2",  # written by yyb before report_layer.v3
+        "yylo_benchmark_report_layer.v3",
         "yylo_benchmark_longitudinal_layer.v2",
+        "yylo_benchmark_longitudinal_layer.v3",
     }
 )
 

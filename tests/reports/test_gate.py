@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 
 import pytest
@@ -105,3 +106,38 @@ def test_no_layer_only_reads_the_store(disk_store, yyb):
     stored = yyb("report", "--plan", plan, "--format", "json")
     assert json.loads(stored.stdout)["layer"]["oid"] is not None
     assert sorted(disk_store.objects.iter_oids()) != objects
+
+
+def _as_v2(report: dict) -> dict:
+    """The shape yyb wrote before report_layer.v3 (schemas/...report_layer.v2.schema.json)."""
+    old = copy.deepcopy(report)
+    del old["doctor"]["gate"]
+    for summary in [old["totals"], *old["models"], *[c for m in old["models"] for c in m["cases"]]]:
+        for name in ("candidate", "evaluator", "combined"):
+            d = summary["runtime"][name]
+            ids = sorted({d.pop("median_id"), d.pop("p90_id")} - {None})
+            d["ids"] = ids
+    for row in old["attempts"]:
+        del row["evaluator_ms"]
+    return old
+
+
+def test_a_layer_from_before_v3_stays_valid_and_displaced_verdicts_still_point_at_it(disk_store):
+    from yyb.reports import layer
+    from yyb.store import fsck
+
+    plan = fabricate(disk_store, _spec())
+    report, facts = build.build(disk_store, plan)
+    old = _as_v2(report)
+    row = next(r for r in old["attempts"] if r["verdict"] == "pass")
+    row["verdict"], row["outcome"] = "fail", "failed"
+    value = dict(layer.record(plan, old, facts), schema_version="yylo_benchmark_report_layer.v2")
+    v2 = disk_store.objects.put_record(value)  # validated against the v2 schema
+    disk_store.refs.update(layer.layer_ref(plan), v2, old=None)
+    assert not [f for f in fsck.fsck(disk_store) if f.level == "error"]
+    report, facts = build.build(disk_store, plan)
+    stored = layer.store_layer(disk_store, plan, report, facts)
+    assert stored["previous"] == v2 and not stored["reused"]
+    shown = next(r for r in report["attempts"] if r["attempt"] == row["attempt"])
+    assert shown["displaced"] == {"verdict": "fail", "outcome": "failed", "layer": v2}
+    assert disk_store.objects.get_record(stored["oid"])["schema_version"] == layer.LAYER

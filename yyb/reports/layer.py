@@ -1,6 +1,6 @@
 """Report layers: each report stored as a derived record, chained under ``refs/reports/<plan>``.
 
-A layer (``yylo_benchmark_report_layer.v2``) holds the whole report document and links the
+A layer (``yylo_benchmark_report_layer.v3``) holds the whole report document and links the
 plan, every terminal, evidence and evaluation it read, and the previous layer of the plan. The
 ref moves by compare-and-swap, so older layers stay reachable through ``previous``. When an
 attempt's verdict differs from the one the nearest earlier layer with the same grader pin
@@ -13,7 +13,7 @@ from __future__ import annotations
 from yyb.reports.build import Facts
 from yyb.store import heap
 
-LAYER = "yylo_benchmark_report_layer.v2"
+LAYER = "yylo_benchmark_report_layer.v3"
 
 
 def layer_ref(plan_oid: str) -> str:

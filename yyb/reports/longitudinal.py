@@ -16,7 +16,7 @@ from yyb.attempts.run import profiles_for
 from yyb.reports import build
 from yyb.store import codec, fanout, heap
 
-LONGITUDINAL = "yylo_benchmark_longitudinal_layer.v2"
+LONGITUDINAL = "yylo_benchmark_longitudinal_layer.v3"
 LONGITUDINAL_REF = "refs/reports/longitudinal"
 EXPERIMENT = "yylo_benchmark_experiment_plan.v2"
 # The key's parts, in the order the report shows them.
