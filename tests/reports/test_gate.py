@@ -131,13 +131,38 @@ def test_a_layer_from_before_v3_stays_valid_and_displaced_verdicts_still_point_a
     old = _as_v2(report)
     row = next(r for r in old["attempts"] if r["verdict"] == "pass")
     row["verdict"], row["outcome"] = "fail", "failed"
-    value = dict(layer.record(plan, old, facts), schema_version="yylo_benchmark_report_layer.v2")
+    value = {
+        "schema_version": "yylo_benchmark_report_layer.v2",
+        "plan": plan,
+        "grader_version": None,
+        "status": old["status"],
+        "report": old,
+        "links": {"plan": plan, "terminals": sorted(f.terminal for f in facts if f.terminal)},
+    }
     v2 = disk_store.objects.put_record(value)  # validated against the v2 schema
     disk_store.refs.update(layer.layer_ref(plan), v2, old=None)
     assert not [f for f in fsck.fsck(disk_store) if f.level == "error"]
     report, facts = build.build(disk_store, plan)
-    stored = layer.store_layer(disk_store, plan, report, facts)
+    stored = layer.store_layer(disk_store, plan, report)
     assert stored["previous"] == v2 and not stored["reused"]
     shown = next(r for r in report["attempts"] if r["attempt"] == row["attempt"])
     assert shown["displaced"] == {"verdict": "fail", "outcome": "failed", "layer": v2}
     assert disk_store.objects.get_record(stored["oid"])["schema_version"] == layer.LAYER
+
+
+def test_layers_share_the_rows_records_they_have_in_common(disk_store, monkeypatch):
+    from yyb.reports import layer
+
+    monkeypatch.setattr(layer, "ROWS_PER_RECORD", 5)
+    plan = fabricate(disk_store, _spec(outcome=lambda ordinal: ("resolved", "pass", 1000)))
+    report, _ = build.build(disk_store, plan)
+    first = layer.store_layer(disk_store, plan, report)
+    pinned, _ = build.build(disk_store, plan, "1")  # other figures, the same rows
+    second = layer.store_layer(disk_store, plan, pinned)
+    assert second["previous"] == first["oid"] and not second["reused"]
+    rows = [
+        disk_store.objects.get_record(oid)["links"]["rows"] for oid in (first["oid"], second["oid"])
+    ]
+    assert len(rows[0]) == 4 and rows[0] == rows[1]  # 18 rows, 5 per record, stored once
+    stored = disk_store.objects.get_record(second["oid"])
+    assert layer.layer_rows(disk_store, stored) == pinned["attempts"]

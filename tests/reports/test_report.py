@@ -81,9 +81,14 @@ def test_report_of_a_complete_experiment(bench, tmp_path):
     assert doc["layer"] == {"oid": head, "previous": None, "reused": False}
     stored = store.objects.get_record(head)
     schema.validate(stored, layer.LAYER)
-    assert stored["links"]["plan"] == plan.oid
-    assert set(stored["links"]["terminals"]) == {r.terminal for r in results}
-    assert len(stored["links"]["evaluations"]) == 4
+    assert stored["links"]["plan"] == plan.oid and "attempts" not in stored["report"]
+    assert stored["report"] == {k: v for k, v in doc.items() if k not in ("attempts", "layer")}
+    (rows_oid,) = stored["links"]["rows"]  # four attempts: one rows record
+    rows = store.objects.get_record(rows_oid)
+    schema.validate(rows, layer.ROWS)
+    assert rows["rows"] == doc["attempts"]
+    assert set(rows["links"]["terminals"]) == {r.terminal for r in results}
+    assert len(rows["links"]["evaluations"]) == 4
     _, again = report_json(bench, plan)
     assert again["layer"]["reused"] and again["layer"]["oid"] == head
     # Text and markdown; --output never overwrites.

@@ -111,7 +111,7 @@ def _experiment(
     if not store.objects.contains(plan_oid):
         raise UsageError(f"plan {plan_oid} is not in the store {store.path}")
     document, facts = build.build(store, plan_oid, grader_version, verify_objects)
-    stored = _stored(layer.store_layer, store, plan_oid, document, facts, write=write)
+    stored = _stored(layer.store_layer, store, plan_oid, document, write=write)
     data = formats[fmt](document, stored)
     if document["status"] != "complete":
         click.echo(

@@ -1,19 +1,25 @@
-"""Report layers: each report stored as a derived record, chained under ``refs/reports/<plan>``.
+"""Report layers: each report stored as derived records, chained under ``refs/reports/<plan>``.
 
-A layer (``yylo_benchmark_report_layer.v3``) holds the whole report document and links the
-plan, every terminal, evidence and evaluation it read, and the previous layer of the plan. The
-ref moves by compare-and-swap, so older layers stay reachable through ``previous``. When an
-attempt's verdict differs from the one the nearest earlier layer with the same grader pin
-showed (a regrade changed it), the report shows the new verdict beside the displaced one, and
-later layers carry that disagreement forward while the verdict stays the same.
+A layer (``yylo_benchmark_report_layer.v3``) holds the report document without its attempt
+rows and links the plan, the rows records (``yylo_benchmark_report_rows.v3``: up to 1,000
+consecutive rows each, linking the terminals, evidence and evaluations they name) and the
+previous layer of the plan. Rows records are content-addressed, so the rows a new layer shares
+with an older one are stored once. The ref moves by compare-and-swap, so older layers stay
+reachable through ``previous``. When an attempt's verdict differs from the one the nearest
+earlier layer with the same grader pin showed (a regrade changed it), the report shows the new
+verdict beside the displaced one, and later layers carry that disagreement forward while the
+verdict stays the same.
 """
 
 from __future__ import annotations
 
-from yyb.reports.build import Facts
-from yyb.store import heap
+from yyb.store import codec, heap
+from yyb.store.object_store import record_body
+from yyb.store.objects import hash_object
 
 LAYER = "yylo_benchmark_report_layer.v3"
+ROWS = "yylo_benchmark_report_rows.v3"
+ROWS_PER_RECORD = 1000
 
 
 def layer_ref(plan_oid: str) -> str:
@@ -33,11 +39,22 @@ def _previous_same_pin(
     return None
 
 
-def _displace(report: dict, earlier: tuple[str, dict] | None) -> None:
+def layer_rows(store, layer: dict) -> list[dict]:
+    """A layer's attempt rows: in its linked rows records (v3), or in its report (v2)."""
+    if "attempts" in layer["report"]:
+        return layer["report"]["attempts"]
+    return [row for oid in layer["links"].get("rows", []) for row in _rows_of(store, oid)]
+
+
+def _rows_of(store, oid: str) -> list[dict]:
+    return store.objects.read_record(oid)["rows"]
+
+
+def _displace(store, report: dict, earlier: tuple[str, dict] | None) -> None:
     if earlier is None:
         return
     earlier_oid, layer = earlier
-    shown = {row["attempt"]: row for row in layer["report"]["attempts"]}
+    shown = {row["attempt"]: row for row in layer_rows(store, layer)}
     for row in report["attempts"]:
         before = shown.get(row["attempt"])
         if before is None or row["verdict"] is None:
@@ -52,28 +69,52 @@ def _displace(report: dict, earlier: tuple[str, dict] | None) -> None:
             row["displaced"] = before["displaced"]
 
 
-def record(plan_oid: str, report: dict, facts: list[Facts]) -> dict:
-    """The layer record of ``report`` (without its ``previous`` link)."""
+def rows_records(plan_oid: str, rows: list[dict]) -> list[dict]:
+    """The rows records of ``rows`` (in order), each linking the evidence its rows name."""
+    records = []
+    for start in range(0, len(rows), ROWS_PER_RECORD):
+        part = rows[start : start + ROWS_PER_RECORD]
+        links: dict = {"plan": plan_oid}
+        for role, values in (
+            ("terminals", {row["terminal"] for row in part if row["terminal"]}),
+            ("evidence", {row["evidence"] for row in part if row["evidence"]}),
+            ("evaluations", {oid for row in part for oid in row["evaluations"]}),
+        ):
+            if values:
+                links[role] = sorted(values)
+        records.append({"schema_version": ROWS, "plan": plan_oid, "rows": part, "links": links})
+    return records
+
+
+def _put_rows(store, records: list[dict]) -> list[str]:
+    """Store the rows records that are not in the store yet; return every one's oid.
+
+    A record already stored under its oid has these very bytes, so only the new ones are
+    validated and written: rows an earlier layer shares cost one encoding and one hash.
+    """
+    oids = [hash_object("record", codec.encode(r)) for r in records]
+    new = [r for r, oid in zip(records, oids, strict=True) if not store.objects.contains(oid)]
+    store.objects.put_many([("record", record_body(r)) for r in new])
+    return oids
+
+
+def record(plan_oid: str, report: dict, rows: list[str]) -> dict:
+    """The layer record of ``report`` whose rows are in the records ``rows`` (no ``previous``)."""
     links: dict = {"plan": plan_oid}
-    for role, values in (
-        ("terminals", {f.terminal for f in facts if f.terminal}),
-        ("evidence", {f.evidence for f in facts if f.evidence}),
-        ("evaluations", {oid for f in facts for oid, _ in f.evaluations}),
-    ):
-        if values:
-            links[role] = sorted(values)
+    if rows:
+        links["rows"] = rows
     return {
         "schema_version": LAYER,
         "plan": plan_oid,
         "grader_version": report["grader_version"],
         "status": report["status"],
-        "report": report,
+        "report": {key: value for key, value in report.items() if key != "attempts"},
         "links": links,
     }
 
 
 @heap.without_gc
-def store_layer(store, plan_oid: str, report: dict, facts: list[Facts], write: bool = True) -> dict:
+def store_layer(store, plan_oid: str, report: dict, write: bool = True) -> dict:
     """Mark displaced verdicts in ``report`` and store it as the plan's newest layer.
 
     A report identical to the newest layer (same figures, same evidence) reuses that layer
@@ -86,10 +127,10 @@ def store_layer(store, plan_oid: str, report: dict, facts: list[Facts], write: b
     ref = layer_ref(plan_oid)
     head = store.refs.read(ref)
     current = None if head is None else store.objects.read_record(head)
-    _displace(report, _previous_same_pin(store, head, current, report["grader_version"]))
+    _displace(store, report, _previous_same_pin(store, head, current, report["grader_version"]))
     if not write:
         return unstored(head)
-    value = record(plan_oid, report, facts)
+    value = record(plan_oid, report, _put_rows(store, rows_records(plan_oid, report["attempts"])))
     return append_layer(store, ref, head, value, f"report layer ({report['status']})", current)
 
 
