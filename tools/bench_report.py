@@ -75,7 +75,7 @@ def main() -> None:
     # The worst case for the layer: no rows record shared with an earlier layer (as after a
     # regrade that changed a verdict in every thousand attempts). A chunk size never used
     # before makes every rows record new.
-    layer.ROWS_PER_RECORD = 1000 - (int(time.time()) % 97) - 1
+    layer.PART_SIZE = 1000 - (int(time.time()) % 97) - 1
     started = time.perf_counter()
     report, facts = build.build(store, plan_oid)
     built = time.perf_counter()
@@ -84,7 +84,7 @@ def main() -> None:
         f"in-process report --plan with every rows record new: {time.perf_counter() - started:.2f}"
         f" s (layer {time.perf_counter() - built:.2f} s)"
     )
-    layer.ROWS_PER_RECORD = 1000
+    layer.PART_SIZE = 1000
     # Alternate the grader pin so that each run stores a new layer (the report after new
     # evidence), then repeat the last one, which reuses the layer it stored.
     for round_ in range(args.repeat):

@@ -153,7 +153,7 @@ def test_a_layer_from_before_v3_stays_valid_and_displaced_verdicts_still_point_a
 def test_layers_share_the_rows_records_they_have_in_common(disk_store, monkeypatch):
     from yyb.reports import layer
 
-    monkeypatch.setattr(layer, "ROWS_PER_RECORD", 5)
+    monkeypatch.setattr(layer, "PART_SIZE", 5)
     plan = fabricate(disk_store, _spec(outcome=lambda ordinal: ("resolved", "pass", 1000)))
     report, _ = build.build(disk_store, plan)
     first = layer.store_layer(disk_store, plan, report)

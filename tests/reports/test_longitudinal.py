@@ -122,12 +122,20 @@ def test_the_report_is_stored_as_a_chained_layer(fabricated):
     stored = fabricated.objects.get_record(first["oid"])
     schema.validate(stored, longitudinal.LONGITUDINAL)
     assert fabricated.refs.read(longitudinal.LONGITUDINAL_REF) == first["oid"]
-    assert len(stored["links"]["terminals"]) == 19 and len(stored["links"]["plans"]) == 4
+    assert len(stored["links"]["plans"]) == 4 and "cohorts" not in stored["report"]
+    assert stored["report"] == {k: v for k, v in doc.items() if k != "cohorts"}
+    (part,) = stored["links"]["cohorts"]  # 8 cohorts: one cohorts record
+    cohorts = fabricated.objects.get_record(part)
+    schema.validate(cohorts, longitudinal.COHORTS)
+    assert cohorts["cohorts"] == doc["cohorts"]
+    assert len(cohorts["links"]["terminals"]) == 19
+    assert {e for c in doc["cohorts"] for e in c["evidence"]} == set(cohorts["links"]["evidence"])
     assert longitudinal.store_layer(fabricated, doc, facts)["reused"]
     fabricate(fabricated, Spec(["m/c"], ["c1"]))
     doc, facts = longitudinal.build_longitudinal(fabricated)
     second = longitudinal.store_layer(fabricated, doc, facts)
     assert second["previous"] == first["oid"] and not second["reused"]
+    assert fabricated.objects.get_record(second["oid"])["links"]["cohorts"] != [part]
 
 
 def test_longitudinal_cli_lists_incompatibilities(bench):

@@ -19,7 +19,7 @@ from yyb.store.objects import hash_object
 
 LAYER = "yylo_benchmark_report_layer.v3"
 ROWS = "yylo_benchmark_report_rows.v3"
-ROWS_PER_RECORD = 1000
+PART_SIZE = 1000
 
 
 def layer_ref(plan_oid: str) -> str:
@@ -43,11 +43,12 @@ def layer_rows(store, layer: dict) -> list[dict]:
     """A layer's attempt rows: in its linked rows records (v3), or in its report (v2)."""
     if "attempts" in layer["report"]:
         return layer["report"]["attempts"]
-    return [row for oid in layer["links"].get("rows", []) for row in _rows_of(store, oid)]
+    return part_items(store, layer["links"].get("rows", []), "rows")
 
 
-def _rows_of(store, oid: str) -> list[dict]:
-    return store.objects.read_record(oid)["rows"]
+def part_items(store, oids: list[str], field: str) -> list[dict]:
+    """The items of the part records ``oids`` (their ``field`` lists), in order."""
+    return [item for oid in oids for item in store.objects.read_record(oid)[field]]
 
 
 def _displace(store, report: dict, earlier: tuple[str, dict] | None) -> None:
@@ -69,28 +70,49 @@ def _displace(store, report: dict, earlier: tuple[str, dict] | None) -> None:
             row["displaced"] = before["displaced"]
 
 
-def rows_records(plan_oid: str, rows: list[dict]) -> list[dict]:
-    """The rows records of ``rows`` (in order), each linking the evidence its rows name."""
+def evidence_links(terminals, evidence, evaluations, links: dict | None = None) -> dict:
+    """``links`` (a new map when None) with the non-empty roles among the three, sorted."""
+    links = {} if links is None else links
+    for role, values in (
+        ("terminals", set(terminals) - {None}),
+        ("evidence", set(evidence) - {None}),
+        ("evaluations", set(evaluations)),
+    ):
+        if values:
+            links[role] = sorted(values)
+    return links
+
+
+def parts(kind: str, field: str, items: list, links_of, fixed: dict | None = None) -> list[dict]:
+    """Part records of ``kind``: ``items`` in order, PART_SIZE to a record under
+    ``field``, each with the links ``links_of(its items)`` and the ``fixed`` fields."""
     records = []
-    for start in range(0, len(rows), ROWS_PER_RECORD):
-        part = rows[start : start + ROWS_PER_RECORD]
-        links: dict = {"plan": plan_oid}
-        for role, values in (
-            ("terminals", {row["terminal"] for row in part if row["terminal"]}),
-            ("evidence", {row["evidence"] for row in part if row["evidence"]}),
-            ("evaluations", {oid for row in part for oid in row["evaluations"]}),
-        ):
-            if values:
-                links[role] = sorted(values)
-        records.append({"schema_version": ROWS, "plan": plan_oid, "rows": part, "links": links})
+    for start in range(0, len(items), PART_SIZE):
+        part = items[start : start + PART_SIZE]
+        value = {"schema_version": kind, **(fixed or {}), field: part, "links": links_of(part)}
+        records.append(value)
     return records
 
 
-def _put_rows(store, records: list[dict]) -> list[str]:
-    """Store the rows records that are not in the store yet; return every one's oid.
+def rows_records(plan_oid: str, rows: list[dict]) -> list[dict]:
+    """The rows records of ``rows`` (in order), each linking the evidence its rows name."""
+
+    def links_of(part: list[dict]) -> dict:
+        return evidence_links(
+            (row["terminal"] for row in part),
+            (row["evidence"] for row in part),
+            (oid for row in part for oid in row["evaluations"]),
+            {"plan": plan_oid},
+        )
+
+    return parts(ROWS, "rows", rows, links_of, {"plan": plan_oid})
+
+
+def put_parts(store, records: list[dict]) -> list[str]:
+    """Store the part records that are not in the store yet; return every one's oid.
 
     A record already stored under its oid has these very bytes, so only the new ones are
-    validated and written: rows an earlier layer shares cost one encoding and one hash.
+    validated and written: parts an earlier layer shares cost one encoding and one hash.
     """
     oids = [hash_object("record", codec.encode(r)) for r in records]
     new = [r for r, oid in zip(records, oids, strict=True) if not store.objects.contains(oid)]
@@ -130,7 +152,7 @@ def store_layer(store, plan_oid: str, report: dict, write: bool = True) -> dict:
     _displace(store, report, _previous_same_pin(store, head, current, report["grader_version"]))
     if not write:
         return unstored(head)
-    value = record(plan_oid, report, _put_rows(store, rows_records(plan_oid, report["attempts"])))
+    value = record(plan_oid, report, put_parts(store, rows_records(plan_oid, report["attempts"])))
     return append_layer(store, ref, head, value, f"report layer ({report['status']})", current)
 
 

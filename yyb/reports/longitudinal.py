@@ -17,6 +17,7 @@ from yyb.reports import build
 from yyb.store import codec, fanout, heap
 
 LONGITUDINAL = "yylo_benchmark_longitudinal_layer.v3"
+COHORTS = "yylo_benchmark_longitudinal_cohorts.v3"
 LONGITUDINAL_REF = "refs/reports/longitudinal"
 EXPERIMENT = "yylo_benchmark_experiment_plan.v2"
 # The key's parts, in the order the report shows them.
@@ -306,19 +307,27 @@ def store_layer(store, report: dict, facts: list[build.Facts], write: bool = Tru
     Raises:
         RefMismatch: another report moved the ref meanwhile (run it again).
     """
-    links: dict = {}
-    for role, values in (
-        ("plans", set(report["plans"])),
-        ("terminals", {f.terminal for f in facts if f.terminal}),
-        ("evidence", {f.evidence for f in facts if f.evidence}),
-        ("evaluations", {oid for f in facts for oid, _ in f.evaluations}),
-    ):
-        if values:
-            links[role] = sorted(values)
-    value = {"schema_version": LONGITUDINAL, "report": report, "links": links}
-    head = store.refs.read(LONGITUDINAL_REF)
-    from yyb.reports.layer import append_layer, unstored
+    from yyb.reports.layer import append_layer, evidence_links, parts, put_parts, unstored
 
+    head = store.refs.read(LONGITUDINAL_REF)
     if not write:
         return unstored(head)
+    pooled = {f.evidence or f.terminal: f for f in facts}
+
+    def links_of(cohorts: list[dict]) -> dict:
+        members = [pooled[oid] for cohort in cohorts for oid in cohort["evidence"]]
+        return evidence_links(
+            (f.terminal for f in members),
+            (f.evidence for f in members),
+            (oid for f in members for oid, _ in f.evaluations),
+        )
+
+    links: dict = {}
+    if report["plans"]:
+        links["plans"] = sorted(report["plans"])
+    cohorts = put_parts(store, parts(COHORTS, "cohorts", report["cohorts"], links_of))
+    if cohorts:
+        links["cohorts"] = cohorts
+    summary = {key: value for key, value in report.items() if key != "cohorts"}
+    value = {"schema_version": LONGITUDINAL, "report": summary, "links": links}
     return append_layer(store, LONGITUDINAL_REF, head, value, "longitudinal report layer")
