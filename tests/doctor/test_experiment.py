@@ -18,6 +18,8 @@ def ran(tmp_path_factory):
     root = tmp_path_factory.mktemp("example") / "ex"
     result = Yyb(str(root / "store"))("example", "--dir", str(root), "--attempts", "2")
     assert result.exit_code == 0, result.stdout + result.stderr
+    assert "report (complete; layer " in result.stdout  # the example ends with its report
+    assert "example/fixer  valid resolved rate 2/2 100.0%" in result.stdout
     return root
 
 

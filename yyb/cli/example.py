@@ -30,6 +30,9 @@ def example(ctx, directory, attempts, jobs):
     from yyb.example import build
     from yyb.plans import build as plans
     from yyb.plans import grant, planfile
+    from yyb.reports import build as report_build
+    from yyb.reports import layer as report_layer
+    from yyb.reports import render
     from yyb.store.fsck import fsck
     from yyb.store.repo import Store
 
@@ -64,13 +67,21 @@ def example(ctx, directory, attempts, jobs):
     click.echo()
     _summary(results)
     problems = [f for f in fsck(store) if f.level == "error"]
+    report, _ = report_build.build(store, plan.oid)
+    stored = report_layer.store_layer(store, plan.oid, report)
+    click.echo()
+    click.echo(f"report ({report['status']}; layer {stored['oid'][:12]}):")
+    for entry in report["models"]:
+        click.echo(f"  {entry['model']:<14} valid resolved rate {render._rate(entry)}")
     click.echo()
     click.echo(f"doctor: {len(problems)} problem(s) in {store.path}")
     click.echo(f"evidence: refs/runs/{plan.oid}/<attempt>/(intent|terminal|evidence)")
     click.echo(f"  yyb --store {store.path} show-ref runs/{plan.oid[:12]}")
-    click.echo(f"  yyb --store {store.path} doctor")
+    click.echo(f"  yyb --store {store.path} doctor --plan {plan.oid[:12]}")
+    click.echo(f"  yyb --store {store.path} report --plan {plan.oid[:12]}")
     by_model = {}
     for r in results:
         by_model.setdefault(r.model, set()).add(r.terminal_class)
     expected = {"example/fixer": {"resolved"}, "example/idler": {"grader_failure"}}
-    return 0 if by_model == expected and not problems else 1
+    complete = report["status"] == "complete"
+    return 0 if by_model == expected and complete and not problems else 1
