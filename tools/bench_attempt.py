@@ -21,20 +21,7 @@ import sys
 import tempfile
 import time
 
-
-def git(repo: str, *args: str) -> str:
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "b",
-        "GIT_AUTHOR_EMAIL": "b@b",
-        "GIT_COMMITTER_NAME": "b",
-        "GIT_COMMITTER_EMAIL": "b@b",
-    }
-    return (
-        subprocess.run(["git", "-C", repo, *args], capture_output=True, env=env, check=True)
-        .stdout.decode()
-        .strip()
-    )
+from yyb.example import git
 
 
 def make_repo(root: str, files: int, mib: int) -> tuple[str, str]:

@@ -70,16 +70,19 @@ Fix calc.sh so that the test passes.
 """
 
 
-def _git(repo: str, *args: str) -> str:
-    env = {
+def git(repo, *args: str, env: dict[str, str] | None = None) -> str:
+    """Run git in ``repo`` with a fixed identity (``env`` adds or overrides variables) and
+    return its stripped output; a failure raises CalledProcessError."""
+    environ = {
         **os.environ,
         "GIT_AUTHOR_NAME": "example",
         "GIT_AUTHOR_EMAIL": "e@example.invalid",
         "GIT_COMMITTER_NAME": "example",
         "GIT_COMMITTER_EMAIL": "e@example.invalid",
+        **(env or {}),
     }
     done = subprocess.run(
-        ["git", "-C", repo, *args], capture_output=True, text=True, env=env, check=True
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, env=environ, check=True
     )
     return done.stdout.strip()
 
@@ -98,14 +101,14 @@ def build(root: str) -> dict:
     tools = os.path.join(root, "tools")
     os.makedirs(repo)
     os.makedirs(tools)
-    _git(repo, "init", "-q", "-b", "main")
+    git(repo, "init", "-q", "-b", "main")
     _write(os.path.join(repo, "calc.sh"), CALC_BUGGY, True)
     _write(os.path.join(repo, "test_calc.sh"), TEST, True)
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "calculator with a bug")
-    base = _git(repo, "rev-parse", "HEAD")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "calculator with a bug")
+    base = git(repo, "rev-parse", "HEAD")
     _write(os.path.join(repo, "calc.sh"), CALC_FIXED, True)
-    _git(repo, "commit", "-qam", "the fix (a future commit no candidate may see)")
+    git(repo, "commit", "-qam", "the fix (a future commit no candidate may see)")
     agent = os.path.join(tools, "agent.sh")
     grader = os.path.join(tools, "grader.sh")
     _write(agent, AGENT, True)

@@ -438,7 +438,7 @@ def _conclude(ctx, attempt_oid: str, execution_oid: str, execution: dict, status
             prompt or b"",
         )
         identity = execution["identity"]
-        identities = [identity["requested"], identity["resolved"], identity["observed"] or ""]
+        identities = evaluate.identities(identity)
         _grade(ctx, attempt_oid, attempt, case, truth, identities, ctx.protected(), facts, links)
         facts.cancelled = ctx.cancel.is_set()  # stopped while grading: still in flight
     cls, reason = decide(facts)

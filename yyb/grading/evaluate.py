@@ -35,6 +35,12 @@ class GenerationError(YybError):
         self.expected = expected
 
 
+def identities(identity: dict) -> list[str]:
+    """A terminal's ``identity`` as the names a blinded judge must not see: requested,
+    resolved and observed (empty when nothing was observed)."""
+    return [identity["requested"], identity["resolved"], identity["observed"] or ""]
+
+
 def eval_ref(plan_oid: str, attempt_oid: str, profile: str) -> str:
     return f"refs/runs/{plan_oid}/{attempt_oid}/evaluations/{profile}"
 

@@ -207,11 +207,7 @@ def _one(
     if cancel is not None and cancel.is_set():
         return row("skipped", reason="interrupted")
     truth = evaluate.Truth.of(store, terminal, evidence_oid)
-    identities = [
-        terminal["identity"]["requested"],
-        terminal["identity"]["resolved"],
-        terminal["identity"]["observed"] or "",
-    ]
+    identities = evaluate.identities(terminal["identity"])
     _, receipt = evaluate.evaluate(
         store,
         plan_oid,

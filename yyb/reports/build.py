@@ -42,11 +42,17 @@ class Facts:
     verdict_reason: str = ""
     outcome: str = "missing"  # resolved | failed | invalid | missing
     wall_ms: int | None = None  # measured candidate wall time (None: not measured)
-    evaluator_ms: int | None = None  # the evaluations' wall time (None: no evaluation)
     candidate_cost: dict | None = None
     evaluations: list[tuple[str, dict]] = field(default_factory=list)
     generations: dict[str, int] = field(default_factory=dict)
     pinned_out: bool = False
+
+    @property
+    def evaluator_ms(self) -> int | None:
+        """The evaluations' wall time (None: no evaluation)."""
+        if not self.evaluations:
+            return None
+        return sum(receipt["wall_ms"] for _, receipt in self.evaluations)
 
 
 def _matches(receipt: dict, version: str) -> bool:
@@ -73,8 +79,6 @@ def collect(plan: dict, attempt: dict, check: verify.AttemptCheck, version: str 
             histories[profile] = [r for _, r in chain]
             facts.evaluations += [(oid, {k: r[k] for k in EVALUATION_FACTS}) for oid, r in chain]
             facts.generations[profile] = chain[-1][1]["generation"]
-    if facts.evaluations:
-        facts.evaluator_ms = sum(r["wall_ms"] for _, r in facts.evaluations)
     if check.terminal is None:
         facts.pinned_out = version is not None and not histories
         return facts

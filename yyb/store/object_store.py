@@ -142,6 +142,17 @@ def spool(stream: BinaryIO, folder: str | None = None) -> tuple[BinaryIO, int]:
     return spill, size
 
 
+def _small_and_well_formed(data: bytes, oid: str, limit: int) -> bytes | None:
+    """``data`` when it is at most ``limit`` bytes and splits into a header and a body."""
+    if len(data) > limit:
+        return None
+    try:
+        split(data, oid)
+    except CorruptObject:
+        return None
+    return data
+
+
 class ObjectStore(ABC):
     """Common behaviour of every object store; subclasses provide the raw byte primitives."""
 
@@ -159,15 +170,7 @@ class ObjectStore(ABC):
     def _read_small(self, oid: str, limit: int = 1 << 20) -> bytes | None:
         """Whole stored bytes when small and well-formed; b"" when absent; None otherwise."""
         data = self._read(oid)
-        if data is None:
-            return b""
-        if len(data) > limit:
-            return None
-        try:
-            split(data, oid)
-        except CorruptObject:
-            return None
-        return data
+        return b"" if data is None else _small_and_well_formed(data, oid, limit)
 
     @abstractmethod
     def iter_oids(self) -> Iterator[str]: ...
@@ -374,13 +377,7 @@ class DiskObjects(ObjectStore):
             return None
         finally:
             os.close(fd)
-        if len(data) > limit:
-            return None
-        try:
-            split(data, oid)
-        except CorruptObject:
-            return None
-        return data
+        return _small_and_well_formed(data, oid, limit)
 
     def contains(self, oid: str) -> bool:
         return os.path.exists(self.path(oid))
