@@ -122,6 +122,80 @@ def git(repo: Path, *args: str) -> str:
     return example.git(repo, *args, env=GIT_ENV)
 
 
+class RunBench:
+    """What the benches of tests/attempts and tests/grading share: a repository with a config
+    and one task at ``task_path``, and a store at ``store_path``; plan, run, read evidence."""
+
+    repo: Path
+    store_path: str
+    task_path: Path
+
+    @property
+    def config_path(self) -> Path:
+        return self.repo / "yylo-benchmark.config.json"
+
+    @property
+    def store(self) -> Store:
+        return Store.open(self.store_path)
+
+    def config(self):
+        from yyb import config
+
+        return config.load(str(self.config_path))
+
+    def plan(self, models: list[str], attempts: int = 1):
+        """Build and store the plan of the case x ``models`` x ``attempts``."""
+        from yyb.plans import build
+
+        plan = build.task_plan(
+            self.config(), [str(self.task_path)], ",".join(models), attempts, "2"
+        )
+        build.write(self.store, plan)
+        return plan
+
+    def context(self, plan, environ: dict | None = None):
+        from yyb.attempts import run as attempts_run
+
+        chosen = {oid: plan.records[oid] for oid in plan.attempt_oids}
+        return attempts_run.prepare(
+            self.store,
+            self.config(),
+            plan.oid,
+            plan.experiment,
+            chosen,
+            dict(os.environ if environ is None else environ),
+        )
+
+    def execute(self, plan, jobs: int = 1, environ: dict | None = None) -> list:
+        """Run every attempt of ``plan`` through the library; results in plan order."""
+        from yyb.attempts import run as attempts_run
+
+        results = attempts_run.run_plan(self.context(plan, environ), jobs)
+        return sorted(results, key=lambda r: r.ordinal)
+
+    def run(self, models: list[str], attempts: int = 1, jobs: int = 1, environ: dict | None = None):
+        """Plan and run through the library; return (plan, results in plan order)."""
+        plan = self.plan(models, attempts)
+        return plan, self.execute(plan, jobs, environ)
+
+    def yyb(self, *args: str):
+        return Yyb(self.store_path)("--config", str(self.config_path), *args)
+
+    def record(self, oid: str) -> dict:
+        return self.store.objects.get_record(oid)
+
+    def body(self, oid: str) -> bytes:
+        return self.store.objects.get(oid).body
+
+    def terminal(self, result) -> dict:
+        return self.record(result.terminal)
+
+    def doctor_errors(self) -> list:
+        from yyb.store.fsck import fsck
+
+        return [f for f in fsck(self.store) if f.level == "error"]
+
+
 @dataclass
 class Project:
     """A source repository with a base commit, a later commit, a config and task files."""

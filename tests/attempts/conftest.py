@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git
+from tests.conftest import RunBench, git
 
 # The same calculator, test and grader protocol as the built-in example.
 from yyb.example import CALC_BUGGY, CALC_FIXED  # noqa: E402
@@ -126,7 +126,7 @@ def wait_for(predicate, timeout: float = 20.0, step: float = 0.02):
 
 
 @dataclass
-class Bench:
+class Bench(RunBench):
     """One source repository, its config, one case, stand-in agents and a store."""
 
     root: Path
@@ -139,14 +139,6 @@ class Bench:
     mark: str  # unique number used in every stand-in's sleeps (leftover-process scans)
     markers: dict[str, str] = field(default_factory=dict)  # what must never leak -> its text
     grader_text: str = field(default_factory=grader)
-
-    @property
-    def config_path(self) -> Path:
-        return self.repo / "yylo-benchmark.config.json"
-
-    @property
-    def store(self) -> Store:
-        return Store.open(self.store_path)
 
     def behaviour(self, name: str, script: str) -> str:
         """Add a stand-in behaviour; its model is ``stand/<name>``."""
@@ -205,42 +197,6 @@ class Bench:
         self.config_path.write_text(json.dumps(data, indent=2))
         return data
 
-    def config(self):
-        from yyb import config
-
-        return config.load(str(self.config_path))
-
-    def plan(self, models: list[str], attempts: int = 1):
-        """Build and store the plan of the case x ``models`` x ``attempts``."""
-        from yyb.plans import build
-
-        plan = build.task_plan(
-            self.config(), [str(self.task_path)], ",".join(models), attempts, "2"
-        )
-        build.write(self.store, plan)
-        return plan
-
-    def context(self, plan, environ: dict | None = None):
-        from yyb.attempts import run as attempts_run
-
-        chosen = {oid: plan.records[oid] for oid in plan.attempt_oids}
-        return attempts_run.prepare(
-            self.store,
-            self.config(),
-            plan.oid,
-            plan.experiment,
-            chosen,
-            dict(os.environ if environ is None else environ),
-        )
-
-    def run(self, models: list[str], attempts: int = 1, jobs: int = 1, environ: dict | None = None):
-        """Plan and run through the library; return (plan, results in plan order)."""
-        from yyb.attempts import run as attempts_run
-
-        plan = self.plan(models, attempts)
-        results = attempts_run.run_plan(self.context(plan, environ), jobs)
-        return plan, sorted(results, key=lambda r: r.ordinal)
-
     def plan_file(self, models: list[str], attempts: int = 1, authorize: bool = True) -> str:
         """Plan through the CLI into a plan file (and authorize it); return the file."""
         out = str(self.root / f"plan-{uuid.uuid4().hex[:8]}.json")
@@ -263,11 +219,6 @@ class Bench:
             assert granted.exit_code == 0, granted.stderr
         return out
 
-    def yyb(self, *args: str):
-        from tests.conftest import Yyb
-
-        return Yyb(self.store_path)("--config", str(self.config_path), *args)
-
     def subprocess_argv(self, *args: str) -> list[str]:
         return [
             sys.executable,
@@ -281,15 +232,6 @@ class Bench:
         ]
 
     # -- evidence -------------------------------------------------------------------------
-    def record(self, oid: str) -> dict:
-        return self.store.objects.get_record(oid)
-
-    def body(self, oid: str) -> bytes:
-        return self.store.objects.get(oid).body
-
-    def terminal(self, result) -> dict:
-        return self.record(result.terminal)
-
     def linked(self, result, role: str) -> bytes:
         return self.body(self.terminal(result)["links"][role])
 
@@ -318,11 +260,6 @@ class Bench:
             if len(parts) > i + 2 and parts[i + 2].endswith("/workspace"):
                 roots.append(os.path.dirname(parts[i + 2]))
         return sorted(set(roots))
-
-    def doctor_errors(self) -> list:
-        from yyb.store.fsck import fsck
-
-        return [f for f in fsck(self.store) if f.level == "error"]
 
     def alive(self) -> list[tuple[int, str]]:
         return alive(self.mark)

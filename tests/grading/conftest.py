@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git
+from tests.conftest import RunBench, git
 
 # The same calculator and test as the built-in example.
 from yyb.example import CALC_BUGGY, CALC_FIXED  # noqa: E402
@@ -131,7 +131,7 @@ def sha256(path: Path | str) -> str:
 
 
 @dataclass
-class Bench:
+class Bench(RunBench):
     """One source repository, its config, one case (grader profile ``tests``), a store."""
 
     root: Path
@@ -141,14 +141,6 @@ class Bench:
     task_path: Path
     base: str
     config_data: dict = field(default_factory=dict)
-
-    @property
-    def config_path(self) -> Path:
-        return self.repo / "yylo-benchmark.config.json"
-
-    @property
-    def store(self) -> Store:
-        return Store.open(self.store_path)
 
     # -- stand-ins ------------------------------------------------------------------------
     def behaviour(self, name: str, script: str) -> str:
@@ -250,35 +242,7 @@ class Bench:
         self.config_data = data
         return data
 
-    def config(self):
-        from yyb import config
-
-        return config.load(str(self.config_path))
-
     # -- planning and running -------------------------------------------------------------
-    def plan(self, models: list[str], attempts: int = 1):
-        from yyb.plans import build
-
-        plan = build.task_plan(
-            self.config(), [str(self.task_path)], ",".join(models), attempts, "2"
-        )
-        build.write(self.store, plan)
-        return plan
-
-    def execute(self, plan, jobs: int = 1) -> list:
-        from yyb.attempts import run as attempts_run
-
-        chosen = {oid: plan.records[oid] for oid in plan.attempt_oids}
-        ctx = attempts_run.prepare(
-            self.store, self.config(), plan.oid, plan.experiment, chosen, dict(os.environ)
-        )
-        return sorted(attempts_run.run_plan(ctx, jobs), key=lambda r: r.ordinal)
-
-    def run(self, models: list[str], attempts: int = 1, jobs: int = 1):
-        """Plan and run through the library; return (plan, results in plan order)."""
-        plan = self.plan(models, attempts)
-        return plan, self.execute(plan, jobs)
-
     def plan_file(self, plan) -> str:
         """The plan as a plan file, for the CLI."""
         from yyb.plans import planfile
@@ -287,11 +251,6 @@ class Bench:
         if not os.path.exists(path):
             planfile.write_new(path, planfile.render(plan.oid, plan.records))
         return path
-
-    def yyb(self, *args: str):
-        from tests.conftest import Yyb
-
-        return Yyb(self.store_path)("--config", str(self.config_path), *args)
 
     def reevaluate(self, plan, profile: str, verb: str = "regrade", **kwargs) -> list:
         """Regrade or rejudge through the library; return its rows."""
@@ -335,15 +294,6 @@ class Bench:
         )
 
     # -- evidence -------------------------------------------------------------------------
-    def record(self, oid: str) -> dict:
-        return self.store.objects.get_record(oid)
-
-    def body(self, oid: str) -> bytes:
-        return self.store.objects.get(oid).body
-
-    def terminal(self, result) -> dict:
-        return self.record(result.terminal)
-
     def history(self, plan, attempt_oid: str, profile: str) -> list[tuple[str, dict]]:
         from yyb.grading import evaluate
 
@@ -381,11 +331,6 @@ class Bench:
             for n in refs.names()
             if n.startswith("refs/runs/") and (leaf is None or n.rsplit("/", 1)[-1] == leaf)
         }
-
-    def doctor_errors(self) -> list:
-        from yyb.store.fsck import fsck
-
-        return [f for f in fsck(self.store) if f.level == "error"]
 
 
 def build_bench(root: Path) -> Bench:
