@@ -20,6 +20,31 @@ settings.register_profile("dev", max_examples=100, deadline=None)
 settings.register_profile("deep", max_examples=5000, deadline=None)
 settings.load_profile(os.environ.get("YYB_HYPOTHESIS", "ci" if os.environ.get("CI") else "dev"))
 
+# What yyb reads from the environment that a test must never take from the machine: a key or
+# a store configured there would change what a test signs, where it writes and what it finds.
+MACHINE_VARIABLES = ("YYB_STORE", "YYB_SIGNING_KEY", "YYB_FAULT_KILL_AT", "GIT_DIR", "GIT_WORK_TREE")
+
+
+@pytest.fixture(autouse=True)
+def hermetic(tmp_path_factory, monkeypatch):
+    """Every test gets its own HOME and XDG folders, and no store, key or git config of the
+    machine's: a signing key in the real ~/.config/yyb changes nothing."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    for name, sub in (
+        ("XDG_CONFIG_HOME", ".config"),
+        ("XDG_STATE_HOME", ".local/state"),
+        ("XDG_DATA_HOME", ".local/share"),
+        ("XDG_CACHE_HOME", ".cache"),
+    ):
+        (home / sub).mkdir(parents=True, exist_ok=True)
+        monkeypatch.setenv(name, str(home / sub))
+    for name in MACHINE_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    return home
+
 
 @pytest.fixture
 def disk_store(tmp_path: Path) -> Store:

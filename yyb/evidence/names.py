@@ -1,0 +1,80 @@
+"""Every ref name yyb writes, in one place (docs/format.md lists them for auditors).
+
+```
+refs/plans/<plan>                                  the experiment plan (names itself)
+refs/grants/<plan>                                 the spend grant of a live run
+refs/reports/<plan>                                per-experiment report layers
+refs/reports/longitudinal                          longitudinal report layers
+refs/cases/<case id>                               a validated case record
+refs/runs/<plan>/<attempt>/<leaf>                  intent, execution, terminal, evidence
+refs/runs/<plan>/<attempt>/evaluations/<profile>   the newest evaluation generation
+refs/runs/<plan>/passes/<profile>                  a regrade or rejudge pass in progress
+refs/signatures/<oid>                              the signatures of one object
+```
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+Leaf = Literal["intent", "execution", "terminal", "evidence"]
+# Each of these refs is written once, from nothing, by compare-and-swap; never moved after.
+LEAVES: tuple[Leaf, ...] = get_args(Leaf)
+
+PLANS = "refs/plans"
+RUNS = "refs/runs"
+REPORTS = "refs/reports"
+SIGNATURES = "refs/signatures"
+LONGITUDINAL = "refs/reports/longitudinal"
+
+
+def plan(plan_oid: str) -> str:
+    return f"{PLANS}/{plan_oid}"
+
+
+def grant(plan_oid: str) -> str:
+    return f"refs/grants/{plan_oid}"
+
+
+def report(plan_oid: str) -> str:
+    return f"{REPORTS}/{plan_oid}"
+
+
+def case(case_id: str) -> str:
+    return f"refs/cases/{case_id}"
+
+
+def runs(plan_oid: str) -> str:
+    """The folder of every run ref of one experiment."""
+    return f"{RUNS}/{plan_oid}"
+
+
+def attempt_folder(plan_oid: str, attempt_oid: str) -> str:
+    return f"{RUNS}/{plan_oid}/{attempt_oid}"
+
+
+def attempt(plan_oid: str, attempt_oid: str, leaf: Leaf) -> str:
+    return f"{RUNS}/{plan_oid}/{attempt_oid}/{leaf}"
+
+
+def evaluations(plan_oid: str, attempt_oid: str) -> str:
+    """The folder of an attempt's evaluation refs, one per profile."""
+    return f"{RUNS}/{plan_oid}/{attempt_oid}/evaluations"
+
+
+def evaluation(plan_oid: str, attempt_oid: str, profile: str) -> str:
+    return f"{RUNS}/{plan_oid}/{attempt_oid}/evaluations/{profile}"
+
+
+def reevaluation_pass(plan_oid: str, profile: str) -> str:
+    return f"{RUNS}/{plan_oid}/passes/{profile}"
+
+
+def signature(oid: str) -> str:
+    return f"{SIGNATURES}/{oid}"
+
+
+def experiment(plan_oid: str) -> list[str]:
+    """The ref names and folders that belong to one experiment (for bundles and listings):
+    its plan, grant and report layers, and every run ref."""
+    return [plan(plan_oid), grant(plan_oid), report(plan_oid), runs(plan_oid) + "/"]

@@ -1,0 +1,101 @@
+"""Record kinds (schema names) and the benchmark's vocabularies, each with one home.
+
+The values are the ``schema_version`` strings of schemas/ and the words of the methodology;
+every module that writes or reads a record names it from here.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+# --- schema names ---------------------------------------------------------------------------
+
+CASE = "yylo_benchmark_case.v2"
+CONFIG = "yylo_benchmark_config.v2"
+PLAN = "yylo_benchmark_experiment_plan.v2"
+ATTEMPT_PLAN = "yylo_benchmark_attempt_plan.v2"
+GRANT = "yylo_benchmark_grant.v2"
+INTENT = "yylo_benchmark_dispatch_intent.v2"
+RECEIPT = "yylo_benchmark_workspace_receipt.v2"
+LISTING = "yylo_benchmark_file_listing.v2"
+MANIFEST = "yylo_benchmark_post_execution_manifest.v2"
+EXECUTION = "yylo_benchmark_execution.v2"
+TERMINAL = "yylo_benchmark_terminal.v2"
+EVIDENCE = "yylo_benchmark_attempt_evidence.v2"
+EVALUATION = "yylo_benchmark_evaluation.v2"
+EVALUATION_RESULT = "yylo_benchmark_evaluation_result.v2"
+GRADER_INPUT = "yylo_benchmark_grader_input.v2"
+GRADER_OUTPUT = "yylo_benchmark_grader_output.v2"
+REEVALUATION_PASS = "yylo_benchmark_reevaluation_pass.v2"
+REPORT_LAYER = "yylo_benchmark_report_layer.v3"
+REPORT_LAYER_V2 = "yylo_benchmark_report_layer.v2"  # written before v3; still verified
+REPORT_ROWS = "yylo_benchmark_report_rows.v3"
+LONGITUDINAL_LAYER = "yylo_benchmark_longitudinal_layer.v3"
+LONGITUDINAL_LAYER_V2 = "yylo_benchmark_longitudinal_layer.v2"
+LONGITUDINAL_COHORTS = "yylo_benchmark_longitudinal_cohorts.v3"
+ENVELOPE = "juno_execution_envelope.v1"
+SIGNATURE = "yyb_signature.v1"
+REF_UPDATE = "yyb_ref_update.v1"
+
+# Records yyb signs when a signing key is configured. Every one of them reachable from a signed
+# head must carry its own trusted signature, so nothing unsigned sits between a head and what
+# it vouches for. Ref-update records, grants and signature records are not signed (yet):
+# docs/audit.md says what that leaves open.
+SIGNED_KINDS = frozenset(
+    {
+        TERMINAL,
+        EVALUATION,
+        REPORT_LAYER_V2,
+        REPORT_LAYER,
+        LONGITUDINAL_LAYER_V2,
+        LONGITUDINAL_LAYER,
+    }
+)
+
+# --- vocabularies ---------------------------------------------------------------------------
+
+TerminalClass = Literal[
+    "resolved",
+    "model_failure",
+    "safety_failure",
+    "harness_failure",
+    "environment_failure",
+    "grader_failure",
+    "invalid_case",
+    "timeout",
+    "cancelled",
+]
+TERMINAL_CLASSES: tuple[TerminalClass, ...] = get_args(TerminalClass)
+# The classes that count in valid rates: the candidate ran and was judged on its merits.
+VALID_CLASSES: tuple[TerminalClass, ...] = (
+    "resolved",
+    "model_failure",
+    "safety_failure",
+    "grader_failure",
+    "timeout",
+)
+# Terminal classes reached before any workspace existed carry no receipt or manifest.
+NO_WORKSPACE: tuple[TerminalClass, ...] = ("invalid_case", "environment_failure")
+# Classes whose candidate did not finish, so there is nothing to grade.
+UNGRADEABLE: tuple[TerminalClass, ...] = (
+    "cancelled",
+    "timeout",
+    "model_failure",
+    "invalid_case",
+    "environment_failure",
+)
+
+Verdict = Literal["pass", "fail", "invalid"]
+VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
+# What the required evaluators of one attempt conclude together: a safety failure is its own.
+Conclusion = Literal["pass", "fail", "invalid", "safety"]
+
+CostCompleteness = Literal["complete", "partial", "unavailable", "not_applicable", "genuine_zero"]
+COST_COMPLETENESS: tuple[CostCompleteness, ...] = get_args(CostCompleteness)
+
+EvaluatorKind = Literal["command", "llm_judge"]
+Purpose = Literal["correctness", "safety", "quality"]
+# Purposes whose required deterministic failure no later generation or judge overrides.
+AUTHORITATIVE: tuple[Purpose, ...] = ("correctness", "safety")
+
+EnvelopeStatus = Literal["succeeded", "failed"]
