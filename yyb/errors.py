@@ -18,6 +18,7 @@ The hierarchy::
     │   ├── ChecksumMismatch              bytes that do not hash to their name
     │   └── NonCanonical                  a record body with more than one possible encoding
     ├── CorruptBundle                     a bundle whose bytes fail a check (hash, length, trailer)
+    ├── UnsafeListing                     a file listing naming a path outside its folder
     ├── BadSignature                      a signature that does not verify, or no trusted one
     ├── RefError
     │   ├── RefLocked                     another writer holds (or a crash left) `<ref>.lock`
@@ -182,6 +183,22 @@ class CorruptBundle(YybError):
         self.reason = reason
         self.oid = oid
         self.code = code
+
+
+class UnsafeListing(YybError):
+    """A file listing whose entry could not be written inside the folder it is rebuilt into.
+
+    ``path`` is the listed path as stored (shown with ``repr`` so that a NUL or a newline stays
+    on one line), None when the entry has no path; ``oid`` is the listing's when known.
+    """
+
+    def __init__(self, path: str | None, reason: str, oid: str | None = None):
+        where = f"file listing {oid}" if oid else "file listing"
+        what = f"refused path {path!r}: " if path is not None else ""
+        super().__init__(f"{where}: {what}{reason}")
+        self.path = path
+        self.reason = reason
+        self.oid = oid
 
 
 class BadSignature(YybError):

@@ -3,16 +3,25 @@
 A listing (``yylo_benchmark_file_listing.v2``) names every worktree file with its Git mode and
 the blob holding its bytes (a symlink's blob holds its target; links are never followed), so a
 workspace can be rebuilt from the store alone. ``.git`` is described by the manifest's Git
-state instead.
+state instead; a ``.git`` name deeper down is omitted, never listed.
+
+A listing read back from the store is treated as hostile: ``entries_of`` refuses any path that
+could not be written inside the folder it is rebuilt into (see ``unsafe_path``), and
+``rebuild`` checks the whole listing before it writes anything, then opens every folder
+without following links.
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
 import stat
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
+from yyb.errors import InvalidRecord, UnsafeListing
+from yyb.store import codec
 from yyb.store.objects import hash_object
 
 LISTING = "yylo_benchmark_file_listing.v2"
@@ -20,6 +29,11 @@ MANIFEST = "yylo_benchmark_post_execution_manifest.v2"
 STREAM_FILE = 16 << 20  # files above this are streamed into the store one at a time
 MAX_DIFF_FILE = 1 << 20  # larger or binary files appear in the patch as a one-line note
 MAX_TOTAL = 2 << 30  # bytes of workspace retained before the rest is listed as omitted
+MODES = (0o100644, 0o100755, 0o120000)
+SYMLINK = 0o120000
+MAX_NAME = 255  # bytes in one path component (NAME_MAX on Linux)
+MAX_TARGET = 4095  # bytes in a symlink target (PATH_MAX less its NUL)
+GIT_STATE = "a .git name is Git state, never retained as a file"
 
 
 @dataclass
@@ -45,6 +59,12 @@ def scan(store, root: str) -> Scan:
             dirs[:] = [d for d in dirs if d != ".git"]
             if ".git" in files:  # a .git file (worktree link) is Git state, not content
                 files = [f for f in files if f != ".git"]
+        for name in sorted(n for n in dirs + files if _is_git_name(n)):
+            # A nested repository (or .GIT, which is .git where case does not count) would
+            # act as one in a rebuilt workspace: rebuild refuses it, so it is never listed.
+            result.omitted.append([_text_name(_relative(rel_folder, name)), GIT_STATE])
+        dirs[:] = [d for d in dirs if not _is_git_name(d)]
+        files = [f for f in files if not _is_git_name(f)]
         dirs.sort()
         names = list(files)
         for d in list(dirs):
@@ -53,7 +73,7 @@ def scan(store, root: str) -> Scan:
                 names.append(d)
         for name in sorted(names):
             path = os.path.join(folder, name)
-            rel = os.path.normpath(os.path.join(rel_folder, name)).replace(os.sep, "/")
+            rel = _relative(rel_folder, name)
             if _text_name(rel) != rel:
                 result.omitted.append([_text_name(rel), "the file name is not UTF-8"])
                 continue
@@ -81,6 +101,14 @@ def scan(store, root: str) -> Scan:
     return result
 
 
+def _relative(rel_folder: str, name: str) -> str:
+    return os.path.normpath(os.path.join(rel_folder, name)).replace(os.sep, "/")
+
+
+def _is_git_name(name: str) -> bool:
+    return name.lower() == ".git"
+
+
 def listing_record(scan_result: Scan) -> dict:
     files = sorted({oid for _, oid in scan_result.entries.values()})
     index = {oid: i for i, oid in enumerate(files)}
@@ -95,10 +123,62 @@ def listing_record(scan_result: Scan) -> dict:
     return record
 
 
+def unsafe_path(path: str) -> str | None:
+    """Why ``path`` could not be written inside the folder a listing is rebuilt into, or None.
+
+    A listed path is relative, ``/``-separated, and each component is a plain name: not empty,
+    not ``.`` or ``..``, not ``.git`` in any case (Git refuses it the same way, and a rebuilt
+    ``.git`` would act as a repository), without NUL and at most 255 bytes.
+    """
+    if path.startswith("/"):
+        return "an absolute path"
+    if "\0" in path:
+        return "a NUL in the path"
+    for part in path.split("/"):
+        if part in ("", ".", ".."):
+            return f"a {part!r} component" if part else "an empty component"
+        if _is_git_name(part):
+            return "a .git component"
+        if len(part.encode("utf-8", "surrogateescape")) > MAX_NAME:
+            return f"a component over {MAX_NAME} bytes"
+    return None
+
+
 def entries_of(listing: dict) -> dict[str, tuple[int, str]]:
-    """path -> (mode, blob oid) from a listing record."""
-    files = listing["links"]["files"]
-    return {path: (mode, files[i]) for path, mode, i in listing["entries"]}
+    """path -> (mode, blob oid) from a listing record, every path proved safe to rebuild.
+
+    Besides ``unsafe_path``: no path twice, and no path below one listed as a file (or
+    symlink), which is how a listing could otherwise write through a link it made itself.
+
+    Raises:
+        UnsafeListing: the first entry that fails.
+    """
+    files = listing.get("links", {}).get("files")
+    rows = listing.get("entries")
+    if not isinstance(files, list) or not isinstance(rows, list):
+        raise UnsafeListing(None, "it has no entries and links.files lists")
+    entries: dict[str, tuple[int, str]] = {}
+    for number, row in enumerate(rows):
+        if not (isinstance(row, list) and len(row) == 3 and isinstance(row[0], str)):
+            raise UnsafeListing(None, f"entry {number} is not [path, mode, index]")
+        path, mode, index = row
+        reason = unsafe_path(path)
+        if reason is None and mode not in MODES:
+            reason = f"mode {mode!r} is not one of {', '.join(f'{m:o}' for m in MODES)}"
+        if reason is None and not (type(index) is int and 0 <= index < len(files)):
+            reason = f"it names file {index!r}, and the listing has no file {index!r}"
+        if reason is None and path in entries:
+            reason = "the path is listed twice"
+        if reason is not None:
+            raise UnsafeListing(path, reason)
+        entries[path] = (mode, files[index])
+    for path in entries:
+        parts = path.split("/")
+        for i in range(1, len(parts)):
+            folder = "/".join(parts[:i])
+            if folder in entries:
+                raise UnsafeListing(path, f"its folder {folder!r} is also listed as a file")
+    return entries
 
 
 def git_state(workspace: str) -> dict:
@@ -204,48 +284,108 @@ def changes(before: dict, after: dict) -> dict:
 def rebuild(store, listing: dict, dest: str) -> None:
     """Write the files a listing names into ``dest`` (a new folder) from the store alone.
 
-    Folders are made first, then files are written from a small thread pool (file creation,
-    not hashing, is what costs on a workspace of thousands of files).
+    The whole listing is checked first (``entries_of``, and every symlink target read and
+    checked), so a listing that is refused leaves nothing behind, not even ``dest``. Folders
+    are then made one level at a time and every folder is opened relative to its parent
+    without following links, so nothing, even a link planted in ``dest`` beforehand, can send a
+    write elsewhere. Files are written from a small thread pool (file creation, not hashing,
+    is what costs on a workspace of thousands of files).
 
     Raises:
+        UnsafeListing: a path that could not be written inside ``dest`` (named in the error,
+            with the listing's oid), or a symlink target that is empty, holds a NUL or is over
+            4095 bytes.
         ObjectMissing / CorruptObject: a blob the listing names is missing or damaged.
+        OSError: the file system refused, or ``dest`` already holds one of the paths.
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    entries = sorted(entries_of(listing).items())
-    folders = {dest}
-    for path, _ in entries:
-        parts = path.split("/")[:-1]
-        for i in range(1, len(parts) + 1):
-            folders.add(os.path.join(dest, *parts[:i]))
-    for folder in sorted(folders, key=len):
-        os.makedirs(folder, exist_ok=True)
+    try:
+        entries = sorted(entries_of(listing).items())
+        targets = {
+            path: _link_target(store, path, oid) for path, (mode, oid) in entries if mode == SYMLINK
+        }
+    except UnsafeListing as exc:
+        raise UnsafeListing(exc.path, exc.reason, _listing_oid(listing)) from None
+    folders = sorted(
+        {tuple(path.split("/")[:i]) for path, _ in entries for i in range(1, path.count("/") + 1)},
+        key=len,
+    )
+    os.makedirs(dest, exist_ok=True)
+    top = os.open(dest, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for parts in folders:
+            with _folder(top, parts[:-1]) as parent:
+                try:
+                    os.mkdir(parts[-1], 0o755, dir_fd=parent)
+                except FileExistsError:
+                    pass  # opening it below refuses anything but a real folder
 
-    def write(item: tuple[str, tuple[int, str]]) -> None:
-        path, (mode, oid) = item
-        target = os.path.join(dest, *path.split("/"))
-        body = store.objects.get(oid).body
-        if mode == 0o120000:
-            os.symlink(os.fsdecode(body), target)
+        def write(item: tuple[str, tuple[int, str]]) -> None:
+            path, (mode, oid) = item
+            *parts, name = path.split("/")
+            with _folder(top, parts) as parent:
+                if mode == SYMLINK:
+                    os.symlink(targets[path], name, dir_fd=parent)
+                    return
+                _write_file(parent, name, store.objects.get(oid).body, mode)
+
+        if len(entries) < 64:
+            for item in entries:
+                write(item)
             return
-        fd = os.open(
-            target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o755 if mode == 0o100755 else 0o644
-        )
-        try:
-            os.fchmod(fd, 0o755 if mode == 0o100755 else 0o644)  # exact, whatever the umask
-            view = memoryview(body)
-            while view:
-                view = view[os.write(fd, view) :]
-        finally:
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            for _ in pool.map(write, entries):
+                pass
+    finally:
+        os.close(top)
+
+
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+@contextlib.contextmanager
+def _folder(top: int, parts: Sequence[str]) -> Iterator[int]:
+    """The folder ``parts`` below ``top``, opened one component at a time, links refused."""
+    fd = top
+    try:
+        for part in parts:
+            child = os.open(part, _FOLDER_FLAGS, dir_fd=fd)
+            if fd != top:
+                os.close(fd)
+            fd = child
+        yield fd
+    finally:
+        if fd != top:
             os.close(fd)
 
-    if len(entries) < 64:
-        for item in entries:
-            write(item)
-        return
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        for _ in pool.map(write, entries):
-            pass
+
+def _write_file(parent: int, name: str, body: bytes, mode: int) -> None:
+    perms = 0o755 if mode == 0o100755 else 0o644
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(name, flags, perms, dir_fd=parent)
+    try:
+        os.fchmod(fd, perms)  # exact, whatever the umask
+        view = memoryview(body)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+
+
+def _link_target(store, path: str, oid: str) -> str:
+    body = store.objects.get(oid).body
+    if not body or b"\0" in body or len(body) > MAX_TARGET:
+        raise UnsafeListing(path, f"a symlink target must be 1 to {MAX_TARGET} bytes without NUL")
+    return os.fsdecode(body)
+
+
+def _listing_oid(listing: dict) -> str | None:
+    """The oid a listing value has in the store (for the error message only)."""
+    try:
+        return hash_object("record", codec.encode(listing))
+    except InvalidRecord:  # a value that is not even a record has no oid to show
+        return None
 
 
 def blob_oid(data: bytes) -> str:
