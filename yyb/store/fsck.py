@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from yyb.errors import (
@@ -76,7 +76,7 @@ def inspect(store: Store, oid: str) -> Inspection:
     small = store.objects._read_small(oid)
     if small:
         kind, body = split(small, oid)
-        return _check_body(oid, kind, body)
+        return check_body(oid, kind, body)
     try:
         kind, size, stream = store.objects.open_body(oid)
     except ObjectMissing:
@@ -96,11 +96,11 @@ def inspect(store: Store, oid: str) -> Inspection:
                 kind,
             )
         if kind == "blob":
-            return _check_body(oid, kind, b"", hash_stream(kind, stream, size))
-        return _check_body(oid, kind, stream.read(size))
+            return check_body(oid, kind, b"", hash_stream(kind, stream, size))
+        return check_body(oid, kind, stream.read(size))
 
 
-def _check_body(oid: str, kind: str, body: bytes, got: str | None = None) -> Inspection:
+def check_body(oid: str, kind: str, body: bytes, got: str | None = None) -> Inspection:
     """Hash, and for a record canonical form, links and schema (``got``: a streamed hash)."""
     got = got or hash_object(kind, body)
     if got != oid:
@@ -127,11 +127,7 @@ def _check_body(oid: str, kind: str, body: bytes, got: str | None = None) -> Ins
 
 
 def check_ref_chain(store: Store, name: str) -> Iterator[tuple[Finding | None, str | None]]:
-    """Walk the update chain of ``name`` from its log head, newest first.
-
-    Yields (finding, None) for each problem and (None, oid) for each update record visited,
-    so a caller can also verify those records as objects.
-    """
+    """Walk the update chain of ``name`` in ``store`` from its log head (see walk_ref_chain)."""
     try:
         value = store.refs._read(name)
         head = store.refs._read_log_head(name)
@@ -145,6 +141,19 @@ def check_ref_chain(store: Store, name: str) -> Iterator[tuple[Finding | None, s
                 None,
             )
         return
+    yield from walk_ref_chain(name, value, head, store.objects.get_record)
+
+
+def walk_ref_chain(
+    name: str, value: str | None, head: str, read: Callable[[str], dict]
+) -> Iterator[tuple[Finding | None, str | None]]:
+    """Check the update chain of ref ``name`` (holding ``value``) from log head ``head``.
+
+    Every rule of docs/format.md, "Updates and the update chain", is checked here, for the
+    store and for bundles alike; ``read`` returns the record of an oid or raises YybError.
+    Yields (finding, None) for each problem and (None, oid) for each update record visited
+    (discarded heads included), newest first, so a caller can also verify those records.
+    """
     expected, oid, newest, seen = value, head, True, set()
     while oid is not None:
         if oid in seen:
@@ -152,65 +161,21 @@ def check_ref_chain(store: Store, name: str) -> Iterator[tuple[Finding | None, s
             return
         seen.add(oid)
         yield None, oid
-        try:
-            record = store.objects.get_record(oid)
-        except YybError as exc:
-            yield error("broken-chain", name, f"update record {oid} is unreadable ({exc})"), None
-            return
-        if record.get("schema_version") != REF_UPDATE or record.get("ref") != name:
-            yield (
-                error(
-                    "broken-chain",
-                    name,
-                    f"{oid} is not an update of this ref "
-                    f"({record.get('schema_version')} for {record.get('ref')!r})",
-                ),
-                None,
-            )
+        record, problem = _read_update(name, oid, read)
+        if problem is not None:
+            yield problem, None
             return
         new, old = record.get("new"), record.get("old")
         links = record.get("links", {})
         if links.get("target") != new:
-            yield (
-                error(
-                    "broken-chain", name, f"update {oid} links a target other than its new value"
-                ),
-                None,
-            )
+            detail = "links a target" if new is None else "does not link its new value as target"
+            yield error("broken-chain", name, f"update {oid} {detail}"), None
         if new != expected:
-            if newest and old == expected:
-                yield (
-                    error(
-                        "interrupted-update",
-                        name,
-                        f"the log head {oid} records a move to {new} that "
-                        "never reached the ref (the next update rolls it back)",
-                    ),
-                    None,
-                )
-            elif newest:
-                yield (
-                    error(
-                        "ref-log-mismatch",
-                        name,
-                        f"the ref holds {expected} but its latest update {oid} says {new}",
-                    ),
-                    None,
-                )
-            else:
-                yield (
-                    error(
-                        "broken-chain",
-                        name,
-                        f"update {oid} moved the ref to {new}, "
-                        f"but the next update starts from {expected}",
-                    ),
-                    None,
-                )
+            yield _moved_elsewhere(name, oid, new, old, expected, newest), None
         discarded = links.get("discarded")
         if discarded is not None:
             yield None, discarded
-            yield from _check_discarded(store, name, oid, record, discarded)
+            yield from _check_discarded(name, oid, record, discarded, read)
         newest = False
         expected = old
         oid = links.get("previous")
@@ -223,28 +188,63 @@ def check_ref_chain(store: Store, name: str) -> Iterator[tuple[Finding | None, s
             )
 
 
+def _read_update(name: str, oid: str, read: Callable[[str], dict]) -> tuple[dict, Finding | None]:
+    """The update record ``oid`` of ``name``, or a finding saying why it is not one."""
+    try:
+        record = read(oid)
+    except YybError as exc:
+        return {}, error("broken-chain", name, f"update record {oid} is unreadable ({exc})")
+    if record.get("schema_version") != REF_UPDATE or record.get("ref") != name:
+        return record, error(
+            "broken-chain",
+            name,
+            f"{oid} is not an update of this ref "
+            f"({record.get('schema_version')} for {record.get('ref')!r})",
+        )
+    return record, None
+
+
+def _moved_elsewhere(
+    name: str, oid: str, new: str | None, old: str | None, expected: str | None, newest: bool
+) -> Finding:
+    """The finding for an update whose ``new`` is not the value the chain expects."""
+    if newest and old == expected:
+        return error(
+            "interrupted-update",
+            name,
+            f"the log head {oid} records a move to {new} that "
+            "never reached the ref (the next update rolls it back)",
+        )
+    if newest:
+        return error(
+            "ref-log-mismatch",
+            name,
+            f"the ref holds {expected} but its latest update {oid} says {new}",
+        )
+    return error(
+        "broken-chain",
+        name,
+        f"update {oid} moved the ref to {new}, but the next update starts from {expected}",
+    )
+
+
 def _check_discarded(
-    store: Store, name: str, oid: str, record: dict, discarded: str
+    name: str, oid: str, record: dict, discarded: str, read: Callable[[str], dict]
 ) -> Iterator[tuple[Finding, None]]:
     """A discarded head must be an update of this ref from the same place as ``record``."""
-    try:
-        lost = store.objects.get_record(discarded)
-    except YybError as exc:
-        yield (
-            error("broken-chain", name, f"discarded update {discarded} is unreadable ({exc})"),
-            None,
-        )
-        return
+    lost, problem = _read_update(name, discarded, read)
     same_parent = lost.get("links", {}).get("previous") == record.get("links", {}).get("previous")
-    if lost.get("ref") != name or lost.get("old") != record.get("old") or not same_parent:
-        yield (
-            error(
-                "broken-chain",
-                name,
-                f"update {oid} discards {discarded}, which did not start from the same place",
-            ),
-            None,
-        )
+    if problem is None and lost.get("old") == record.get("old") and same_parent:
+        return
+    why = f": {problem.detail}" if problem is not None else ""
+    yield (
+        error(
+            "broken-chain",
+            name,
+            f"update {oid} discards {discarded}, which did not start from the same place{why}",
+        ),
+        None,
+    )
 
 
 def _lock_finding(root: str, rel: str, now: float) -> Finding:
