@@ -22,7 +22,13 @@ settings.load_profile(os.environ.get("YYB_HYPOTHESIS", "ci" if os.environ.get("C
 
 # What yyb reads from the environment that a test must never take from the machine: a key or
 # a store configured there would change what a test signs, where it writes and what it finds.
-MACHINE_VARIABLES = ("YYB_STORE", "YYB_SIGNING_KEY", "YYB_FAULT_KILL_AT", "GIT_DIR", "GIT_WORK_TREE")
+MACHINE_VARIABLES = (
+    "YYB_STORE",
+    "YYB_SIGNING_KEY",
+    "YYB_FAULT_KILL_AT",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -176,6 +182,7 @@ class RunBench:
             self.config(), [str(self.task_path)], ",".join(models), attempts, "2"
         )
         build.write(self.store, plan)
+        authorize(self.store, plan.oid, plan.experiment)
         return plan
 
     def context(self, plan, environ: dict | None = None):
@@ -219,6 +226,18 @@ class RunBench:
         from yyb.store.fsck import fsck
 
         return [f for f in fsck(self.store) if f.level == "error"]
+
+
+def authorize(store: Store, plan_oid: str, experiment: dict, hours: int = 24) -> str:
+    """Grant the plan's budget (as ``yyb authorize`` does) so a live run may dispatch it."""
+    from yyb.evidence import names
+    from yyb.plans import grant
+
+    now = grant.now_ms()
+    record = grant.grant_for(plan_oid, experiment, now + hours * 3_600_000, now)
+    oid = store.objects.put_record(record)
+    store.refs.update(names.grant(plan_oid), oid, reason="authorize")
+    return oid
 
 
 @dataclass

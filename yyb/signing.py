@@ -166,7 +166,12 @@ def envelope(oid: str, key: Any) -> dict:
 
 
 def sign(store: Store, oid: str, key: Any) -> str:
-    """Store a signature of ``oid`` and move ``refs/signatures/<oid>`` to it; return its oid."""
+    """Store a signature of ``oid`` and move ``refs/signatures/<oid>`` to it; return its oid.
+
+    Idempotent, and the way to complete a signing that a crash cut short: Ed25519 signatures
+    are deterministic, so signing again yields the same record, and an interrupted update of
+    the signature ref (its lock abandoned, its log head ahead) is finished by the next update.
+    """
     if not store.objects.contains(oid):
         from yyb.errors import ObjectMissing
 
@@ -197,12 +202,14 @@ def configured_key_path(environ: dict | None = None) -> str | None:
     return path if os.path.isfile(path) else None
 
 
-def sign_if_configured(store: Store, oid: str) -> str | None:
-    """Sign ``oid`` when a key is configured (see configured_key_path); return the signature."""
-    path = configured_key_path()
-    if path is None:
-        return None
-    return sign(store, oid, load_private(path))
+def configured_signer(environ: dict | None = None) -> Any:
+    """The key automatic signing uses (see configured_key_path), loaded; None when off.
+
+    Raises:
+        UsageError: a key is named but missing, or is not an Ed25519 PEM key.
+    """
+    path = configured_key_path(environ)
+    return None if path is None else load_private(path)
 
 
 # --- verifying ------------------------------------------------------------------------------

@@ -53,7 +53,7 @@ def evaluation_of(bench, terminal: dict) -> tuple[dict, dict]:
 
 
 def evidence_of(bench, plan, result) -> dict:
-    from yyb.attempts.run import attempt_ref
+    from yyb.evidence.names import attempt as attempt_ref
 
     oid = bench.store.refs.read(attempt_ref(plan.oid, result.attempt, "evidence"))
     return bench.record(oid)

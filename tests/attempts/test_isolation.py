@@ -64,9 +64,13 @@ envelope succeeded
         "XDG_STATE_HOME",
         "LANG",
         "TZ",
+        "YYB_MAX_COST_MICROS",
         "YYB_T_SECRET",
     }
     assert env["LANG"] == "C.UTF-8" and env["TZ"] == "UTC"
+    # The attempt's spend ceiling, as planned, for the harness to stop itself at.
+    attempt = bench.record(result.attempt)
+    assert env["YYB_MAX_COST_MICROS"] == str(attempt["budget"]["ceiling_micros"])
     assert env["YYB_T_SECRET"] == "[REDACTED:YYB_T_SECRET]"  # passed, and redacted in stdout
     digest = hashlib.sha256(SECRET.encode()).hexdigest()
     assert f"secret-sha256 {digest}" in lines  # the candidate got the real value

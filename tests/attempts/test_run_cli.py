@@ -12,6 +12,7 @@ import pytest
 
 from tests.attempts.conftest import wait_for
 from yyb.attempts import run as attempts_run
+from yyb.evidence import names
 from yyb.plans import grant, planfile
 
 # Holds while the file tools/hold exists (the tools folder is visible read-only to candidates).
@@ -104,7 +105,7 @@ def test_rerun_never_dispatches_an_attempt_again(bench):
     plan_oid, _ = planfile.load(plan_file)
     for attempt, leaves in refs_by_attempt(bench, plan_oid).items():
         assert leaves == {"intent", "execution", "terminal", "evidence", "evaluations/tests"}
-        ref = attempts_run.attempt_ref(plan_oid, attempt, "intent")
+        ref = names.attempt(plan_oid, attempt, "intent")
         assert len(list(bench.store.refs.log(ref))) == 1  # written once, never again
 
 
@@ -169,7 +170,7 @@ def test_signal_cancels_in_flight_attempts_and_dispatches_no_more(bench, sig):
     store = bench.store
     for attempt in refs:
         terminal = store.objects.get_record(
-            store.refs.read(attempts_run.attempt_ref(plan_oid, attempt, "terminal"))
+            store.refs.read(names.attempt(plan_oid, attempt, "terminal"))
         )
         assert terminal["class"] == "cancelled"
         assert terminal["exit"]["cleanup_confirmed"] is True
@@ -214,7 +215,7 @@ def test_attempt_interrupted_by_a_crash_is_closed_not_redispatched(bench):
     assert len(roots) == 1
     [(attempt, leaves)] = refs_by_attempt(bench, plan_oid).items()
     assert leaves == {"intent"}
-    intent = bench.store.refs.read(attempts_run.attempt_ref(plan_oid, attempt, "intent"))
+    intent = bench.store.refs.read(names.attempt(plan_oid, attempt, "intent"))
 
     (bench.tools / "hold").unlink()
     again = bench.yyb("run", "--plan", plan_file)
@@ -226,12 +227,12 @@ def test_attempt_interrupted_by_a_crash_is_closed_not_redispatched(bench):
     assert "dispatch_count: 1" in again.lines
     store = bench.store
     closed = store.objects.get_record(
-        store.refs.read(attempts_run.attempt_ref(plan_oid, attempt, "terminal"))
+        store.refs.read(names.attempt(plan_oid, attempt, "terminal"))
     )
     assert "interrupted" in closed["reason"]
     assert closed["links"]["intent"] == intent
     assert "stdout" not in closed["links"]  # it was not run again
-    assert store.refs.read(attempts_run.attempt_ref(plan_oid, attempt, "intent")) == intent
+    assert store.refs.read(names.attempt(plan_oid, attempt, "intent")) == intent
     assert bench.doctor_errors() == []
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import Yyb, flip_byte
 from yyb.attempts import run as attempts
-from yyb.attempts.verify import verify_experiment
+from yyb.evidence.check import verify_experiment
 from yyb.store.repo import Store
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import RunBench, git
+from yyb.evidence import chain
 
 # The same calculator and test as the built-in example.
 from yyb.example import CALC_BUGGY, CALC_FIXED  # noqa: E402
@@ -254,8 +255,8 @@ class Bench(RunBench):
 
     def reevaluate(self, plan, profile: str, verb: str = "regrade", **kwargs) -> list:
         """Regrade or rejudge through the library; return its rows."""
-        from yyb.attempts.run import protected_roots
         from yyb.grading import regrade
+        from yyb.harness.sandbox import protected_roots
 
         store = self.store
         attempts = {oid: plan.records[oid] for oid in plan.attempt_oids}
@@ -273,8 +274,8 @@ class Bench(RunBench):
     def evaluate(self, plan, result, profile: str, generation: int | None = None):
         """One evaluation of a retained attempt through ``yyb.grading.evaluate`` directly;
         returns (receipt oid, receipt)."""
-        from yyb.attempts.run import protected_roots
         from yyb.grading import evaluate
+        from yyb.harness.sandbox import protected_roots
 
         store = self.store
         evidence = store.refs.read(f"refs/runs/{plan.oid}/{result.attempt}/evidence")
@@ -295,9 +296,8 @@ class Bench(RunBench):
 
     # -- evidence -------------------------------------------------------------------------
     def history(self, plan, attempt_oid: str, profile: str) -> list[tuple[str, dict]]:
-        from yyb.grading import evaluate
 
-        return evaluate.history(self.store, plan.oid, attempt_oid, profile)
+        return chain.history(self.store, plan.oid, attempt_oid, profile)
 
     def evaluation(self, plan, result, profile: str, generation: int = -1) -> dict:
         """One generation's receipt (default: the newest) plus, under ``_oid``, ``_result``,

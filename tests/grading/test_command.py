@@ -365,7 +365,7 @@ def test_an_evaluation_needs_the_rebuilt_workspace_only(bench, monkeypatch):
     the attempt folders and the agent are gone and it still grades the same result."""
     import shutil
 
-    from yyb.attempts.run import protected_roots
+    from yyb.harness.sandbox import protected_roots
 
     bench.configure({"tests": bench.command("honest")})
     plan, (fixer,) = bench.run(["zz/fixer"])

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from yyb.attempts.terminal import Facts, decide
-from yyb.grading.evaluate import conclude
+from yyb.evidence.terminal import Facts, decide
+from yyb.evidence.verdict import conclude
 
 
 def ev(

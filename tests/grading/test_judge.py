@@ -10,6 +10,7 @@ import pytest
 
 from tests.grading.conftest import JUDGE_FAIL, JUDGE_HEAD
 from yyb.errors import UsageError
+from yyb.evidence import cost as costs
 from yyb.grading import judge
 
 # What a judge prints at run time; its script holds only "JUDGE-$((6*7))-RAN", so no stored
@@ -323,7 +324,7 @@ def cost(state: str, micros: int | None = None) -> dict:
     ],
 )
 def test_combine_costs_is_complete_only_when_every_part_is(parts, combined):
-    assert judge.combine_costs(parts) == combined
+    assert costs.sum_runs(parts) == combined
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import authorize
 from tests.grading.conftest import ALWAYS_PASS, JUDGE_PASS
 from yyb.errors import LockHeld, UsageError
 from yyb.grading import evaluate
@@ -309,6 +310,7 @@ def test_the_first_regrade_of_a_two_case_plan_appends_generation_2(bench):
     )
     plan = build.task_plan(bench.config(), [str(bench.task_path), str(second)], "zz/fixer", 1, "2")
     build.write(bench.store, plan)
+    authorize(bench.store, plan.oid, plan.experiment)
     first_case, second_case = bench.execute(plan)
     assert (first_case.case_id, second_case.case_id) == ("calc-add", "calc-add-2")
     assert generations(bench, plan, first_case) == [(1, "pass")]

@@ -1,6 +1,6 @@
 """Fabricated retained attempts, written straight through the store API (no sandbox, no agent).
 
-The records follow the shapes yyb/attempts/run.py and yyb/grading/evaluate.py write (intent,
+The records follow the shapes yyb/attempts/ and yyb/grading/evaluate.py write (intent,
 workspace receipt, listing, manifest, execution, terminal, evidence, evaluation receipts and
 results) and are schema-valid, so ``yyb doctor --plan`` finds each chain complete; they skip
 validation while being written, for speed. Everything is a function of the arguments, so a
@@ -12,8 +12,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
-from yyb.attempts.run import attempt_ref
-from yyb.grading.evaluate import eval_ref
+from yyb.evidence.names import attempt as attempt_ref
+from yyb.evidence.names import evaluation as eval_ref
 from yyb.store import codec
 
 T0 = 1_700_000_000_000

@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import flip_byte
 from tests.reports.fabricate import Spec, default_outcome, fabricate
-from yyb.attempts import verify
+from yyb.evidence import check as verify
 from yyb.reports import build
 from yyb.store import fanout
 

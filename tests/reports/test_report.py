@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from yyb.reports import build, layer
+from yyb.evidence import cost as costs
+from yyb.reports import layer
 from yyb.reports.stats import wilson
 from yyb.store import schema
 
@@ -122,7 +123,7 @@ def test_partial_and_unavailable_candidate_cost_are_shown_not_zeroed(bench):
         "completeness": "unavailable",
         "currency": "USD",
         "micros": None,
-        "counts": {**dict.fromkeys(build.COST_STATES, 0), "unavailable": 1},
+        "counts": {**dict.fromkeys(costs.COST_COMPLETENESS, 0), "unavailable": 1},
     }
     assert unknown["total"]["micros"] is None
     assert paid["total"] == {"completeness": "complete", "currency": "USD", "micros": 3000}

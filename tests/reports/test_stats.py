@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from yyb.evidence import cost as costs
 from yyb.reports import build, stats
 
 
@@ -84,20 +85,20 @@ def cost(state, micros):
 
 
 def test_costs_never_turn_unknown_into_zero():
-    complete = build.sum_costs([cost("complete", 100), cost("genuine_zero", 0)])
+    complete = costs.sum_costs([cost("complete", 100), cost("genuine_zero", 0)])
     assert (complete["completeness"], complete["micros"]) == ("complete", 100)
-    partial = build.sum_costs([cost("complete", 100), cost("unavailable", None)])
+    partial = costs.sum_costs([cost("complete", 100), cost("unavailable", None)])
     assert (partial["completeness"], partial["micros"]) == ("partial", 100)
     assert partial["counts"]["unavailable"] == 1
-    lower = build.sum_costs([cost("partial", 40), cost("complete", 2)])
+    lower = costs.sum_costs([cost("partial", 40), cost("complete", 2)])
     assert (lower["completeness"], lower["micros"]) == ("partial", 42)
-    nothing = build.sum_costs([cost("unavailable", None), cost("unavailable", None)])
+    nothing = costs.sum_costs([cost("unavailable", None), cost("unavailable", None)])
     assert (nothing["completeness"], nothing["micros"]) == ("unavailable", None)
-    assert build.sum_costs([None, None])["completeness"] == "not_applicable"
-    both = build.combine_costs(complete, build.sum_costs([None]))
+    assert costs.sum_costs([None, None])["completeness"] == "not_applicable"
+    both = costs.combine(complete, costs.sum_costs([None]))
     assert both == cost("complete", 100)
-    assert build.combine_costs(complete, partial)["completeness"] == "partial"
-    assert build.combine_costs(nothing, nothing)["micros"] is None
+    assert costs.combine(complete, partial)["completeness"] == "partial"
+    assert costs.combine(nothing, nothing)["micros"] is None
 
 
 def test_paired_comparison_by_case():

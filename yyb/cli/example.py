@@ -27,6 +27,7 @@ def example(ctx, directory, attempts, jobs):
     from yyb import config as configuration
     from yyb.attempts import run as attempts_run
     from yyb.cli.run import _summary
+    from yyb.evidence import names
     from yyb.example import build
     from yyb.plans import build as plans
     from yyb.plans import grant, planfile
@@ -55,7 +56,7 @@ def example(ctx, directory, attempts, jobs):
     )
     now = grant.now_ms()
     store.refs.update(
-        f"refs/grants/{plan.oid}",
+        names.grant(plan.oid),
         store.objects.put_record(grant.grant_for(plan.oid, plan.experiment, now + 3_600_000, now)),
         reason="example",
     )

@@ -16,8 +16,8 @@ from yyb.errors import UsageError
 
 
 def _reevaluate(ctx, verb: str, plan_name: str, profile: str, dry_run: bool, as_json: bool):
-    from yyb.attempts.run import protected_roots
     from yyb.grading import regrade
+    from yyb.harness.sandbox import protected_roots
 
     plan_oid, records = load_plan(ctx, plan_name)
     plan = records[plan_oid]
@@ -75,11 +75,25 @@ def _reevaluate(ctx, verb: str, plan_name: str, profile: str, dry_run: bool, as_
             out.write(
                 f"{r.ordinal:>5}  {(r.case_id or '-'):<12}  {r.model:<24}  "
                 f"{r.action:<15}  {r.generation or '-':>3}  {r.verdict or '-':<7}  "
-                f"{r.current or '-'}{'  (' + r.reason + ')' if r.action == 'skipped' else ''}"
+                f"{r.current or '-'}{'  (' + r.reason + ')' if r.action in SAID else ''}"
                 "\n"
             )
         out.write("dispatch_count: 0\n")
-    return 130 if cancel.is_set() else 0
+    if cancel.is_set():
+        return 130
+    refused = sum(1 for r in rows if r.action == "refused")
+    if refused:
+        click.echo(
+            f"yyb: {refused} attempt(s) refused: their chains do not verify "
+            "(yyb doctor --plan names the problems)",
+            err=True,
+        )
+        return 1
+    return 0
+
+
+# Rows whose reason the table shows.
+SAID = ("skipped", "refused")
 
 
 _options = [

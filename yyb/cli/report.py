@@ -138,11 +138,16 @@ def _longitudinal(ctx, case_id, model, fmt, write) -> tuple[str, int, str | None
 
 
 def _stored(store_layer, *args, write: bool) -> dict:
-    """The layer ``store_layer`` stored; a store that refuses the write says --no-layer helps."""
+    """The layer ``store_layer`` stored (signed when a key is configured); a store that
+    refuses the write says --no-layer helps."""
+    import os
+
+    from yyb import signing
     from yyb.errors import StoreIOError
 
+    signer = signing.configured_signer(dict(os.environ)) if write else None
     try:
-        return store_layer(*args, write=write)
+        return store_layer(*args, write=write, signer=signer)
     except StoreIOError as exc:
         raise StoreIOError(
             exc.path, f"{exc.reason} (--no-layer reports without storing a layer)"

@@ -29,17 +29,33 @@ def _ensure_in_store(store, records: dict[str, dict]) -> None:
                 )
 
 
-def _check_grant(store, plan_oid: str, plan: dict) -> None:
-    from yyb.plans import grant
+def _dry_run(ctx, plan_oid: str, plan: dict, records: dict[str, dict]) -> int:
+    """What ``yyb run`` would dispatch; reads the store if there is one and writes nothing."""
+    from yyb.errors import StoreNotFound
+    from yyb.evidence import names
 
-    if plan.get("budget") is None:
-        return
-    grant_oid = store.refs.read(f"refs/grants/{plan_oid}")
-    if grant_oid is None:
-        raise grant.GrantError(
-            "grant", "no grant for this plan; run 'yyb authorize --plan PLAN --expires WHEN' first"
+    try:
+        store = open_store(ctx)
+    except StoreNotFound:
+        store = None
+    chosen = {
+        oid: records.get(oid) or (store and store.objects.get_record(oid))
+        for oid in plan["links"]["attempts"]
+    }
+    pending = [
+        oid
+        for oid in chosen
+        if store is None or store.refs.read(names.attempt(plan_oid, oid, "intent")) is None
+    ]
+    for oid in sorted(pending, key=lambda o: chosen[o]["ordinal"]):
+        a = chosen[oid]
+        click.echo(
+            f"would dispatch {a['ordinal']:>4} {a.get('case_id') or '-'} "
+            f"{a['model']['resolved']} attempt {a['attempt']}"
         )
-    grant.check(store.objects.get_record(grant_oid), plan_oid, plan, grant.now_ms())
+    click.echo(f"already dispatched: {len(chosen) - len(pending)}")
+    click.echo("dispatch_count: 0")
+    return 0
 
 
 @click.command("run")
@@ -65,27 +81,13 @@ def run(ctx, plan_name, dry_run, jobs, keep_workspaces):
 
     plan_oid, records = load_plan(ctx, plan_name)
     plan = records[plan_oid]
+    if dry_run:
+        return _dry_run(ctx, plan_oid, plan, records)
     store = open_store(ctx, create=True)
     _ensure_in_store(store, records)
     chosen = {
         oid: records.get(oid) or store.objects.get_record(oid) for oid in plan["links"]["attempts"]
     }
-    if dry_run:
-        pending = [
-            oid
-            for oid in chosen
-            if store.refs.read(attempts.attempt_ref(plan_oid, oid, "intent")) is None
-        ]
-        for oid in sorted(pending, key=lambda o: chosen[o]["ordinal"]):
-            a = chosen[oid]
-            click.echo(
-                f"would dispatch {a['ordinal']:>4} {a.get('case_id') or '-'} "
-                f"{a['model']['resolved']} attempt {a['attempt']}"
-            )
-        click.echo(f"already dispatched: {len(chosen) - len(pending)}")
-        click.echo("dispatch_count: 0")
-        return 0
-    _check_grant(store, plan_oid, plan)
     config = load_config(ctx)
     run_ctx = attempts.prepare(store, config, plan_oid, plan, chosen, dict(os.environ))
     run_ctx.keep_workspaces = keep_workspaces

@@ -10,17 +10,16 @@ the newest, moved only by compare-and-swap from the one before it.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
 from yyb.errors import RefMismatch, UsageError, YybError
+from yyb.evidence import names
+from yyb.evidence import plan as planned
+from yyb.evidence.chain import history
+from yyb.evidence.records import EVALUATION, EVALUATION_RESULT
 from yyb.grading import command, judge
 from yyb.grading.outcome import Outcome
 from yyb.store import codec
-
-EVALUATION = "yylo_benchmark_evaluation.v2"
-RESULT = "yylo_benchmark_evaluation_result.v2"
-AUTHORITATIVE = ("correctness", "safety")
 
 
 class GenerationError(YybError):
@@ -35,27 +34,6 @@ class GenerationError(YybError):
         self.expected = expected
 
 
-def identities(identity: dict) -> list[str]:
-    """A terminal's ``identity`` as the names a blinded judge must not see: requested,
-    resolved and observed (empty when nothing was observed)."""
-    return [identity["requested"], identity["resolved"], identity["observed"] or ""]
-
-
-def eval_ref(plan_oid: str, attempt_oid: str, profile: str) -> str:
-    return f"refs/runs/{plan_oid}/{attempt_oid}/evaluations/{profile}"
-
-
-def history(store, plan_oid: str, attempt_oid: str, profile: str) -> list[tuple[str, dict]]:
-    """Every generation of ``profile`` for the attempt, oldest first, each verified."""
-    out = []
-    oid = store.refs.read(eval_ref(plan_oid, attempt_oid, profile))
-    while oid is not None:
-        record = store.objects.get_record(oid)
-        out.append((oid, record))
-        oid = record["links"].get("previous")
-    return list(reversed(out))
-
-
 def profile_spec(plan: dict, profile: str) -> dict:
     catalog = plan["evaluators"]["catalog"]
     if profile not in catalog:
@@ -64,13 +42,6 @@ def profile_spec(plan: dict, profile: str) -> dict:
             f"({', '.join(sorted(catalog)) or 'empty'})"
         )
     return catalog[profile]
-
-
-def bytes_hash(spec: dict) -> str:
-    """What pins an evaluator's behaviour: its executable's sha256, or a judge's bound config."""
-    if spec.get("kind") == "command":
-        return spec["sha256"]
-    return hashlib.sha256(codec.encode({"spec": spec})).hexdigest()
 
 
 @dataclass
@@ -172,8 +143,10 @@ def evaluate(
     generation: int | None = None,
     cancel=None,
     environ: dict | None = None,
+    signer=None,
 ) -> tuple[str, dict]:
-    """Run ``profile`` on the attempt's retained truth and append it as the next generation.
+    """Run ``profile`` on the attempt's retained truth and append it as the next generation,
+    signed with ``signer`` (when given) before its ref moves.
 
     Raises:
         UsageError: the profile is not in the plan's catalog.
@@ -212,7 +185,7 @@ def evaluate(
     if outcome.log:
         links["log"] = store.objects.put("blob", outcome.log)
     result = {
-        "schema_version": RESULT,
+        "schema_version": EVALUATION_RESULT,
         "verdict": outcome.verdict,
         "quality": {"pass": "pass", "fail": "fail"}.get(outcome.verdict, "unknown"),
         "reason": outcome.reason[:4096],
@@ -229,12 +202,7 @@ def evaluate(
         "profile": profile,
         "kind": spec["kind"],
         "generation": generation,
-        "evaluator": {
-            "id": spec.get("grader_id", profile),
-            "version": spec["version"],
-            "bytes_sha256": bytes_hash(spec),
-            "model": spec.get("model"),
-        },
+        "evaluator": planned.evaluator(spec, profile),
         "required": spec.get("required", True),
         "purpose": spec.get("purpose", "correctness"),
         "verdict": outcome.verdict,
@@ -243,20 +211,20 @@ def evaluate(
         "links": links,
     }
     oid = store.objects.put_record(receipt)
+    if signer is not None:  # signed before the ref names it: a published receipt is signed
+        from yyb import signing
+
+        signing.sign(store, oid, signer)
     old = previous[-1][0] if previous else None
     try:
         store.refs.update(
-            eval_ref(plan_oid, attempt_oid, profile),
+            names.evaluation(plan_oid, attempt_oid, profile),
             oid,
             old=old,
             reason=f"evaluation {profile} generation {generation}",
         )
     except RefMismatch:
         raise GenerationError(profile, attempt_oid, generation, expected + 1) from None
-    # Signed evidence (issue 8): sign the receipt when a signing key is configured.
-    from yyb import signing
-
-    signing.sign_if_configured(store, oid)
     return oid, receipt
 
 
@@ -264,38 +232,3 @@ def _json(value) -> str:
     import json
 
     return json.dumps(value, sort_keys=True, default=str)
-
-
-def conclude(histories: dict[str, list[dict]]) -> tuple[str, str]:
-    """The current verdict of an attempt from every generation of its required evaluators.
-
-    Returns (``pass`` | ``fail`` | ``invalid`` | ``safety``, reason). A required deterministic
-    correctness or safety failure in any generation stays authoritative: later passes, and
-    judge prose, never override it.
-    """
-    latest = {}
-    for profile, records in sorted(histories.items()):
-        required = [r for r in records if r.get("required", True)]
-        if not required:
-            continue
-        for record in required:
-            if (
-                record["kind"] == "command"
-                and record["purpose"] in AUTHORITATIVE
-                and record["verdict"] == "fail"
-            ):
-                kind = "safety" if record["purpose"] == "safety" else "fail"
-                return kind, (
-                    f"{profile} generation {record['generation']} failed a required "
-                    f"{record['purpose']} check"
-                )
-        latest[profile] = required[-1]
-    if not latest:
-        return "invalid", "no required evaluation"
-    for profile, record in latest.items():
-        if record["verdict"] == "invalid":
-            return "invalid", f"{profile} generation {record['generation']} is invalid"
-    for profile, record in latest.items():
-        if record["verdict"] == "fail":
-            return "fail", f"{profile} generation {record['generation']} failed"
-    return "pass", "every required evaluator passed"

@@ -15,6 +15,7 @@ import re
 import shutil
 import tempfile
 
+from yyb.evidence import cost
 from yyb.grading.outcome import Outcome
 from yyb.harness import adapters, envelope, sandbox, supervise
 from yyb.harness.environment import Folders, build
@@ -116,21 +117,6 @@ def _no_constant(name: str):
     raise ValueError(f"{name} is not JSON")
 
 
-def combine_costs(costs: list[dict]) -> dict:
-    """One cost for several judge runs; a sum is complete only when every part is."""
-    states = {c["completeness"] for c in costs}
-    known = [c["micros"] for c in costs if c["micros"] is not None]
-    if states == {"genuine_zero"}:
-        return {"completeness": "genuine_zero", "currency": "USD", "micros": 0}
-    if states <= {"complete", "genuine_zero"}:
-        return {"completeness": "complete", "currency": "USD", "micros": sum(known)}
-    if states <= {"not_applicable"}:
-        return {"completeness": "not_applicable", "currency": "USD", "micros": None}
-    if known:
-        return {"completeness": "partial", "currency": "USD", "micros": sum(known)}
-    return {"completeness": "unavailable", "currency": "USD", "micros": None}
-
-
 def aggregate(verdicts: list[str], rule: str) -> str:
     if rule == "all":
         return "pass" if all(v == "pass" for v in verdicts) else "fail"
@@ -188,11 +174,11 @@ def run(
         costs.append(answer["cost"])
         if answer["problem"]:
             outcome.output_bytes = json.dumps(answers, sort_keys=True).encode()
-            outcome.judge_cost = combine_costs(costs)
+            outcome.judge_cost = cost.sum_runs(costs)
             return outcome.with_verdict("invalid", answer["problem"])
         verdicts.append(answer["verdict"])
     outcome.output_bytes = json.dumps(answers, sort_keys=True).encode()
-    outcome.judge_cost = combine_costs(costs)
+    outcome.judge_cost = cost.sum_runs(costs)
     outcome.details = {"verdicts": verdicts, "aggregation": spec.get("aggregation", "majority")}
     verdict = aggregate(verdicts, spec.get("aggregation", "majority"))
     return outcome.with_verdict(verdict, f"judge verdicts {verdicts}")

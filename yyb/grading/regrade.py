@@ -10,11 +10,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from yyb import signing
 from yyb.errors import UsageError
+from yyb.evidence import names
+from yyb.evidence.chain import history
+from yyb.evidence.check import check_attempt
+from yyb.evidence.records import REEVALUATION_PASS
+from yyb.evidence.terminal import gradeable, identities
+from yyb.evidence.verdict import conclude
 from yyb.grading import evaluate
 
 KIND_OF = {"regrade": "command", "rejudge": "llm_judge"}
-PASS = "yylo_benchmark_reevaluation_pass.v2"
 
 
 @dataclass
@@ -23,42 +29,21 @@ class Row:
     ordinal: int
     case_id: str | None
     model: str
-    action: str  # evaluated | would evaluate | skipped
+    action: str  # evaluated | would evaluate | skipped | refused
     generation: int | None
     verdict: str | None
     current: str | None
     reason: str
 
 
-def gradeable(terminal: dict) -> str | None:
-    """Why the attempt's candidate result cannot be graded, or None when it can."""
-    links, exit_info = terminal["links"], terminal["exit"]
-    if "manifest" not in links:
-        return "no retained final workspace"
-    if terminal["class"] in (
-        "cancelled",
-        "timeout",
-        "model_failure",
-        "invalid_case",
-        "environment_failure",
-    ):
-        return f"the candidate ended as {terminal['class']}"
-    if exit_info["code"] != 0 or not exit_info["cleanup_confirmed"] or "envelope" not in links:
-        return "the candidate did not finish cleanly"
-    observed = terminal["identity"]["observed"] or ""
-    if observed != terminal["identity"]["resolved"].lower():
-        return "the candidate's identity did not match the plan"
-    return None
-
-
 def current_verdict(store, plan_oid: str, plan: dict, attempt_oid: str) -> tuple[str, str]:
     """The attempt's current verdict over every generation of every profile it has."""
     histories = {}
     for profile in sorted(plan["evaluators"]["catalog"]):
-        records = [r for _, r in evaluate.history(store, plan_oid, attempt_oid, profile)]
+        records = [r for _, r in history(store, plan_oid, attempt_oid, profile)]
         if records:
             histories[profile] = records
-    return evaluate.conclude(histories)
+    return conclude(histories)
 
 
 def reevaluate(
@@ -77,13 +62,15 @@ def reevaluate(
     """Append the next generation of ``profile`` to every gradeable attempt of the plan.
 
     Raises:
-        UsageError: the profile is not in the plan's catalog, or is of the other kind.
+        UsageError: the profile is not in the plan's catalog, or is of the other kind, or
+            a signing key is named but missing.
         LockHeld: another regrade or rejudge of this plan is running.
     """
     spec = evaluate.profile_spec(plan, profile)
     if spec["kind"] != KIND_OF[verb]:
         other = "rejudge" if verb == "regrade" else "regrade"
         raise UsageError(f"{profile} is a {spec['kind']} evaluator: use yyb {other}")
+    signer = None if dry_run else signing.configured_signer(environ or {})
     rows = []
     with store.exclusive(f"reevaluate-{plan_oid}"):
         goals, pass_oid = _goals(store, plan_oid, attempts, profile, verb, dry_run)
@@ -100,19 +87,15 @@ def reevaluate(
                 cancel,
                 goals.get(attempt_oid),
                 environ,
+                signer,
             )
             rows.append(row)
             if progress:
                 progress(row)
         if pass_oid is not None and not (cancel is not None and cancel.is_set()):
-            store.refs.update(
-                pass_ref(plan_oid, profile), None, old=pass_oid, reason=f"{verb} pass complete"
-            )
+            ref = names.reevaluation_pass(plan_oid, profile)
+            store.refs.update(ref, None, old=pass_oid, reason=f"{verb} pass complete")
     return rows
-
-
-def pass_ref(plan_oid: str, profile: str) -> str:
-    return f"refs/runs/{plan_oid}/passes/{profile}"
 
 
 def _goals(
@@ -125,26 +108,24 @@ def _goals(
     when it is done. A pass that finds such a ref was interrupted before: it resumes those
     goals instead of starting another generation.
     """
-    from yyb.attempts.run import attempt_ref
-
-    ref = pass_ref(plan_oid, profile)
+    ref = names.reevaluation_pass(plan_oid, profile)
     existing = store.refs.read(ref)
     if existing is not None:
         return dict(store.objects.get_record(existing)["goals"]), existing
     goals = {}
     for attempt_oid in attempts:
-        evidence_oid = store.refs.read(attempt_ref(plan_oid, attempt_oid, "evidence"))
+        evidence_oid = store.refs.read(names.attempt(plan_oid, attempt_oid, "evidence"))
         if evidence_oid is None:
             continue
         evidence = store.objects.get_record(evidence_oid)
         if gradeable(store.objects.get_record(evidence["links"]["terminal"])) is not None:
             continue
-        history = evaluate.history(store, plan_oid, attempt_oid, profile)
-        goals[attempt_oid] = (history[-1][1]["generation"] if history else 0) + 1
+        done = history(store, plan_oid, attempt_oid, profile)
+        goals[attempt_oid] = (done[-1][1]["generation"] if done else 0) + 1
     if dry_run or not goals:
         return goals, None
     record = {
-        "schema_version": PASS,
+        "schema_version": REEVALUATION_PASS,
         "plan": plan_oid,
         "profile": profile,
         "verb": verb,
@@ -168,9 +149,8 @@ def _one(
     cancel,
     goal: int | None,
     environ: dict | None,
+    signer,
 ) -> Row:
-    from yyb.attempts.run import attempt_ref
-
     def row(action, generation=None, verdict=None, current=None, reason=""):
         return Row(
             attempt_oid,
@@ -184,15 +164,20 @@ def _one(
             reason,
         )
 
-    evidence_oid = store.refs.read(attempt_ref(plan_oid, attempt_oid, "evidence"))
-    if evidence_oid is None:
+    if store.refs.read(names.attempt(plan_oid, attempt_oid, "evidence")) is None:
         return row("skipped", reason="no retained evidence (not run yet)")
-    evidence = store.objects.get_record(evidence_oid)
-    terminal = store.objects.get_record(evidence["links"]["terminal"])
+    # Only evidence whose whole chain verifies is graded again: a new generation must never
+    # lend a verdict to records that doctor --plan would reject.
+    check = check_attempt(store, plan_oid, plan, attempt_oid)
+    errors = [f for f in check.findings if f.level == "error"]
+    if errors or check.terminal is None or check.evidence_oid is None:
+        detail = errors[0].detail if errors else "its chain is incomplete"
+        return row("refused", reason=f"its chain does not verify: {detail}")
+    evidence_oid, (_, terminal) = check.evidence_oid, check.terminal
     why_not = gradeable(terminal)
     if why_not is not None:
         return row("skipped", reason=why_not)
-    previous = evaluate.history(store, plan_oid, attempt_oid, profile)
+    previous = history(store, plan_oid, attempt_oid, profile)
     generation = previous[-1][1]["generation"] + 1 if previous else 1
     if goal is None or generation > goal:
         done = previous[-1][1] if previous else None
@@ -207,7 +192,7 @@ def _one(
     if cancel is not None and cancel.is_set():
         return row("skipped", reason="interrupted")
     truth = evaluate.Truth.of(store, terminal, evidence_oid)
-    identities = evaluate.identities(terminal["identity"])
+    blind = identities(terminal["identity"])
     _, receipt = evaluate.evaluate(
         store,
         plan_oid,
@@ -216,11 +201,12 @@ def _one(
         attempt,
         profile,
         truth,
-        identities,
+        blind,
         protected,
         generation=generation,
         cancel=cancel,
         environ=environ,
+        signer=signer,
     )
     current, reason = current_verdict(store, plan_oid, plan, attempt_oid)
     return row("evaluated", generation, receipt["verdict"], current, reason)

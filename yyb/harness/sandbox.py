@@ -115,3 +115,20 @@ def probe() -> str:
             detail = done.stderr.decode(errors="replace").strip().splitlines()
             raise SandboxUnavailable(f"bwrap failed: {detail[-1] if detail else done.returncode}")
     return version()
+
+
+def protected_roots(store_path: str | None, config, plan: dict) -> list[str]:
+    """Roots a sandboxed process must not see: the registry, the sources and the config,
+    the controller's home, the system temp folder (so sibling attempts), grader files."""
+    import tempfile
+
+    roots = [store_path, os.path.expanduser("~"), tempfile.gettempdir()]
+    if config is not None:
+        roots.append(os.path.dirname(os.path.abspath(config.path)))
+        for repo_id in config.data.get("repositories", {}):
+            roots.append(config.repository_path(repo_id))
+    for spec in plan["evaluators"]["catalog"].values():
+        if spec.get("executable"):
+            roots.append(os.path.abspath(spec["executable"]))
+        roots += [os.path.abspath(a["path"]) for a in spec.get("assets", [])]
+    return sorted({os.path.realpath(r) for r in roots if r})

@@ -232,3 +232,12 @@ def create(source_path: str, base_commit: str, excluded_paths: list[str], dest: 
 
 def _files(plan) -> int:
     return sum(_files(target) if isinstance(target, list) else 1 for _, _, target in plan)
+
+
+def empty(dest: str) -> Snapshot:
+    """A workspace with an empty repository and no base commit (a workflow attempt's)."""
+    import pygit2
+
+    repo = pygit2.init_repository(dest, bare=False, initial_head="main")
+    _scrub(repo.path)
+    return Snapshot(dest, "", "", "", 0, [])

@@ -12,19 +12,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from yyb.attempts import verify
 from yyb.errors import UsageError, YybError
-from yyb.grading import evaluate
-from yyb.grading.regrade import gradeable
+from yyb.evidence import check as verify
+from yyb.evidence import cost
+from yyb.evidence.records import COST_COMPLETENESS, VALID_CLASSES
+from yyb.evidence.terminal import gradeable
+from yyb.evidence.verdict import conclude
 from yyb.reports import stats
 from yyb.store import fanout, heap
 
-# Terminal classes of a candidate that was measured fairly: they count as valid attempts.
-VALID_CLASSES = ("resolved", "model_failure", "safety_failure", "grader_failure", "timeout")
-# Terminal classes that say nothing about the candidate: never folded into failures.
-INVALID_CLASSES = ("harness_failure", "environment_failure", "invalid_case", "cancelled")
 VERDICT_OUTCOME = {"pass": "resolved", "fail": "failed", "safety": "failed", "invalid": "invalid"}
-COST_STATES = ("complete", "genuine_zero", "partial", "unavailable", "not_applicable")
 
 
 @dataclass
@@ -92,7 +89,7 @@ def collect(plan: dict, attempt: dict, check: verify.AttemptCheck, version: str 
         facts.pinned_out = True
         return facts
     if graded:
-        facts.verdict, facts.verdict_reason = evaluate.conclude(histories)
+        facts.verdict, facts.verdict_reason = conclude(histories)
         facts.outcome = VERDICT_OUTCOME[facts.verdict]
     elif terminal["class"] == "resolved":
         facts.outcome = "resolved"
@@ -131,8 +128,8 @@ class Tally:
         self.candidate: list[tuple[int, str]] = []  # (wall ms, terminal)
         self.evaluator: list[tuple[int, str]] = []  # (wall ms, evaluation receipt)
         self.combined: list[tuple[int, str]] = []  # (candidate + evaluators, evidence)
-        self.candidate_costs = dict.fromkeys(COST_STATES, 0)
-        self.judge_costs = dict.fromkeys(COST_STATES, 0)
+        self.candidate_costs = cost.counter()
+        self.judge_costs = cost.counter()
         self.candidate_micros = self.judge_micros = 0
 
     @classmethod
@@ -159,10 +156,12 @@ class Tally:
             self.candidate.append((f.wall_ms, f.terminal))
             self.combined.append((f.wall_ms + (f.evaluator_ms or 0), f.evidence or f.terminal))
         # An attempt with no terminal has no cost evidence: unavailable, never 0.
-        self.candidate_micros += _count_cost(f.candidate_cost or UNAVAILABLE, self.candidate_costs)
+        self.candidate_micros += cost.add(
+            f.candidate_cost or cost.UNAVAILABLE, self.candidate_costs
+        )
         for oid, receipt in f.evaluations:
             self.evaluator.append((receipt["wall_ms"], oid))
-            self.judge_micros += _count_cost(receipt["judge_cost"], self.judge_costs)
+            self.judge_micros += cost.add(receipt["judge_cost"], self.judge_costs)
 
     def merge(self, other: Tally) -> None:
         self.attempts += other.attempts
@@ -189,8 +188,8 @@ class Tally:
     def summary(self) -> dict:
         resolved, failed = self.outcomes["resolved"], self.outcomes["failed"]
         valid = resolved + failed
-        candidate = _cost_of(self.candidate_costs, self.candidate_micros)
-        judge = _cost_of(self.judge_costs, self.judge_micros)
+        candidate = cost.total(self.candidate_costs, self.candidate_micros)
+        judge = cost.total(self.judge_costs, self.judge_micros)
         return {
             "attempts": self.attempts,
             "valid": valid,
@@ -220,66 +219,9 @@ class Tally:
             "cost": {
                 "candidate": candidate,
                 "judge": judge,
-                "total": combine_costs(candidate, judge),
+                "total": cost.combine(candidate, judge),
             },
         }
-
-
-UNAVAILABLE = {"completeness": "unavailable", "currency": "USD", "micros": None}
-
-
-def _count_cost(part: dict | None, counts: dict[str, int]) -> int:
-    """Count ``part`` under its completeness; return the micro-USD it makes known."""
-    state = "not_applicable" if part is None else part["completeness"]
-    counts[state] += 1
-    if state in ("complete", "genuine_zero", "partial") and part["micros"] is not None:
-        return part["micros"]
-    return 0
-
-
-def _cost_of(counts: dict[str, int], micros: int) -> dict:
-    known = counts["complete"] + counts["genuine_zero"] + counts["partial"]
-    unknown = counts["partial"] + counts["unavailable"]
-    if known == 0 and counts["unavailable"] == 0:
-        completeness, total = "not_applicable", None
-    elif known == 0:
-        completeness, total = "unavailable", None
-    elif unknown:
-        completeness, total = "partial", micros
-    else:
-        completeness, total = "complete", micros
-    return {
-        "completeness": completeness,
-        "currency": "USD",
-        "micros": total,
-        "counts": dict(counts),
-    }
-
-
-def sum_costs(parts: list[dict | None]) -> dict:
-    """Add costs without inventing any: known parts add up, unknown ones are only counted.
-
-    ``complete`` only when every part is complete (or a genuine zero); ``partial`` when some
-    part is partial or unavailable but something is known; ``unavailable`` (micros null, never
-    0) when nothing is known; ``not_applicable`` when no part has a cost at all. A ``None``
-    part (an evaluator with no cost, such as a command grader) is not applicable.
-    """
-    counts = dict.fromkeys(COST_STATES, 0)
-    micros = sum(_count_cost(part, counts) for part in parts)
-    return _cost_of(counts, micros)
-
-
-def combine_costs(candidate: dict, judge: dict) -> dict:
-    """Candidate plus judge: complete only when both are (or the judge has no cost)."""
-    states = {candidate["completeness"], judge["completeness"]} - {"not_applicable"}
-    known = [c["micros"] for c in (candidate, judge) if c["micros"] is not None]
-    if not states:
-        return {"completeness": "not_applicable", "currency": "USD", "micros": None}
-    if states == {"complete"}:
-        return {"completeness": "complete", "currency": "USD", "micros": sum(known)}
-    if states == {"unavailable"}:
-        return {"completeness": "unavailable", "currency": "USD", "micros": None}
-    return {"completeness": "partial", "currency": "USD", "micros": sum(known)}
 
 
 def summarize(group: list[Facts]) -> dict:
@@ -374,7 +316,7 @@ def _is_ms(value) -> bool:
 def _is_cost(value) -> bool:
     return (
         type(value) is dict
-        and value.get("completeness") in COST_STATES
+        and value.get("completeness") in COST_COMPLETENESS
         and (value.get("micros") is None or _is_ms(value["micros"]))
     )
 

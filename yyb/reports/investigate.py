@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 
-from yyb.attempts.run import attempt_ref
 from yyb.errors import UsageError
-from yyb.grading import evaluate
+from yyb.evidence import names
+from yyb.evidence.chain import history
+from yyb.evidence.terminal import Facts, decide
+from yyb.evidence.verdict import conclude
 
 SHOWS = ("timeline", "terminal", "grader", "patch", "outputs")
 LEAVES = ("intent", "execution", "terminal", "evidence")
@@ -58,7 +60,7 @@ def _time(ms: int | None) -> str:
 
 
 def _refs(store, plan_oid: str, attempt_oid: str) -> list[str]:
-    return store.refs.names(under=f"refs/runs/{plan_oid}/{attempt_oid}")
+    return store.refs.names(under=names.attempt_folder(plan_oid, attempt_oid))
 
 
 def timeline(store, plan_oid: str, attempt_oid: str) -> str:
@@ -72,7 +74,7 @@ def timeline(store, plan_oid: str, attempt_oid: str) -> str:
             if new is not None:
                 kind = store.objects.get_record(new).get("schema_version", "-")
             events.append((update["time_ms"], leaf, new, kind, update["reason"], oid))
-    terminal_oid = store.refs.read(attempt_ref(plan_oid, attempt_oid, "terminal"))
+    terminal_oid = store.refs.read(names.attempt(plan_oid, attempt_oid, "terminal"))
     if terminal_oid is not None:
         terminal = store.objects.get_record(terminal_oid)
         if "execution" in terminal["links"]:
@@ -93,7 +95,7 @@ def timeline(store, plan_oid: str, attempt_oid: str) -> str:
 
 
 def _terminal(store, plan_oid: str, attempt_oid: str) -> tuple[str, dict] | None:
-    oid = store.refs.read(attempt_ref(plan_oid, attempt_oid, "terminal"))
+    oid = store.refs.read(names.attempt(plan_oid, attempt_oid, "terminal"))
     return (oid, store.objects.get_record(oid)) if oid else None
 
 
@@ -103,7 +105,7 @@ def terminal_answer(store, plan_oid: str, attempt_oid: str) -> str:
 
     found = _terminal(store, plan_oid, attempt_oid)
     if found is None:
-        intent = store.refs.read(attempt_ref(plan_oid, attempt_oid, "intent"))
+        intent = store.refs.read(names.attempt(plan_oid, attempt_oid, "intent"))
         why = "dispatched but never closed" if intent else "never dispatched"
         return f"attempt {attempt_oid}: no terminal ({why}; 'yyb run' closes it)\n"
     oid, terminal = found
@@ -135,19 +137,17 @@ def terminal_answer(store, plan_oid: str, attempt_oid: str) -> str:
 
 def _replay(store, terminal: dict, execution_oid: str | None) -> tuple[str, str]:
     """The first row of the terminal table that applies to the retained facts."""
-    from yyb.attempts.terminal import Facts, decide
-
     if execution_oid is None:
         # Closed before the candidate ran: the stored reason is the only retained fact.
         return terminal["class"], terminal["reason"]
     facts = Facts(**store.objects.get_record(execution_oid)["facts"])
     receipts = [store.objects.get_record(oid) for oid in terminal["links"].get("evaluations", [])]
     if receipts:
-        verdict, reason = evaluate.conclude({r["profile"]: [r] for r in receipts})
+        verdict, reason = conclude({r["profile"]: [r] for r in receipts})
         facts.safety_failed = verdict == "safety"
         facts.verdict = "fail" if verdict == "safety" else verdict
         facts.verdict_reason = reason
-    elif facts.exit_code == 0 and facts.envelope_status == "succeeded":
+    elif facts.ran_cleanly:
         facts.verdict, facts.verdict_reason = "pass", "no evaluator is selected for this attempt"
     return decide(facts)
 
@@ -157,7 +157,7 @@ def grader_answer(store, plan_oid: str, plan: dict, attempt_oid: str, each: int)
     lines = []
     histories = {}
     for profile in sorted(plan["evaluators"]["catalog"]):
-        chain = evaluate.history(store, plan_oid, attempt_oid, profile)
+        chain = history(store, plan_oid, attempt_oid, profile)
         if chain:
             histories[profile] = [r for _, r in chain]
         for oid, receipt in chain:
@@ -178,7 +178,7 @@ def grader_answer(store, plan_oid: str, plan: dict, attempt_oid: str, each: int)
                 lines.append("  no grader output retained")
     if not histories:
         return f"attempt {attempt_oid}: no evaluation retained\n"
-    verdict, reason = evaluate.conclude(histories)
+    verdict, reason = conclude(histories)
     lines.append(f"current verdict: {verdict} ({reason})")
     return "\n".join(lines) + "\n"
 

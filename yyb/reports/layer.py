@@ -13,17 +13,19 @@ verdict stays the same.
 
 from __future__ import annotations
 
+from yyb.evidence import names
+from yyb.evidence.records import REPORT_LAYER, REPORT_ROWS
 from yyb.store import codec, heap
 from yyb.store.object_store import record_body
 from yyb.store.objects import hash_object
 
-LAYER = "yylo_benchmark_report_layer.v3"
-ROWS = "yylo_benchmark_report_rows.v3"
+LAYER = REPORT_LAYER
+ROWS = REPORT_ROWS
 PART_SIZE = 1000
 
 
 def layer_ref(plan_oid: str) -> str:
-    return f"refs/reports/{plan_oid}"
+    return names.report(plan_oid)
 
 
 def _previous_same_pin(
@@ -136,7 +138,7 @@ def record(plan_oid: str, report: dict, rows: list[str]) -> dict:
 
 
 @heap.without_gc
-def store_layer(store, plan_oid: str, report: dict, write: bool = True) -> dict:
+def store_layer(store, plan_oid: str, report: dict, write: bool = True, signer=None) -> dict:
     """Mark displaced verdicts in ``report`` and store it as the plan's newest layer.
 
     A report identical to the newest layer (same figures, same evidence) reuses that layer
@@ -153,7 +155,8 @@ def store_layer(store, plan_oid: str, report: dict, write: bool = True) -> dict:
     if not write:
         return unstored(head)
     value = record(plan_oid, report, put_parts(store, rows_records(plan_oid, report["attempts"])))
-    return append_layer(store, ref, head, value, f"report layer ({report['status']})", current)
+    reason = f"report layer ({report['status']})"
+    return append_layer(store, ref, head, value, reason, current, signer)
 
 
 def unstored(head: str | None) -> dict:
@@ -162,12 +165,18 @@ def unstored(head: str | None) -> dict:
 
 
 def append_layer(
-    store, ref: str, head: str | None, value: dict, reason: str, current: dict | None = None
+    store,
+    ref: str,
+    head: str | None,
+    value: dict,
+    reason: str,
+    current: dict | None = None,
+    signer=None,
 ) -> dict:
     """Chain ``value`` after the layer ``head`` under ``ref``, or reuse ``head`` if identical.
 
     ``current`` is the record of ``head`` when the caller has read it already. A new layer is
-    signed when a signing key is configured (docs/audit.md).
+    signed with ``signer`` (when given) before the ref names it (docs/audit.md).
     """
     if head is not None:
         if current is None:
@@ -177,8 +186,9 @@ def append_layer(
             return {"oid": head, "previous": current["links"].get("previous"), "reused": True}
         value["links"]["previous"] = head
     oid = store.objects.put_record(value)
-    store.refs.update(ref, oid, old=head, reason=reason)
-    from yyb import signing
+    if signer is not None:
+        from yyb import signing
 
-    signing.sign_if_configured(store, oid)
+        signing.sign(store, oid, signer)
+    store.refs.update(ref, oid, old=head, reason=reason)
     return {"oid": oid, "previous": head, "reused": False}

@@ -12,14 +12,15 @@ from __future__ import annotations
 import hashlib
 from itertools import combinations
 
-from yyb.attempts.run import profiles_for
+from yyb.evidence import names
+from yyb.evidence.plan import bytes_hash, first_generation_profiles
+from yyb.evidence.records import LONGITUDINAL_COHORTS as COHORTS
+from yyb.evidence.records import LONGITUDINAL_LAYER as LONGITUDINAL
+from yyb.evidence.records import PLAN as EXPERIMENT
 from yyb.reports import build
 from yyb.store import codec, fanout, heap
 
-LONGITUDINAL = "yylo_benchmark_longitudinal_layer.v3"
-COHORTS = "yylo_benchmark_longitudinal_cohorts.v3"
-LONGITUDINAL_REF = "refs/reports/longitudinal"
-EXPERIMENT = "yylo_benchmark_experiment_plan.v2"
+LONGITUDINAL_REF = names.LONGITUDINAL
 # The key's parts, in the order the report shows them.
 PARTS = (
     "case",
@@ -75,8 +76,6 @@ class PlanParts:
 
 
 def _identity(profile: str, spec_or_receipt: dict, from_receipt: bool) -> dict:
-    from yyb.grading.evaluate import bytes_hash
-
     if from_receipt:
         evaluator = spec_or_receipt["evaluator"]
         return {
@@ -97,7 +96,7 @@ def grading_layer(plan: dict, parts: PlanParts, case: dict | None, facts: build.
     """The evaluators behind the attempt's current verdict: the ones the plan selected for it
     (generation 1) and every one whose generations were read, sorted and without repeats."""
     found = {}
-    for profile in profiles_for(plan, case):
+    for profile in first_generation_profiles(plan, case):
         identity = _identity(profile, parts.catalog[profile], False)
         found[tuple(identity.values())] = identity
     for _, receipt in facts.evaluations:
@@ -168,7 +167,7 @@ def differing_parts(first: dict, second: dict, prefix: str = "") -> list[str]:
 def plans(store) -> list[str]:
     """Every experiment plan under ``refs/plans/``, by oid."""
     found = []
-    for name in store.refs.names(under="refs/plans"):
+    for name in store.refs.names(under=names.PLANS):
         oid = store.refs.read(name)
         if oid is None:
             continue
@@ -300,7 +299,9 @@ def build_longitudinal(
 
 
 @heap.without_gc
-def store_layer(store, report: dict, facts: list[build.Facts], write: bool = True) -> dict:
+def store_layer(
+    store, report: dict, facts: list[build.Facts], write: bool = True, signer=None
+) -> dict:
     """Store ``report`` as the newest longitudinal layer (reusing an identical head); with
     ``write`` false, store nothing.
 
@@ -330,4 +331,6 @@ def store_layer(store, report: dict, facts: list[build.Facts], write: bool = Tru
         links["cohorts"] = cohorts
     summary = {key: value for key, value in report.items() if key != "cohorts"}
     value = {"schema_version": LONGITUDINAL, "report": summary, "links": links}
-    return append_layer(store, LONGITUDINAL_REF, head, value, "longitudinal report layer")
+    return append_layer(
+        store, LONGITUDINAL_REF, head, value, "longitudinal report layer", signer=signer
+    )

@@ -1,21 +1,11 @@
-"""How an attempt's facts decide its one terminal class (the table in docs/attempts.md)."""
+"""How an attempt's facts decide its one terminal class (the table in docs/attempts.md), and
+which terminals left a candidate result that can be graded."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-CLASSES = (
-    "resolved",
-    "model_failure",
-    "safety_failure",
-    "harness_failure",
-    "environment_failure",
-    "grader_failure",
-    "invalid_case",
-    "timeout",
-    "cancelled",
-)
-VALID = ("resolved", "model_failure", "safety_failure", "grader_failure", "timeout")
+from yyb.evidence.records import UNGRADEABLE, TerminalClass
 
 
 @dataclass
@@ -35,8 +25,19 @@ class Facts:
     verdict_reason: str = ""
     safety_failed: bool = False
 
+    @property
+    def ran_cleanly(self) -> bool:
+        """The candidate finished on its own, said it succeeded, and left nothing running:
+        its result is worth grading."""
+        return (
+            not (self.cancelled or self.timed_out or self.envelope_problem)
+            and self.cleanup_confirmed
+            and self.exit_code == 0
+            and self.envelope_status == "succeeded"
+        )
 
-def decide(f: Facts) -> tuple[str, str]:
+
+def decide(f: Facts) -> tuple[TerminalClass, str]:
     """(terminal class, reason): the first row of the table that applies."""
     if f.cancelled:
         return "cancelled", "the run was interrupted while the attempt was in flight"
@@ -65,3 +66,24 @@ def decide(f: Facts) -> tuple[str, str]:
     if f.verdict == "pass":
         return "resolved", "the candidate succeeded and the grader passed its result"
     return "harness_failure", "no grader verdict was produced"
+
+
+def gradeable(terminal: dict) -> str | None:
+    """Why the attempt's candidate result cannot be graded, or None when it can."""
+    links, exit_info = terminal["links"], terminal["exit"]
+    if "manifest" not in links:
+        return "no retained final workspace"
+    if terminal["class"] in UNGRADEABLE:
+        return f"the candidate ended as {terminal['class']}"
+    if exit_info["code"] != 0 or not exit_info["cleanup_confirmed"] or "envelope" not in links:
+        return "the candidate did not finish cleanly"
+    observed = terminal["identity"]["observed"] or ""
+    if observed != terminal["identity"]["resolved"].lower():
+        return "the candidate's identity did not match the plan"
+    return None
+
+
+def identities(identity: dict) -> list[str]:
+    """A terminal's ``identity`` as the names a blinded judge must not see: requested,
+    resolved and observed (empty when nothing was observed)."""
+    return [identity["requested"], identity["resolved"], identity["observed"] or ""]

@@ -11,17 +11,22 @@ with any attempt short of a complete chain is incomplete, never complete.
 
 from __future__ import annotations
 
-from yyb.attempts.run import EVIDENCE, EXECUTION, INTENT, RECEIPT, TERMINAL, attempt_ref
 from yyb.errors import YybError
-from yyb.grading.evaluate import EVALUATION, eval_ref
-from yyb.harness.manifest import MANIFEST
+from yyb.evidence import chain, names
+from yyb.evidence.records import (
+    EVALUATION,
+    EVIDENCE,
+    EXECUTION,
+    INTENT,
+    MANIFEST,
+    NO_WORKSPACE,
+    PLAN,
+    RECEIPT,
+    TERMINAL,
+)
 from yyb.store import fanout, heap
 from yyb.store.chain import verify_many
 from yyb.store.fsck import Finding, error, info
-
-PLAN = "yylo_benchmark_experiment_plan.v2"
-# Terminal classes reached before any workspace existed carry no receipt or manifest.
-NO_WORKSPACE = ("invalid_case", "environment_failure")
 
 
 class AttemptCheck:
@@ -80,14 +85,14 @@ class AttemptCheck:
 
     def check(self) -> None:
         refs = self.store.refs
-        intent_oid = refs.read(attempt_ref(self.plan_oid, self.oid, "intent"))
+        intent_oid = refs.read(names.attempt(self.plan_oid, self.oid, "intent"))
         if intent_oid is None:
             self.fail("incomplete", "never dispatched (no intent)")
             return
         intent = self.record(intent_oid, INTENT, "intent")
         if intent is not None:
             self.owned(intent, "intent", intent_oid)
-        terminal_oid = refs.read(attempt_ref(self.plan_oid, self.oid, "terminal"))
+        terminal_oid = refs.read(names.attempt(self.plan_oid, self.oid, "terminal"))
         if terminal_oid is None:
             self.fail("incomplete", "dispatched but no terminal (run 'yyb run' again to close it)")
             return
@@ -156,7 +161,7 @@ class AttemptCheck:
             )
 
     def check_evidence(self, terminal_oid: str, terminal: dict) -> None:
-        evidence_oid = self.store.refs.read(attempt_ref(self.plan_oid, self.oid, "evidence"))
+        evidence_oid = self.store.refs.read(names.attempt(self.plan_oid, self.oid, "evidence"))
         evidence = self.record(evidence_oid, EVIDENCE, "evidence")
         if evidence is not None:
             self.evidence_oid = evidence_oid
@@ -198,7 +203,7 @@ class AttemptCheck:
             if profile not in catalog:
                 self.fail("unknown-profile", f"evaluation {profile} is not in the plan's catalog")
             chain = []
-            oid = self.store.refs.read(eval_ref(self.plan_oid, self.oid, profile))
+            oid = self.store.refs.read(names.evaluation(self.plan_oid, self.oid, profile))
             while oid is not None and len(chain) < 100_000:
                 value = self.record(oid, EVALUATION, "evaluation")
                 if value is None:
@@ -248,15 +253,14 @@ def check_plan(store, plan_oid: str, plan: dict | None = None) -> tuple[dict | N
     if plan is not None and plan.get("schema_version") != PLAN:
         findings.append(error("wrong-record", plan_oid, "not an experiment plan"))
         plan = None
-    if plan is not None and store.refs.read(f"refs/plans/{plan_oid}") != plan_oid:
+    if plan is not None and store.refs.read(names.plan(plan_oid)) != plan_oid:
         findings.append(error("unlogged-plan", plan_oid, "refs/plans/<oid> does not name it"))
     return plan, findings
 
 
 def check_attempt(store, plan_oid: str, plan: dict, attempt_oid: str) -> AttemptCheck:
     """Check one attempt's chain and links (every record it reads is hash-verified)."""
-    folder = f"refs/runs/{plan_oid}/{attempt_oid}/evaluations"
-    profiles = [name[len(folder) + 1 :] for name in store.refs.names(under=folder)]
+    profiles = chain.profiles(store, plan_oid, attempt_oid)
     check = AttemptCheck(store, plan_oid, plan, attempt_oid, profiles)
     try:
         check.check()
@@ -299,8 +303,8 @@ def verify_experiment(store, plan_oid: str) -> tuple[list[Finding], dict]:
     return findings, summary(plan_oid, len(attempts), complete, findings)
 
 
-def _walk_chunk(store, seen: set[str], names: list[str]) -> list[Finding]:
-    return list(verify_many(store, names, set(seen)))
+def _walk_chunk(store, seen: set[str], refs: list[str]) -> list[Finding]:
+    return list(verify_many(store, refs, set(seen)))
 
 
 def verify_objects(store, plan_oid: str) -> list[Finding]:
@@ -314,7 +318,7 @@ def verify_objects(store, plan_oid: str) -> list[Finding]:
     """
     seen: set[str] = set()
     findings = list(verify_many(store, [plan_oid], seen))
-    names = store.refs.names(under=f"refs/runs/{plan_oid}")
-    for part in fanout.map_chunks(_walk_chunk, (store, seen), names, scale=5):  # ~5 per attempt
+    refs = store.refs.names(under=names.runs(plan_oid))
+    for part in fanout.map_chunks(_walk_chunk, (store, seen), refs, scale=5):  # ~5 per attempt
         findings += part
     return list(dict.fromkeys(findings))

@@ -1,0 +1,154 @@
+"""Conclude: grade what the candidate left (generation 1) and decide the terminal record."""
+
+from __future__ import annotations
+
+from yyb.attempts.dispatch import inputs
+from yyb.evidence import cost
+from yyb.evidence import plan as planned
+from yyb.evidence.chain import history
+from yyb.evidence.records import TERMINAL
+from yyb.evidence.terminal import Facts, decide, identities
+from yyb.evidence.verdict import conclude as verdict_of
+from yyb.grading import evaluate
+
+INDETERMINATE = (
+    "dispatched earlier without a terminal (interrupted run): closed as "
+    "indeterminate, never dispatched again"
+)
+
+
+def conclude(ctx, attempt_oid: str, execution_oid: str, execution: dict) -> dict:
+    """The terminal record of an executed attempt, grading it first when it ran cleanly.
+
+    Generation 1 evaluations retained before an interruption are reused, never run twice.
+    """
+    facts = Facts(**execution["facts"])
+    links = {k: v for k, v in execution["links"].items() if k not in ("plan", "attempt", "listing")}
+    links["execution"] = execution_oid
+    if facts.ran_cleanly:
+        _grade(ctx, attempt_oid, execution, facts, links)
+        facts.cancelled = ctx.cancel.is_set()  # stopped while grading: still in flight
+    cls, reason = decide(facts)
+    return terminal_record(ctx, attempt_oid, cls, reason, links, facts, execution)
+
+
+def early(ctx, attempt_oid: str, facts: Facts, links: dict) -> dict:
+    """The terminal record of an attempt that ended before its candidate ran."""
+    cls, reason = decide(facts)
+    return terminal_record(ctx, attempt_oid, cls, reason, links, facts)
+
+
+def indeterminate(ctx, attempt_oid: str, note: str = "") -> dict:
+    """The terminal of an attempt dispatched by an earlier run that left no execution: it
+    may or may not have run, so it is a harness_failure and is never dispatched again."""
+    links = {"intent": ctx.read(attempt_oid, "intent")}
+    return terminal_record(
+        ctx, attempt_oid, "harness_failure", INDETERMINATE + note, links, Facts(environment=None)
+    )
+
+
+def _grade(ctx, attempt_oid: str, execution: dict, facts: Facts, links: dict) -> None:
+    """Generation 1 of every selected evaluator; their conjunction decides the verdict."""
+    attempt = ctx.attempts[attempt_oid]
+    case, prompt, _ = inputs(ctx, attempt)
+    truth = evaluate.Truth(
+        links["manifest"],
+        execution["links"]["listing"],
+        links.get("patch"),
+        links.get("stdout"),
+        links.get("stderr"),
+        prompt or b"",
+    )
+    names = identities(execution["identity"])
+    histories, receipts = {}, []
+    for profile in planned.first_generation_profiles(ctx.plan, case):
+        retained = history(ctx.store, ctx.plan_oid, attempt_oid, profile)
+        if retained:  # graded before an interruption: reuse, never grade generation 1 twice
+            receipts.append(retained[0][0])
+            histories[profile] = [record for _, record in retained]
+            continue
+        oid, receipt = evaluate.evaluate(
+            ctx.store,
+            ctx.plan_oid,
+            ctx.plan,
+            attempt_oid,
+            attempt,
+            profile,
+            truth,
+            names,
+            ctx.protected(),
+            cancel=ctx.cancel,
+            environ=ctx.environ,
+            signer=ctx.signer,
+        )
+        receipts.append(oid)
+        histories[profile] = [receipt]
+    if not histories:
+        facts.verdict, facts.verdict_reason = "pass", "no evaluator is selected for this attempt"
+        return
+    verdict, reason = verdict_of(histories)
+    facts.safety_failed = verdict == "safety"
+    facts.verdict = "fail" if verdict == "safety" else verdict
+    facts.verdict_reason = reason
+    links["evaluations"] = receipts
+
+
+def terminal_record(
+    ctx,
+    attempt_oid: str,
+    cls: str,
+    reason: str,
+    links: dict,
+    facts: Facts,
+    execution: dict | None = None,
+) -> dict:
+    """The terminal: one class and reason, the identity, runtime, exit and cost it rests on.
+
+    A reported cost above the attempt's ceiling is flagged in ``spend`` (and in the reason);
+    it does not change the class, which says what the candidate did.
+    """
+    attempt = ctx.attempts[attempt_oid]
+    if execution is None:
+        # Nothing ran: the intent's time stands for the runtime, so a rerun after a crash
+        # writes the very same terminal (same oid, same signature) instead of a second one.
+        now = ctx.store.objects.get_record(links["intent"])["time_ms"]
+        execution = {
+            "identity": {
+                "requested": attempt["model"]["requested"],
+                "resolved": attempt["model"]["resolved"],
+                "observed": None,
+            },
+            "runtime": {"wall_ms": 0, "started_ms": now, "ended_ms": now},
+            "outputs": {},
+            "candidate_cost": cost.unknown(),
+        }
+    ceiling = planned.ceiling(attempt)
+    over = cost.over_ceiling(execution["candidate_cost"], ceiling)
+    if over is not None:
+        reason += f"; the reported cost exceeds the attempt's ceiling of {ceiling} micro-USD"
+    record = {
+        "schema_version": TERMINAL,
+        "class": cls,
+        "reason": reason,
+        "plan": ctx.plan_oid,
+        "attempt": attempt_oid,
+        "ordinal": attempt["ordinal"],
+        "identity": execution["identity"],
+        "runtime": execution["runtime"],
+        "exit": {
+            "code": facts.exit_code,
+            "signal": facts.signal,
+            "timed_out": facts.timed_out,
+            "cleanup_confirmed": facts.cleanup_confirmed,
+        },
+        "outputs": execution["outputs"],
+        "candidate_cost": execution["candidate_cost"],
+        "links": {
+            "plan": ctx.plan_oid,
+            "attempt": attempt_oid,
+            **{k: v for k, v in links.items() if v},
+        },
+    }
+    if ceiling is not None:
+        record["spend"] = {"ceiling_micros": ceiling, "over_ceiling_micros": over}
+    return record

@@ -1,0 +1,159 @@
+"""What a run needs, resolved and checked before anything is dispatched."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from yyb.errors import UsageError
+from yyb.evidence import names
+
+Status = Literal["ran", "reused", "converted", "closed", "skipped", "not dispatched"]
+
+
+@dataclass
+class Result:
+    """What happened to one attempt in this run (``status``) and the terminal it has."""
+
+    attempt: str
+    ordinal: int
+    model: str
+    case_id: str | None
+    terminal_class: str
+    reason: str
+    terminal: str | None
+    status: Status
+    wall_ms: int = 0
+
+    @classmethod
+    def of(cls, attempt_oid: str, attempt: dict, terminal_oid, terminal, status) -> Result:
+        """The result of an attempt that has ``terminal`` (record) as ``terminal_oid``."""
+        return cls(
+            attempt_oid,
+            attempt["ordinal"],
+            attempt["model"]["resolved"],
+            attempt.get("case_id"),
+            terminal["class"],
+            terminal["reason"],
+            terminal_oid,
+            status,
+            terminal["runtime"]["wall_ms"],
+        )
+
+    @classmethod
+    def without_terminal(cls, attempt_oid: str, attempt: dict, reason: str, status) -> Result:
+        return cls(
+            attempt_oid,
+            attempt["ordinal"],
+            attempt["model"]["resolved"],
+            attempt.get("case_id"),
+            "-",
+            reason,
+            None,
+            status,
+        )
+
+
+@dataclass
+class RunContext:
+    """Everything a run needs, resolved before anything is dispatched.
+
+    ``signer`` is the private key that signs terminals and evaluation receipts (None: signing
+    off); signing is a step of publishing, so recovery completes what a crash cut short.
+    """
+
+    store: Any
+    config: Any
+    plan_oid: str
+    plan: dict
+    attempts: dict[str, dict]  # attempt oid -> attempt plan
+    keep_workspaces: bool = False
+    cancel: threading.Event = field(default_factory=threading.Event)
+    progress: Callable[[Result], None] | None = None
+    secrets: dict[str, str] = field(default_factory=dict)
+    environ: dict[str, str] = field(default_factory=dict)  # for judge harness secrets
+    signer: Any = None
+
+    @property
+    def harness(self) -> dict:
+        return self.plan["candidate_harness"]["config"]
+
+    def protected(self) -> list[str]:
+        from yyb.harness.sandbox import protected_roots
+
+        return protected_roots(self.store.path, self.config, self.plan)
+
+    def ref(self, attempt_oid: str, leaf: names.Leaf) -> str:
+        return names.attempt(self.plan_oid, attempt_oid, leaf)
+
+    def read(self, attempt_oid: str, leaf: names.Leaf) -> str | None:
+        return self.store.refs.read(names.attempt(self.plan_oid, attempt_oid, leaf))
+
+
+def signer_from(environ: dict[str, str]) -> Any:
+    """The configured signing key, loaded, or None (``signing.configured_signer``)."""
+    from yyb import signing
+
+    return signing.configured_signer(environ)
+
+
+def authorize(store, plan_oid: str, plan: dict) -> None:
+    """A plan with a budget dispatches only under a grant that authorizes it exactly.
+
+    Raises:
+        GrantError: no grant, or one that does not match the plan or has expired.
+    """
+    from yyb.plans import grant
+
+    if plan.get("budget") is None:
+        return
+    grant_oid = store.refs.read(names.grant(plan_oid))
+    if grant_oid is None:
+        raise grant.GrantError("grant", "no grant authorizes this plan's spend")
+    grant.check(store.objects.get_record(grant_oid), plan_oid, plan, grant.now_ms())
+
+
+def prepare(
+    store, config, plan_oid: str, plan: dict, attempts: dict[str, dict], environ: dict[str, str]
+) -> RunContext:
+    """Check everything a live run needs before any dispatch (fails closed).
+
+    Raises:
+        SandboxUnavailable: the sandbox cannot start here.
+        GrantError: the plan has a budget and no grant authorizes it.
+        UsageError: the harness executable, a secret or the named signing key is missing.
+    """
+    from yyb.harness import adapters, sandbox
+
+    authorize(store, plan_oid, plan)
+    sandbox.probe()
+    harness = plan["candidate_harness"]["config"]
+    adapters.executable(harness)
+    secrets = {}
+    for name in harness.get("secrets", []):
+        if name not in environ:
+            raise UsageError(f"the candidate harness needs the secret {name}, which is not set")
+        secrets[name] = environ[name]
+    for profile in plan["evaluators"]["selected"]:
+        spec = plan["evaluators"]["catalog"][profile]
+        if spec["kind"] != "llm_judge":
+            continue
+        judge = plan["evaluators"]["harnesses"].get(spec["harness"])
+        if judge is None:
+            raise UsageError(f"the judge {profile} has no harness bound in the plan")
+        adapters.executable(judge)
+        for name in judge.get("secrets", []):
+            if name not in environ:
+                raise UsageError(f"the judge {profile} needs the secret {name}, which is not set")
+    return RunContext(
+        store,
+        config,
+        plan_oid,
+        plan,
+        attempts,
+        secrets=secrets,
+        environ=dict(environ),
+        signer=signer_from(environ),
+    )

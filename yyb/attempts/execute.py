@@ -1,0 +1,202 @@
+"""Execute: the workspace, the sandboxed candidate, and the execution record it proves.
+
+Everything the candidate's run proved is retained and its execution ref created before any
+grading or terminal, so a crash after this point loses no candidate work: recovery concludes
+from the execution record instead of dispatching again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from yyb.attempts.dispatch import inputs
+from yyb.errors import UsageError, YybError
+from yyb.evidence import cost
+from yyb.evidence import plan as planned
+from yyb.evidence.records import EXECUTION, MANIFEST, RECEIPT
+from yyb.evidence.terminal import Facts
+from yyb.harness import adapters, envelope, manifest, sandbox, snapshot, supervise
+from yyb.harness.environment import Folders, build, redact
+
+# The environment variable that tells the harness the attempt's spend ceiling (docs/attempts.md).
+CEILING_ENV = "YYB_MAX_COST_MICROS"
+
+
+@dataclass
+class Early:
+    """An attempt that ended before its candidate ran: the facts that decide its terminal."""
+
+    facts: Facts
+    links: dict = field(default_factory=dict)
+
+
+def execute(ctx, attempt_oid: str, intent_oid: str, folders: Folders) -> Early | tuple[str, dict]:
+    """Prepare the workspace, run the candidate in the sandbox, retain what it left.
+
+    Returns the execution record's (oid, record), its ref created; or ``Early`` when the
+    workspace could not be prepared.
+    """
+    store, attempt = ctx.store, ctx.attempts[attempt_oid]
+    case, prompt, workflow = inputs(ctx, attempt)
+    try:
+        folders.create()
+        if case is not None:
+            repo = ctx.config.repository_path(case["repository"])
+            if repo is None:
+                raise UsageError(f"repository {case['repository']!r} is not configured")
+            snap = snapshot.create(
+                repo, case["base_commit"], ctx.plan["excluded_paths"], folders.workspace
+            )
+        else:
+            snap = snapshot.empty(folders.workspace)
+    except UsageError as exc:
+        return Early(
+            Facts(invalid_case=f"the case cannot be prepared: {exc}"), {"intent": intent_oid}
+        )
+    except (OSError, YybError) as exc:
+        reason = f"the attempt workspace could not be prepared: {exc}"
+        return Early(Facts(environment=reason), {"intent": intent_oid})
+
+    links = {"intent": intent_oid}
+    base = manifest.scan(store, folders.workspace)
+    base_listing = store.objects.put_record(manifest.listing_record(base))
+    model = attempt["model"]["resolved"]
+    workflow_plan = ctx.plan.get("workflow", {})
+    argv, envelope_path = adapters.invocation(
+        ctx.harness,
+        model,
+        folders.workspace,
+        folders.control,
+        prompt,
+        workflow,
+        workflow_plan.get("variables"),
+        workflow_plan.get("controlled_model_variable"),
+    )
+    read_only = ctx.plan["tool_policy"]["read_only_paths"]
+    env, policy = build(folders, read_only, sorted(ctx.secrets), ctx.secrets)
+    ceiling = planned.ceiling(attempt)
+    if ceiling is not None:
+        env[CEILING_ENV] = str(ceiling)
+        policy["variables"] = sorted(env)
+    network = ctx.plan["tool_policy"]["network"] == "allowed"
+    receipt = {
+        "schema_version": RECEIPT,
+        "base_commit": snap.base_commit,
+        "snapshot_commit": snap.commit,
+        "snapshot_tree": snap.tree,
+        "excluded_paths": list(ctx.plan["excluded_paths"]),
+        "excluded": snap.excluded,
+        "file_count": snap.file_count,
+        "sandbox": {
+            "kind": "bubblewrap",
+            "version": sandbox.version(),
+            "network": "allowed" if network else "denied",
+        },
+        "environment": policy,
+        "links": {"intent": intent_oid, "listing": base_listing},
+    }
+    links["receipt"] = store.objects.put_record(receipt)
+    box = sandbox.Sandbox(
+        writable=[folders.workspace, *folders.private()],
+        masked=ctx.protected(),
+        read_only=read_only,
+        network=network,
+        cwd=folders.workspace,
+    )
+    envelope.remove_stale(envelope_path)
+    outcome = supervise.run(box.argv(argv), env, None, ctx.plan["timeout_ms"], ctx.cancel)
+    facts = Facts(
+        cancelled=outcome.cancelled,
+        timed_out=outcome.timed_out,
+        cleanup_confirmed=outcome.cleanup_confirmed,
+        exit_code=outcome.exit_code,
+        signal=outcome.signal,
+    )
+    links["stdout"] = store.objects.put("blob", redact(outcome.stdout.data, ctx.secrets))
+    links["stderr"] = store.objects.put("blob", redact(outcome.stderr.data, ctx.secrets))
+    value, observed = _envelope(ctx, envelope_path, outcome, model, facts, links)
+
+    final = manifest.scan(store, folders.workspace)
+    final_listing = store.objects.put_record(manifest.listing_record(final))
+    links["patch"] = store.objects.put("blob", manifest.diff(store, base.entries, final.entries))
+    post = {
+        "schema_version": MANIFEST,
+        "git": manifest.git_state(folders.workspace),
+        "file_count": len(final.entries),
+        **manifest.changes(base.entries, final.entries),
+        "omitted": final.omitted,
+        "links": {"receipt": links["receipt"], "listing": final_listing, "patch": links["patch"]},
+    }
+    links["manifest"] = store.objects.put_record(post)
+    links["listing"] = final_listing
+    execution = _record(ctx, attempt_oid, attempt, facts, links, outcome, value, observed)
+    execution_oid = store.objects.put_record(execution)
+    store.refs.update(
+        ctx.ref(attempt_oid, "execution"), execution_oid, old=None, reason="execution retained"
+    )
+    return execution_oid, execution
+
+
+def _envelope(ctx, path: str, outcome, model: str, facts: Facts, links: dict):
+    """Read and retain the harness's envelope: (its value or None, the observed identity)."""
+    store = ctx.store
+    value, problem = envelope.read(path, outcome.started_ms, outcome.ended_ms)
+    observed = None
+    if value is not None:
+        value = envelope.redact_strings(value, lambda data: redact(data, ctx.secrets))
+        observed = envelope.observed(value)
+        if observed != model.lower():
+            problem = f"the envelope observed {observed}, not the planned {model}"
+        links["envelope"] = store.objects.put_record(value)
+        facts.envelope_status = value["status"]
+    else:
+        try:
+            raw = envelope.read_regular(path, envelope.MAX_ENVELOPE)
+        except (envelope.NotRegular, OSError):
+            raw = None
+        if raw:
+            retained = redact(raw[: envelope.MAX_ENVELOPE], ctx.secrets)
+            links["envelope_raw"] = store.objects.put("blob", retained)
+    facts.envelope_problem = problem
+    return value, observed
+
+
+FACT_FIELDS = (
+    "cancelled",
+    "timed_out",
+    "cleanup_confirmed",
+    "exit_code",
+    "signal",
+    "envelope_problem",
+    "envelope_status",
+)
+
+
+def _record(ctx, attempt_oid, attempt, facts, links, outcome, value, observed) -> dict:
+    """Everything the candidate's run proved, durable before any grading or terminal."""
+    return {
+        "schema_version": EXECUTION,
+        "plan": ctx.plan_oid,
+        "attempt": attempt_oid,
+        "facts": {name: getattr(facts, name) for name in FACT_FIELDS},
+        "identity": {
+            "requested": attempt["model"]["requested"],
+            "resolved": attempt["model"]["resolved"],
+            "observed": observed,
+        },
+        "runtime": {
+            "wall_ms": outcome.wall_ms,
+            "started_ms": outcome.started_ms,
+            "ended_ms": outcome.ended_ms,
+        },
+        "outputs": {
+            name: {"bytes": cap.total, "retained": len(cap.data), "truncated": cap.truncated}
+            for name, cap in (("stdout", outcome.stdout), ("stderr", outcome.stderr))
+        },
+        "candidate_cost": cost.reported(value),
+        "links": {
+            "plan": ctx.plan_oid,
+            "attempt": attempt_oid,
+            **{k: v for k, v in links.items() if v},
+        },
+    }
