@@ -13,13 +13,15 @@ import binascii
 import hashlib
 import json
 import os
+from collections.abc import Iterator
 from typing import Any
 
 from yyb.errors import BadSignature, UsageError, YybError
-from yyb.store.objects import is_oid
+from yyb.evidence import names, records
+from yyb.store.objects import check_links, is_oid
 from yyb.store.repo import Store
 
-SIGNATURE = "yyb_signature.v1"
+SIGNATURE = records.SIGNATURE
 PAYLOAD_TYPE = "application/vnd.yyb.statement+json"
 STATEMENT_TYPE = "yyb.statement.v1"
 KEY_ENV = "YYB_SIGNING_KEY"
@@ -40,7 +42,7 @@ def statement(oid: str) -> bytes:
 
 
 def signature_ref(oid: str) -> str:
-    return f"refs/signatures/{oid}"
+    return names.signature(oid)
 
 
 # --- keys -----------------------------------------------------------------------------------
@@ -232,8 +234,8 @@ def verify_envelope(record: dict, signed: str, trusted: list[Any], sig_oid: str 
     """Check one signature record against trusted public keys.
 
     Order matters (DSSE): the signature over the PAE first, then the payload type, then the
-    parsed payload, which must name exactly ``signed`` (also the record's ``links.signed``).
-    The key id is never used to decide.
+    payload, which must be exactly the bytes ``statement(signed)`` (and the record's
+    ``links.signed`` must be ``signed``). The key id is never used to decide.
 
     Raises:
         BadSignature: the first check that fails.
@@ -261,17 +263,22 @@ def verify_envelope(record: dict, signed: str, trusted: list[Any], sig_oid: str 
         raise BadSignature(sig_oid, "no signature in it verifies with a trusted key")
     if payload_type != PAYLOAD_TYPE:
         raise BadSignature(sig_oid, f"payload type {payload_type!r}, not {PAYLOAD_TYPE}")
-    try:
-        body = json.loads(payload)
-    except ValueError:
-        raise BadSignature(sig_oid, "the payload is not JSON") from None
-    if not isinstance(body, dict) or set(body) != {"signed", "type"}:
-        raise BadSignature(sig_oid, "the payload is not a yyb statement")
-    named = body["signed"]
-    if body["type"] != STATEMENT_TYPE or not isinstance(named, str) or not is_oid(named):
-        raise BadSignature(sig_oid, "the payload is not a yyb statement")
+    # Bytes, never a parse: a BOM, a space, another key order or a repeated key would let two
+    # JSON parsers read two statements from one signed payload.
+    named = _statement_oid(payload)
+    if named is None:
+        raise BadSignature(
+            sig_oid, "the payload is not a yyb statement: not exactly its canonical bytes"
+        )
     if named != signed or record.get("links", {}).get("signed") != signed:
         raise BadSignature(sig_oid, f"it signs {named}, not {signed}")
+
+
+def _statement_oid(payload: bytes) -> str | None:
+    """The oid whose statement ``payload`` is, byte for byte; None if it is no statement."""
+    start = statement("0" * 64).index(b"0" * 64)
+    named = payload[start : start + 64].decode("ascii", "replace")
+    return named if is_oid(named) and payload == statement(named) else None
 
 
 def check_signed(store: Store, oid: str, trusted: list[Any]):
@@ -291,39 +298,52 @@ def check_signed(store: Store, oid: str, trusted: list[Any]):
     return [error("bad-signature", oid, "; ".join(problems))]
 
 
-# Records that yyb signs when a key is configured: each one reachable from a signed head must
-# carry its own trusted signature too, so nothing unsigned sits between a head and what it
-# vouches for.
-SIGNED_KINDS = frozenset(
-    {
-        "yylo_benchmark_terminal.v2",
-        "yylo_benchmark_evaluation.v2",
-        "yylo_benchmark_report_layer.v2",  # written by yyb before report_layer.v3
-        "yylo_benchmark_report_layer.v3",
-        "yylo_benchmark_longitudinal_layer.v2",
-        "yylo_benchmark_longitudinal_layer.v3",
-    }
-)
-
-
 def check_vouched(store: Store, head: str, trusted: list[Any]):
-    """Findings for the head and every signed-kind record reachable from it by links."""
+    """Findings for the head and every signed-kind record reachable from it by links.
+
+    Every record of ``records.SIGNED_KINDS`` below a signed head must carry its own trusted
+    signature, so nothing unsigned sits between a head and what it vouches for.
+    """
     findings = list(check_signed(store, head, trusted))
-    seen, stack = {head}, [head]
+    for oid in signed_records(store, [head]):
+        if oid != head:
+            findings.extend(check_signed(store, oid, trusted))
+    return findings
+
+
+def signed_records(store: Store, roots: list[str]) -> Iterator[str]:
+    """The oid of every record of a signed kind reachable from ``roots`` by links, once each.
+
+    Missing and damaged objects are passed over (verify-chain and doctor report them); blobs
+    are recognised by their header and never read.
+    """
+    seen, stack = set(roots), list(reversed(roots))
     while stack:
         oid = stack.pop()
         try:
-            obj = store.objects.get(oid)
+            kind, _, stream = store.objects.open_body(oid)
+            stream.close()
+            if kind != "record":
+                continue
+            value = store.objects.get_record(oid)
+            targets = [t for linked in check_links(value, oid).values() for t in linked]
         except YybError:
-            continue  # verify-chain reports missing and damaged objects
-        if obj.kind != "record":
             continue
-        value = obj.value()
-        if oid != head and value.get("schema_version") in SIGNED_KINDS:
-            findings.extend(check_signed(store, oid, trusted))
-        for targets in value.get("links", {}).values():
-            for target in targets if isinstance(targets, list) else [targets]:
-                if target not in seen:
-                    seen.add(target)
-                    stack.append(target)
-    return findings
+        if value.get("schema_version") in records.SIGNED_KINDS:
+            yield oid
+        for target in targets:
+            if target not in seen:
+                seen.add(target)
+                stack.append(target)
+
+
+def signature_refs(store: Store, roots: list[str]) -> list[str]:
+    """The signature refs (sorted) of the signed-kind records reachable from ``roots`` and of
+    the roots themselves, those that exist: what a bundle of ``roots`` needs so that
+    ``verify-chain --trusted-key`` can check each of those records where it is imported."""
+    found = set()
+    for oid in [*roots, *signed_records(store, roots)]:
+        name = signature_ref(oid)
+        if store.refs.read(name) is not None:
+            found.add(name)
+    return sorted(found)

@@ -74,3 +74,46 @@ def test_a_rewritten_terminal_loses_its_signature(tmp_path):
     assert result.exit_code == 1
     assert result.lines[-1].startswith(f"error bad-signature {forged}:")
     assert f"signs {honest}, not {forged}" in result.lines[-1]
+
+
+def test_a_plan_bundle_carries_the_signatures_of_every_generation_and_layer(tmp_path, monkeypatch):
+    """After a regrade and a second report layer, the heads link records whose signature refs
+    are no ref's tip any more: generation-1 receipts, the first layer. --plan carries them."""
+    from tests.grading.conftest import build_bench
+
+    key_path = str(tmp_path / "signing.key")
+    public = signing.generate_key(key_path)
+    monkeypatch.setenv(signing.KEY_ENV, key_path)
+    bench = build_bench(tmp_path / "bench")
+    bench.configure()
+    plan, _ = bench.run(["zz/fixer", "zz/idler"])
+    plan_file = bench.plan_file(plan)
+    for args in (("report",), ("regrade", "--profile", "tests"), ("report",)):
+        done = bench.yyb(*args, "--plan", plan_file)
+        assert done.exit_code == 0, done.stderr
+    monkeypatch.setenv(signing.KEY_ENV, "")
+    layers = list(bench.store.refs.log(f"refs/reports/{plan.oid}"))
+    assert len(layers) == 2
+    path = str(tmp_path / "plan.bundle")
+    created = bench.yyb("bundle", "create", path, "--plan", plan_file)
+    assert created.exit_code == 0, created.stderr
+
+    audit = Yyb(str(tmp_path / "audit"))
+    Store.init(audit.store_path)
+    assert audit("bundle", "unbundle", path).exit_code == 0
+    heads = [
+        line.split()[1]
+        for line in audit("show-ref", "refs/runs", "refs/reports").lines
+        if line.endswith("/terminal") or "/evaluations/" in line or "/reports/" in line
+    ]
+    assert len(heads) == 5  # two terminals, two evaluation refs, one report ref
+    for ref in heads:
+        checked = audit("verify-chain", "--trusted-key", public, ref)
+        assert checked.exit_code == 0, (ref, checked.stdout)
+    # Nothing beyond the experiment: every bundled signature signs one of its records.
+    signed = {
+        name.rsplit("/", 1)[1]
+        for name in Store.open(audit.store_path).refs.names()
+        if name.startswith("refs/signatures/")
+    }
+    assert len(signed) == 2 + 4 + 2  # terminals, both generations of receipts, both layers

@@ -197,3 +197,32 @@ def _terminal_shaped(store) -> dict:
         "candidate_cost": {"completeness": "genuine_zero", "currency": "USD", "micros": 0},
         "links": {"plan": anchor, "attempt": anchor, "intent": anchor},
     }
+
+
+def _variants(oid: str, other: str) -> dict[str, bytes]:
+    """Payloads a lenient JSON parser reads as the statement of ``oid``; none is its bytes."""
+    exact = signing.statement(oid)
+    return {
+        "bom": b"\xef\xbb\xbf" + exact,
+        "spaces": f'{{"signed": "{oid}", "type": "{signing.STATEMENT_TYPE}"}}'.encode(),
+        "reordered": f'{{"type":"{signing.STATEMENT_TYPE}","signed":"{oid}"}}'.encode(),
+        "duplicate-key": exact.replace(b"{", b'{"signed":"%s",' % other.encode(), 1),
+        "newline": exact + b"\n",
+        "leading-space": b" " + exact,
+        "escaped": exact.replace(b'"signed"', b'"\\u0073igned"'),
+        "utf-16": exact.decode().encode("utf-16"),
+    }
+
+
+@pytest.mark.parametrize("variant", list(_variants("0" * 64, "1" * 64)))
+def test_the_payload_is_exactly_the_canonical_statement(store, variant):
+    """Two parsers must never read two statements: only the exact bytes are accepted."""
+    key, trusted = _key(), [signing.load_public(RFC8032_PUBLIC)]
+    oid = store.objects.put_record(note("x"))
+    other = store.objects.put_record(note("y"))
+    payload = _variants(oid, other)[variant]
+    forged = _envelope(oid, key, payload=payload)
+    store.objects.put_record(forged)  # a schema-valid record: only verification refuses it
+    with pytest.raises(BadSignature, match="statement"):
+        signing.verify_envelope(forged, oid, trusted)
+    signing.verify_envelope(_envelope(oid, key), oid, trusted)  # the exact bytes pass

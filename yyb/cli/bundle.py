@@ -9,9 +9,6 @@ import click
 from yyb.cli.context import open_store
 from yyb.store.objects import ZERO_OID
 
-# Refs that belong to one experiment, by the plan oid they are named after.
-PLAN_REFS = ("refs/plans/{}", "refs/grants/{}", "refs/reports/{}", "refs/runs/{}/")
-
 
 @click.group("bundle")
 def bundle():
@@ -19,20 +16,20 @@ def bundle():
 
 
 def plan_ref_names(store, plan_oid: str) -> list[str]:
-    """The refs of one experiment, and the signature refs of the objects they point at."""
-    names = {}
-    for pattern in PLAN_REFS:
-        prefix = pattern.format(plan_oid)
-        found = store.refs.names(under=prefix.rstrip("/")) if prefix.endswith("/") else [prefix]
-        for name in found:
-            value = store.refs.read(name)
-            if value is not None:
-                names[name] = value
-    for value in list(names.values()):
-        signature = f"refs/signatures/{value}"
-        if store.refs.read(signature) is not None:
-            names[signature] = value
-    return sorted(names)
+    """The refs of one experiment (names.experiment), and the signature refs an auditor needs:
+    those of every signed-kind record the experiment's refs and their histories reach."""
+    from yyb import signing
+    from yyb.evidence import names
+
+    found = []
+    for name in names.experiment(plan_oid):
+        if name.endswith("/"):
+            found.extend(store.refs.names(under=name.rstrip("/")))
+        elif store.refs.read(name) is not None:
+            found.append(name)
+    roots = [store.refs.read(name) for name in found]
+    roots += [head for name in found if (head := store.refs.log_head(name)) is not None]
+    return sorted(set(found) | set(signing.signature_refs(store, [r for r in roots if r])))
 
 
 @bundle.command("create")
