@@ -8,63 +8,66 @@ inside the grader's folder all the same.
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 
+import pytest
+
 from tests.grading.conftest import build_bench
+from yyb.errors import UnsafeListing
 from yyb.harness import manifest
-
-
-def relinked(record: dict, new: dict[str, str]) -> dict:
-    """``record`` with every linked oid that ``new`` maps replaced by its forged twin."""
-    links = {
-        role: [new.get(o, o) for o in value] if isinstance(value, list) else new.get(value, value)
-        for role, value in record["links"].items()
-    }
-    return dict(record, links=links)
+from yyb.store import schema
 
 
 def forge_final_listing(bench, plan, attempt: str, path: str, body: bytes) -> str:
-    """Add ``path`` to the attempt's final listing and re-link everything above it: a new
-    listing, manifest, execution, terminal and evidence, with the refs moved to them."""
+    """Add ``path`` to the attempt's final listing, then re-link every record that reaches the
+    old listing (manifest, execution, evaluation, terminal, evidence, ...) to a forged twin,
+    and move the attempt's refs to the twins. Returns the forged listing's oid."""
     store = bench.store
     prefix = f"refs/runs/{plan.oid}/{attempt}/"
     evidence_oid = store.refs.read(prefix + "evidence")
-    terminal_oid = bench.record(evidence_oid)["links"]["terminal"]
-    terminal = bench.record(terminal_oid)
-    manifest_oid = terminal["links"]["manifest"]
-    post = bench.record(manifest_oid)
-    listing_oid = post["links"]["listing"]
+    terminal = bench.record(bench.record(evidence_oid)["links"]["terminal"])
+    listing_oid = bench.record(terminal["links"]["manifest"])["links"]["listing"]
     listing = bench.record(listing_oid)
     files = list(listing["links"]["files"]) + [store.objects.put("blob", body)]
     entries = listing["entries"] + [[path, 0o100644, len(files) - 1]]
-    new = {
-        listing_oid: store.objects.put_record(
-            dict(listing, entries=entries, links={"files": files})
-        )
-    }
-    new[manifest_oid] = store.objects.put_record(
-        relinked(dict(post, added=post["added"] + [path]), new)
-    )
-    execution_oid = store.refs.read(prefix + "execution")
-    new[execution_oid] = store.objects.put_record(relinked(bench.record(execution_oid), new))
-    new[terminal_oid] = store.objects.put_record(relinked(terminal, new))
-    new[evidence_oid] = store.objects.put_record(relinked(bench.record(evidence_oid), new))
-    for leaf, old in (
-        ("execution", execution_oid),
-        ("terminal", terminal_oid),
-        ("evidence", evidence_oid),
-    ):
-        store.refs.update(prefix + leaf, new[old], old=old, reason="forged")
-    return new[listing_oid]
+    forged = dict(listing, entries=entries, links={"files": files})
+    twin: dict[str, str] = {listing_oid: store.objects.put_record(forged)}
+
+    def relink(oid: str) -> str:
+        if oid not in twin:
+            obj = store.objects.get(oid)
+            twin[oid] = oid
+            if obj.kind == "record" and "links" in (record := obj.value()):
+                links = {
+                    role: [relink(o) for o in value] if isinstance(value, list) else relink(value)
+                    for role, value in record["links"].items()
+                }
+                if links != record["links"]:
+                    if "added" in record:
+                        record["added"] = sorted(record["added"] + [path])  # the manifest
+                    twin[oid] = store.objects.put_record(dict(record, links=links))
+        return twin[oid]
+
+    for name in store.refs.names():
+        if name.startswith(prefix):
+            old = store.refs.read(name)
+            if relink(old) != old:
+                store.refs.update(name, twin[old], old=old, reason="forged")
+    return twin[listing_oid]
 
 
 def test_regrade_refuses_a_listing_that_climbs_out(tmp_path, monkeypatch):
+    """Through the CLI the refusal may come from the chain check (which proves every listing
+    with the same rule) or from the rebuild itself; below the chain check the rebuild alone
+    must refuse. Either way nothing lands outside and the answer is one line, exit 1."""
     bench = build_bench(tmp_path / "bench")
     bench.configure()
     plan, (fixer,) = bench.run(["zz/fixer"])
     assert fixer.terminal_class == "resolved"
     forged = forge_final_listing(bench, plan, fixer.attempt, "../../x", b"ESCAPED\n")
-    assert manifest.LISTING == bench.record(forged)["schema_version"]
+    record = bench.record(forged)  # hash-correct, and valid against its schema
+    assert schema.problem(record, manifest.LISTING) is None
 
     # The grader's folder is <temp>/yyb-grade-*/workspace: "../../x" is <temp>/x.
     temp = tmp_path / "temp"
@@ -73,10 +76,17 @@ def test_regrade_refuses_a_listing_that_climbs_out(tmp_path, monkeypatch):
     done = bench.yyb("regrade", "--plan", bench.plan_file(plan), "--profile", "tests")
 
     assert not (temp / "x").exists()
-    assert list(temp.iterdir()) == []  # the grader's folder is gone too
+    assert list(temp.iterdir()) == []  # no grader folder left behind either
     assert done.exit_code == 1
-    assert done.stderr.splitlines() == [
-        f"yyb: error: file listing {forged}: refused path '../../x': a '..' component"
-    ]
-    assert "Traceback" not in done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("yyb: ") and "refused" in lines[0], lines
     assert [r["generation"] for _, r in bench.history(plan, fixer.attempt, "tests")] == [1]
+
+    # One layer down, with no chain check in front: the evaluator's rebuild refuses by itself.
+    evidence = bench.store.refs.read(f"refs/runs/{plan.oid}/{fixer.attempt}/evidence")
+    forged_result = dataclasses.replace(fixer, terminal=bench.record(evidence)["links"]["terminal"])
+    with pytest.raises(UnsafeListing) as info:
+        bench.evaluate(plan, forged_result, "tests", generation=2)
+    assert (info.value.oid, info.value.path) == (forged, "../../x")
+    assert str(info.value) == f"file listing {forged}: refused path '../../x': a '..' component"
+    assert not (temp / "x").exists() and list(temp.iterdir()) == []
