@@ -104,6 +104,11 @@ class Config:
             return None
         return os.path.normpath(os.path.join(self.folder, target))
 
+    def repository_paths(self) -> list[str]:
+        """The absolute path of every configured repository, by id."""
+        named = self.data.get("repositories", {})
+        return [self.repository_path(repo_id) for repo_id in sorted(named)]
+
     def resolve_model(self, requested: str) -> str:
         """The exact provider/model a selector (``:mini``) or an exact identity stands for.
 
@@ -171,6 +176,23 @@ def parse(text: bytes | str, path: str) -> Config:
     if problems:
         raise ConfigError(path, problems)
     return Config(path, data)
+
+
+def repositories_named(path: str) -> list[str]:
+    """The repositories the configuration at ``path`` names, read without validating the rest.
+
+    Cheap enough for every command that opens a store (plumbing included) to keep the store
+    apart from them; a missing or unreadable configuration names none (the commands that need
+    a configuration report why when they load it).
+    """
+    try:
+        data = codec.from_json(file.read_input(path))
+    except (UsageError, InvalidRecord):
+        return []
+    named = data.get("repositories")
+    if not isinstance(named, dict) or not all(isinstance(v, str) for v in named.values()):
+        return []
+    return Config(path, data).repository_paths()
 
 
 def load(path: str) -> Config:

@@ -10,7 +10,8 @@ The hierarchy::
     │   ├── InvalidRecord                 a value that cannot become a canonical record
     │   ├── SchemaViolation               a record its schema refuses (also read-side, see below)
     │   ├── InvalidBundle                 not a bundle; unknown version or capability; bad header
-    │   └── StoreNotFound                 no store where one was named or expected
+    │   ├── StoreNotFound                 no store where one was named or expected
+    │   └── StoreOverlapsRepository       a store inside, equal to or around a repository
     ├── NotFound                          a named object or ref does not exist
     │   ├── ObjectMissing
     │   └── RefNotFound
@@ -127,6 +128,22 @@ class StoreNotFound(UsageError):
     def __init__(self, path: str, reason: str):
         super().__init__(f"{reason}: {path}")
         self.path = path
+
+
+class StoreOverlapsRepository(UsageError):
+    """A store that is, lies inside, or contains a repository (docs/cli.md, "Where a store
+    may be"); ``relation`` is ``is``, ``is inside`` or ``contains``."""
+
+    def __init__(self, store: str, real_store: str, repository: str, relation: str):
+        shown = store if real_store == store else f"{store} (really {real_store})"
+        super().__init__(
+            f"store {shown} {relation} repository {repository}: "
+            "a store must lie apart from every repository it records"
+        )
+        self.path = store
+        self.real_path = real_store
+        self.repository = repository
+        self.relation = relation
 
 
 class NotFound(YybError):

@@ -1,11 +1,13 @@
-"""Where a store lives when none is named: outside every repository, keyed by the source."""
+"""Where a store lives when none is named (outside every repository, keyed by the source), and
+where a store may not be: overlapping a repository it records."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterable
 
-from yyb.errors import StoreNotFound
+from yyb.errors import StoreNotFound, StoreOverlapsRepository
 
 ENV_STORE = "YYB_STORE"
 
@@ -55,3 +57,35 @@ def resolve_store_path(option: str | None, cwd: str, env: dict) -> str:
     if env.get(ENV_STORE):
         return os.path.abspath(env[ENV_STORE])
     return default_store(cwd, env)
+
+
+def check_apart(store: str, repositories: Iterable[str]) -> None:
+    """Refuse a store that overlaps one of ``repositories``, comparing real paths.
+
+    Overlap in either direction is refused (docs/cli.md, "Where a store may be"): a store
+    inside a repository (or the repository itself) puts hidden evidence in its worktree, where
+    a commit hands it to later candidates' snapshots and a clean or checkout destroys it; a
+    store around a repository hands the repository (its hidden tests, its history) to whoever
+    receives a copy of the store. Symlinks are resolved on both sides, so a link outside that
+    points inside is inside; a path that does not exist yet is resolved as far as it exists.
+
+    Raises:
+        StoreOverlapsRepository: the first repository the store overlaps.
+    """
+    real = os.path.realpath(store)
+    for repository in repositories:
+        repo = os.path.realpath(repository)
+        if real == repo:
+            relation = "is"
+        elif _below(real, repo):
+            relation = "is inside"
+        elif _below(repo, real):
+            relation = "contains"
+        else:
+            continue
+        raise StoreOverlapsRepository(store, real, repo, relation)
+
+
+def _below(path: str, folder: str) -> bool:
+    """Whether real path ``path`` lies strictly below real path ``folder``."""
+    return path != folder and os.path.commonpath([path, folder]) == folder
