@@ -8,32 +8,7 @@ import pytest
 
 from tests.conftest import Yyb, flip_byte
 from yyb.attempts import run as attempts
-from yyb.evidence.check import verify_experiment
-from yyb.store.repo import Store
-
-
-@pytest.fixture(scope="module")
-def ran(tmp_path_factory):
-    """One run of the example (2 models x 2 attempts), shared read-only by the tests below."""
-    root = tmp_path_factory.mktemp("example") / "ex"
-    result = Yyb(str(root / "store"))("example", "--dir", str(root), "--attempts", "2")
-    assert result.exit_code == 0, result.stdout + result.stderr
-    assert "report (complete; layer " in result.stdout  # the example ends with its report
-    assert "example/fixer  valid resolved rate 2/2 100.0%" in result.stdout
-    return root
-
-
-@pytest.fixture
-def copy(ran, tmp_path):
-    """A private copy of the example's store, to damage."""
-    import shutil
-
-    shutil.copytree(ran / "store", tmp_path / "store", symlinks=True)
-    store = Store.open(str(tmp_path / "store"))
-    plan_oid = next(
-        name.split("/")[2] for name in store.refs.names() if name.startswith("refs/plans/")
-    )
-    return store, plan_oid, str(ran / "plan.json")
+from yyb.evidence.experiment import verify_experiment
 
 
 def codes(findings):
@@ -110,8 +85,12 @@ def test_evaluation_spliced_from_another_plan(copy):
 
 
 def _lose(store, plan_oid, attempt_oid, leaves):
+    """The state a crash leaves before these refs were ever written: no ref file, no log.
+    (Deleting them with an update would leave the deletion on record, as it must.)"""
     for leaf in leaves:
-        store.refs.update(f"refs/runs/{plan_oid}/{attempt_oid}/{leaf}", None, reason="lose it")
+        name = f"refs/runs/{plan_oid}/{attempt_oid}/{leaf}"
+        os.unlink(store.refs.path(name))
+        os.unlink(store.refs.log_path(name))
 
 
 def test_retained_execution_is_converted_into_its_terminal(copy):
@@ -129,8 +108,24 @@ def test_retained_execution_is_converted_into_its_terminal(copy):
     after = store.objects.get_record(store.refs.read(last))
     assert after["class"] == before["class"]
     assert after["links"]["evaluations"] == before["links"]["evaluations"]  # not regraded
-    assert verify_experiment(store, plan_oid)[1]["status"] == "complete"
     assert len(run_refs(store, plan_oid, "intent")) == 4  # recovery dispatched nothing
+    assert verify_experiment(store, plan_oid)[1]["status"] == "complete"
+
+
+def test_a_run_ref_deleted_and_written_again_stays_on_record(copy):
+    """Deleting a terminal with update-ref and letting recovery write it again leaves a
+    whole chain, but the deletion is on record: doctor --plan names exactly those refs."""
+    store, plan_oid, plan_file = copy
+    last = run_refs(store, plan_oid, "terminal")[-1]
+    attempt_oid = last.split("/")[3]
+    for leaf in ("terminal", "evidence"):
+        store.refs.update(f"refs/runs/{plan_oid}/{attempt_oid}/{leaf}", None, reason="lose it")
+    assert Yyb(store.path)("recover", "--plan", plan_file).exit_code == 0
+    findings, summary = verify_experiment(store, plan_oid)
+    assert summary["complete"] == 3 and summary["status"] == "incomplete"
+    rewritten = [f for f in findings if f.level == "error"]
+    assert {f.code for f in rewritten} == {"rewritten-ref"}
+    assert {f.detail.split()[0].rsplit("/", 1)[1] for f in rewritten} == {"terminal", "evidence"}
 
 
 def test_intent_alone_is_closed_as_indeterminate(copy):

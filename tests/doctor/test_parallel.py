@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import flip_byte
 from tests.reports.fabricate import Spec, fabricate
-from yyb.evidence import check as verify
+from yyb.evidence import experiment as verify
 from yyb.store import fanout
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")

@@ -53,7 +53,7 @@ def default_outcome(ordinal: int) -> tuple[str, str | None, int]:
     if ordinal % 5 == 4:
         return "harness_failure", None, 0
     verdict = "pass" if ordinal % 3 != 2 else "fail"
-    return "resolved" if verdict == "pass" else "model_failure", verdict, 1000 + 37 * ordinal
+    return "resolved" if verdict == "pass" else "grader_failure", verdict, 1000 + 37 * ordinal
 
 
 def fabricate(store, spec: Spec) -> str:

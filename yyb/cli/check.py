@@ -61,7 +61,7 @@ def doctor(ctx, plan_name, as_json):
     store = open_store(ctx)
     if plan_name is not None:
         from yyb.cli.plans import plan_oid as resolve_plan
-        from yyb.evidence.check import verify_experiment
+        from yyb.evidence.experiment import verify_experiment
 
         plan_oid = resolve_plan(ctx, plan_name)
         findings, summary = verify_experiment(store, plan_oid)

@@ -1,32 +1,37 @@
-"""`yyb doctor --plan`: re-verify one experiment end to end from retained evidence.
+"""The per-attempt checks of `yyb doctor --plan`: one attempt's chain, link by link.
 
 Every attempt of the immutable plan must have the complete chain (intent, receipt, manifest,
 envelope or its retained failure, terminal, evidence, evaluations) and every link must be the
 exact one: the terminal belongs to this attempt of this plan and names this intent, the
 manifest belongs to this receipt, each evaluation to this attempt's manifest and evidence and
-to a profile of the plan's catalog, generations count 1, 2, 3 without a gap. Every object
-reached is checked as fsck checks it (hash, canonical form, schema). A plan with no attempt or
-with any attempt short of a complete chain is incomplete, never complete.
+to a profile of the plan's catalog, made by that profile's pinned evaluator, generations count
+1, 2, 3 without a gap. Identities are the planned ones. Each write-once run ref (intent,
+execution, terminal, evidence) was created exactly once, from nothing; each evaluation ref
+moved only from one generation to the next. Listed paths stay inside their folder.
 """
 
 from __future__ import annotations
 
 from yyb.errors import YybError
 from yyb.evidence import chain, names
+from yyb.evidence import plan as planned
 from yyb.evidence.records import (
     EVALUATION,
     EVIDENCE,
     EXECUTION,
     INTENT,
+    LISTING,
     MANIFEST,
     NO_WORKSPACE,
-    PLAN,
     RECEIPT,
     TERMINAL,
 )
-from yyb.store import fanout, heap
-from yyb.store.chain import verify_many
+from yyb.evidence.terminal import replay
 from yyb.store.fsck import Finding, error, info
+
+# Classes of a terminal whose candidate finished and was graded: it must have observed the
+# planned model (``terminal.gradeable`` refuses anything else).
+GRADED = ("resolved", "grader_failure", "safety_failure")
 
 
 class AttemptCheck:
@@ -40,15 +45,19 @@ class AttemptCheck:
     [(oid, evaluation)], oldest first; filled once the terminal proved a retained workspace).
     """
 
-    def __init__(self, store, plan_oid: str, plan: dict, attempt_oid: str, evaluations: list):
+    def __init__(
+        self, store, plan_oid: str, plan: dict, attempt_oid: str, attempt: dict, profiles: list
+    ):
         self.store, self.plan_oid, self.plan, self.oid = store, plan_oid, plan, attempt_oid
-        self.evaluation_profiles = evaluations  # profiles with an evaluations ref
+        self.attempt = attempt
+        self.evaluation_profiles = profiles  # profiles with an evaluations ref
         self.findings: list[Finding] = []
         self.complete = True
         self.terminal: tuple[str, dict] | None = None
         self.receipt: dict | None = None
         self.evidence_oid: str | None = None
         self.chains: dict[str, list[tuple[str, dict]]] = {}
+        self.execution: dict | None = None
 
     def fail(self, code: str, detail: str) -> None:
         self.findings.append(error(code, self.oid, detail))
@@ -83,16 +92,44 @@ class AttemptCheck:
             return False
         return True
 
+    def leaf(self, which: names.Leaf) -> str | None:
+        """The value of a write-once run ref, proved to have been created once from nothing."""
+        ref = names.attempt(self.plan_oid, self.oid, which)
+        oid = self.store.refs.read(ref)
+        if oid is not None:
+            self.created_once(ref, oid)
+        return oid
+
+    def created_once(self, ref: str, oid: str) -> None:
+        """``ref``'s update chain is one update, from nothing to ``oid`` (an update a crash
+        cut short may be linked as discarded; it never took effect)."""
+        head = self.store.refs.log_head(ref)
+        update = None if head is None else self.record(head, "yyb_ref_update.v1", "update")
+        if update is None:
+            self.fail("rewritten-ref", f"{ref} has no update record")
+        elif (
+            update.get("old") is not None
+            or update.get("new") != oid
+            or "previous" in update.get("links", {})
+        ):
+            self.fail(
+                "rewritten-ref",
+                f"{ref} was moved after it was written (update {head} from "
+                f"{update.get('old')}); a run ref is created once and never moved",
+            )
+
     def check(self) -> None:
-        refs = self.store.refs
-        intent_oid = refs.read(names.attempt(self.plan_oid, self.oid, "intent"))
+        intent_oid = self.leaf("intent")
         if intent_oid is None:
             self.fail("incomplete", "never dispatched (no intent)")
             return
         intent = self.record(intent_oid, INTENT, "intent")
-        if intent is not None:
-            self.owned(intent, "intent", intent_oid)
-        terminal_oid = refs.read(names.attempt(self.plan_oid, self.oid, "terminal"))
+        if intent is not None and self.owned(intent, "intent", intent_oid):
+            problem = planned.intent_mismatch(self.plan, self.attempt, intent)
+            if problem:
+                self.fail("wrong-identity", f"intent {intent_oid}: {problem}")
+        execution_oid = self.leaf("execution")
+        terminal_oid = self.leaf("terminal")
         if terminal_oid is None:
             self.fail("incomplete", "dispatched but no terminal (run 'yyb run' again to close it)")
             return
@@ -106,9 +143,47 @@ class AttemptCheck:
                 "wrong-link",
                 f"terminal {terminal_oid} names intent {links.get('intent')}, not {intent_oid}",
             )
+        if execution_oid is not None and links.get("execution") != execution_oid:
+            self.fail(
+                "wrong-link",
+                f"terminal {terminal_oid} names execution {links.get('execution')}, "
+                f"not {execution_oid}",
+            )
+        self.check_identity(terminal_oid, terminal)
         self.check_workspace(terminal_oid, terminal)
         self.check_evidence(terminal_oid, terminal)
         self.check_evaluations(terminal)
+        self.check_class(terminal_oid, terminal)
+
+    def check_identity(self, terminal_oid: str, terminal: dict) -> None:
+        if terminal.get("ordinal") != self.attempt["ordinal"]:
+            self.fail(
+                "wrong-identity",
+                f"terminal {terminal_oid} is ordinal {terminal.get('ordinal')}, "
+                f"the plan's attempt {self.attempt['ordinal']}",
+            )
+        identity = terminal["identity"]
+        problem = planned.identity_mismatch(self.plan, self.attempt, identity)
+        if problem is None and terminal["class"] in GRADED:
+            if (identity.get("observed") or "") != self.attempt["model"]["resolved"].lower():
+                problem = (
+                    f"it is {terminal['class']} with observed model "
+                    f"{identity.get('observed')!r}, not the planned one"
+                )
+        if problem:
+            self.fail("wrong-identity", f"terminal {terminal_oid}: {problem}")
+
+    def check_listing(self, oid: str | None, what: str) -> None:
+        from yyb.errors import UnsafeListing
+        from yyb.harness import manifest
+
+        listing = self.record(oid, LISTING, f"{what} listing")
+        if listing is None:
+            return
+        try:
+            manifest.entries_of(listing)
+        except UnsafeListing as exc:
+            self.fail("unsafe-listing", f"{what} listing {oid}: {exc.reason}")
 
     def check_workspace(self, terminal_oid: str, terminal: dict) -> None:
         links = terminal["links"]
@@ -126,6 +201,7 @@ class AttemptCheck:
         self.receipt = receipt
         if receipt["links"].get("intent") != links.get("intent"):
             self.fail("wrong-link", f"receipt {links['receipt']} belongs to another intent")
+        self.check_listing(receipt["links"].get("listing"), "base")
         post = self.record(links.get("manifest"), MANIFEST, "manifest")
         if post is None:
             self.fail("incomplete", f"terminal {terminal_oid} has no post-execution manifest")
@@ -138,17 +214,8 @@ class AttemptCheck:
             )
         if post["links"].get("patch") != links.get("patch"):
             self.fail("wrong-link", f"manifest {links['manifest']} names another patch")
-        execution = self.record(links.get("execution"), EXECUTION, "execution")
-        if execution is None:
-            self.fail("incomplete", f"terminal {terminal_oid} has no execution record")
-        elif self.owned(execution, "execution", links["execution"]):
-            for role in ("intent", "receipt", "manifest", "patch", "stdout", "stderr"):
-                if execution["links"].get(role) != links.get(role):
-                    self.fail(
-                        "wrong-link",
-                        f"execution {links['execution']} and terminal "
-                        f"{terminal_oid} disagree on the {role}",
-                    )
+        self.check_listing(post["links"].get("listing"), "final")
+        self.check_execution(terminal_oid, terminal, post)
         if (
             "envelope" not in links
             and "envelope_raw" not in links
@@ -160,8 +227,34 @@ class AttemptCheck:
                 f"terminal {terminal_oid} is {terminal['class']} without an execution envelope",
             )
 
+    def check_execution(self, terminal_oid: str, terminal: dict, post: dict) -> None:
+        links = terminal["links"]
+        execution = self.record(links.get("execution"), EXECUTION, "execution")
+        if execution is None:
+            self.fail("incomplete", f"terminal {terminal_oid} has no execution record")
+            return
+        if not self.owned(execution, "execution", links["execution"]):
+            return
+        self.execution = execution
+        for role in ("intent", "receipt", "manifest", "patch", "stdout", "stderr", "envelope"):
+            if execution["links"].get(role) != links.get(role):
+                self.fail(
+                    "wrong-link",
+                    f"execution {links['execution']} and terminal "
+                    f"{terminal_oid} disagree on the {role}",
+                )
+        if execution["links"].get("listing") != post["links"].get("listing"):
+            self.fail("wrong-link", f"execution {links['execution']} names another listing")
+        for field in ("identity", "runtime", "outputs", "candidate_cost"):
+            if execution.get(field) != terminal.get(field):
+                self.fail(
+                    "wrong-link",
+                    f"execution {links['execution']} and terminal {terminal_oid} "
+                    f"disagree on the {field}",
+                )
+
     def check_evidence(self, terminal_oid: str, terminal: dict) -> None:
-        evidence_oid = self.store.refs.read(names.attempt(self.plan_oid, self.oid, "evidence"))
+        evidence_oid = self.leaf("evidence")
         evidence = self.record(evidence_oid, EVIDENCE, "evidence")
         if evidence is not None:
             self.evidence_oid = evidence_oid
@@ -169,22 +262,28 @@ class AttemptCheck:
             if evidence_oid is None:
                 self.fail("incomplete", "no attempt evidence")
             return
-        if self.owned(evidence, "evidence", evidence_oid):
-            if evidence["links"].get("terminal") != terminal_oid:
-                self.fail(
-                    "wrong-link",
-                    f"evidence {evidence_oid} names terminal "
-                    f"{evidence['links'].get('terminal')}, not {terminal_oid}",
-                )
-            if evidence.get("class") != terminal["class"]:
-                self.fail(
-                    "wrong-link",
-                    f"evidence {evidence_oid} says {evidence.get('class')},"
-                    f" the terminal {terminal['class']}",
-                )
+        if not self.owned(evidence, "evidence", evidence_oid):
+            return
+        if evidence["links"].get("terminal") != terminal_oid:
+            self.fail(
+                "wrong-link",
+                f"evidence {evidence_oid} names terminal "
+                f"{evidence['links'].get('terminal')}, not {terminal_oid}",
+            )
+        if evidence.get("class") != terminal["class"]:
+            self.fail(
+                "wrong-link",
+                f"evidence {evidence_oid} says {evidence.get('class')},"
+                f" the terminal {terminal['class']}",
+            )
+        for role in ("manifest", "patch", "evaluations"):
+            if evidence["links"].get(role) != terminal["links"].get(role):
+                self.fail("wrong-link", f"evidence {evidence_oid} names another {role}")
+        if self.execution is not None:
+            if evidence["links"].get("listing") != self.execution["links"].get("listing"):
+                self.fail("wrong-link", f"evidence {evidence_oid} names another listing")
 
     def check_evaluations(self, terminal: dict) -> None:
-        catalog = self.plan["evaluators"]["catalog"]
         manifest_oid = terminal["links"].get("manifest")
         if manifest_oid is None:
             if self.evaluation_profiles:
@@ -200,19 +299,9 @@ class AttemptCheck:
         first = set(terminal["links"].get("evaluations", []))
         seen_first = set()
         for profile in self.evaluation_profiles:
-            if profile not in catalog:
-                self.fail("unknown-profile", f"evaluation {profile} is not in the plan's catalog")
-            chain = []
-            oid = self.store.refs.read(names.evaluation(self.plan_oid, self.oid, profile))
-            while oid is not None and len(chain) < 100_000:
-                value = self.record(oid, EVALUATION, "evaluation")
-                if value is None:
-                    break
-                chain.append((oid, value))
-                oid = value["links"].get("previous")
-            chain.reverse()
-            self.chains[profile] = chain
-            for n, (oid, value) in enumerate(chain, start=1):
+            generations = self.generations(profile)
+            self.chains[profile] = generations
+            for n, (oid, value) in enumerate(generations, start=1):
                 if not self.owned(value, "evaluation", oid):
                     continue
                 if value.get("profile") != profile:
@@ -220,6 +309,9 @@ class AttemptCheck:
                         "wrong-link",
                         f"evaluation {oid} is for {value.get('profile')}, under {profile}",
                     )
+                problem = planned.evaluator_mismatch(self.plan, profile, value)
+                if problem:
+                    self.fail("wrong-evaluator", f"evaluation {oid}: {problem}")
                 if value["generation"] != n:
                     self.fail(
                         "generation-gap",
@@ -232,37 +324,70 @@ class AttemptCheck:
                     self.fail("wrong-link", f"evaluation {oid} names other evidence {evidence}")
                 if n == 1:
                     seen_first.add(oid)
-        missing = first - seen_first
-        for oid in sorted(missing):
+        for oid in sorted(first - seen_first):
             self.fail(
                 "wrong-link",
                 f"the terminal's evaluation {oid} is not generation 1 of "
                 "any profile of this attempt",
             )
 
+    def check_class(self, terminal_oid: str, terminal: dict) -> None:
+        """The terminal's class is the one its execution facts and its generation-1
+        evaluations decide (a run cancelled while grading says cancelled instead)."""
+        if self.execution is None or terminal["class"] == "cancelled":
+            return
+        first = {chain[0][0]: chain[0][1] for chain in self.chains.values() if chain}
+        linked = [first[oid] for oid in terminal["links"].get("evaluations", []) if oid in first]
+        decided, _ = replay(self.execution["facts"], linked)
+        if decided != terminal["class"]:
+            self.fail(
+                "wrong-class",
+                f"terminal {terminal_oid} says {terminal['class']}; its retained execution "
+                f"and evaluations decide {decided}",
+            )
 
-def check_plan(store, plan_oid: str, plan: dict | None = None) -> tuple[dict | None, list[Finding]]:
-    """The experiment plan of ``plan_oid`` (None when it is not one) and what is wrong with it;
-    ``plan`` is its record when the caller has read it already."""
-    findings: list[Finding] = []
-    if plan is None:
+    def generations(self, profile: str) -> list[tuple[str, dict]]:
+        """The profile's generations, oldest first, and proof that its ref moved only from
+        each generation to the next (one update per generation, each from its predecessor)."""
+        ref = names.evaluation(self.plan_oid, self.oid, profile)
+        found: list[tuple[str, dict]] = []
+        oid = self.store.refs.read(ref)
+        while oid is not None and len(found) < chain.MAX_GENERATIONS:
+            value = self.record(oid, EVALUATION, "evaluation")
+            if value is None:
+                break
+            found.append((oid, value))
+            oid = value["links"].get("previous")
+        found.reverse()
+        olds = [None] + [oid for oid, _ in found[:-1]]
+        expected = [(old, new) for old, (new, _) in zip(olds, found, strict=True)]
         try:
-            plan = store.objects.get_record(plan_oid)
+            moves = [(u.get("old"), u.get("new")) for _, u in self.store.refs.log(ref)]
         except YybError as exc:
-            findings.append(error("unreadable", plan_oid, f"plan: {exc}"))
-    if plan is not None and plan.get("schema_version") != PLAN:
-        findings.append(error("wrong-record", plan_oid, "not an experiment plan"))
-        plan = None
-    if plan is not None and store.refs.read(names.plan(plan_oid)) != plan_oid:
-        findings.append(error("unlogged-plan", plan_oid, "refs/plans/<oid> does not name it"))
-    return plan, findings
+            self.fail("rewritten-ref", f"{ref}: {exc}")
+            return found
+        current = found[-1][0] if found else None
+        if moves and moves[0][1] != current and moves[0][0] == current:
+            moves = moves[1:]  # an update a crash cut short: it never took effect
+        if list(reversed(moves)) != expected:
+            self.fail(
+                "rewritten-ref",
+                f"{ref} moved other than one generation at a time "
+                f"({len(moves)} updates for {len(found)} generations)",
+            )
+        return found
 
 
-def check_attempt(store, plan_oid: str, plan: dict, attempt_oid: str) -> AttemptCheck:
-    """Check one attempt's chain and links (every record it reads is hash-verified)."""
+def check_attempt(
+    store, plan_oid: str, plan: dict, attempt_oid: str, attempt: dict | None = None
+) -> AttemptCheck:
+    """Check one attempt's chain and links (every record it reads is hash-verified);
+    ``attempt`` is its attempt plan record when the caller has read it already."""
     profiles = chain.profiles(store, plan_oid, attempt_oid)
-    check = AttemptCheck(store, plan_oid, plan, attempt_oid, profiles)
+    check = AttemptCheck(store, plan_oid, plan, attempt_oid, attempt or {}, profiles)
     try:
+        if attempt is None:
+            check.attempt = store.objects.read_record(attempt_oid)
         check.check()
     except YybError as exc:
         check.fail("unreadable", str(exc))
@@ -271,54 +396,3 @@ def check_attempt(store, plan_oid: str, plan: dict, attempt_oid: str) -> Attempt
         check.fail("malformed", f"a record of this chain lacks or mistypes {exc}")
         check.terminal = None
     return check
-
-
-def summary(plan_oid: str, attempts: int, complete: int, findings: list[Finding]) -> dict:
-    errors = any(f.level == "error" for f in findings)
-    status = "complete" if attempts and complete == attempts and not errors else "incomplete"
-    return {"plan": plan_oid, "attempts": attempts, "complete": complete, "status": status}
-
-
-def _check_chunk(store, plan_oid: str, plan: dict, attempts: list[str]) -> tuple[list, int]:
-    findings, complete = [], 0
-    for attempt_oid in attempts:
-        check = check_attempt(store, plan_oid, plan, attempt_oid)
-        findings += check.findings
-        complete += check.complete
-    return findings, complete
-
-
-@heap.without_gc
-def verify_experiment(store, plan_oid: str) -> tuple[list[Finding], dict]:
-    """(findings, summary) for the experiment of ``plan_oid``; summary counts complete chains."""
-    plan, findings = check_plan(store, plan_oid)
-    if plan is None:
-        return findings, summary(plan_oid, 0, 0, findings)
-    attempts = plan["links"]["attempts"]
-    complete = 0
-    for part, count in fanout.map_chunks(_check_chunk, (store, plan_oid, plan), attempts):
-        findings += part
-        complete += count
-    findings += verify_objects(store, plan_oid)
-    return findings, summary(plan_oid, len(attempts), complete, findings)
-
-
-def _walk_chunk(store, seen: set[str], refs: list[str]) -> list[Finding]:
-    return list(verify_many(store, refs, set(seen)))
-
-
-def verify_objects(store, plan_oid: str) -> list[Finding]:
-    """Object-level checks (as fsck makes them) of everything reachable from the plan and its
-    run refs, the refs' update chains included.
-
-    The plan's own graph (attempt plans, cases) is walked first; the run refs are then walked
-    in parts, by worker processes for a large experiment, each part skipping what the plan's
-    walk verified. An object shared by two parts is verified by both; a finding about it is
-    reported once.
-    """
-    seen: set[str] = set()
-    findings = list(verify_many(store, [plan_oid], seen))
-    refs = store.refs.names(under=names.runs(plan_oid))
-    for part in fanout.map_chunks(_walk_chunk, (store, seen), refs, scale=5):  # ~5 per attempt
-        findings += part
-    return list(dict.fromkeys(findings))

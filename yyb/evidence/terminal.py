@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from yyb.evidence.records import UNGRADEABLE, TerminalClass
+from yyb.evidence.verdict import conclude
 
 
 @dataclass
@@ -87,3 +88,18 @@ def identities(identity: dict) -> list[str]:
     """A terminal's ``identity`` as the names a blinded judge must not see: requested,
     resolved and observed (empty when nothing was observed)."""
     return [identity["requested"], identity["resolved"], identity["observed"] or ""]
+
+
+def replay(execution_facts: dict, first_generation: list[dict]) -> tuple[TerminalClass, str]:
+    """The terminal the table gives for an execution record's ``facts`` and the generation-1
+    evaluation receipts its terminal links: what the terminal must say (unless the run was
+    cancelled while grading)."""
+    facts = Facts(**execution_facts)
+    if first_generation:
+        verdict, reason = conclude({r["profile"]: [r] for r in first_generation})
+        facts.safety_failed = verdict == "safety"
+        facts.verdict = "fail" if verdict == "safety" else verdict
+        facts.verdict_reason = reason
+    elif facts.ran_cleanly:
+        facts.verdict, facts.verdict_reason = "pass", "no evaluator is selected for this attempt"
+    return decide(facts)

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 from yyb.errors import UsageError, YybError
 from yyb.evidence import check as verify
-from yyb.evidence import cost
-from yyb.evidence.records import COST_COMPLETENESS, VALID_CLASSES
+from yyb.evidence import cost, experiment
+from yyb.evidence.records import COST_COMPLETENESS, PLAN, VALID_CLASSES
 from yyb.evidence.terminal import gradeable
 from yyb.evidence.verdict import conclude
 from yyb.reports import stats
@@ -43,6 +43,7 @@ class Facts:
     evaluations: list[tuple[str, dict]] = field(default_factory=list)
     generations: dict[str, int] = field(default_factory=dict)
     pinned_out: bool = False
+    over_ceiling: bool = False  # its reported cost exceeded the attempt's spend ceiling
 
     @property
     def evaluator_ms(self) -> int | None:
@@ -82,6 +83,7 @@ def collect(plan: dict, attempt: dict, check: verify.AttemptCheck, version: str 
     facts.terminal, terminal = check.terminal
     facts.terminal_class = terminal["class"]
     facts.candidate_cost = terminal["candidate_cost"]
+    facts.over_ceiling = bool((terminal.get("spend") or {}).get("over_ceiling_micros"))
     if "execution" in terminal["links"]:  # measured by the supervisor, not filled in
         facts.wall_ms = terminal["runtime"]["wall_ms"]
     graded = bool(histories) and gradeable(terminal) is None
@@ -121,7 +123,7 @@ class Tally:
     the attempts and mergeable, so a model's figures are its cells' tallies merged."""
 
     def __init__(self) -> None:
-        self.attempts = self.pinned_out = self.unmeasured = 0
+        self.attempts = self.pinned_out = self.unmeasured = self.over_ceiling = 0
         self.outcomes = dict.fromkeys(("resolved", "failed", "invalid", "missing"), 0)
         self.classes: dict[str, int] = {}
         self.generations: dict[str, dict[str, int]] = {}
@@ -144,6 +146,7 @@ class Tally:
             self.pinned_out += 1
             return
         self.attempts += 1
+        self.over_ceiling += f.over_ceiling
         self.outcomes[f.outcome] += 1
         if f.terminal_class:
             self.classes[f.terminal_class] = self.classes.get(f.terminal_class, 0) + 1
@@ -166,6 +169,7 @@ class Tally:
     def merge(self, other: Tally) -> None:
         self.attempts += other.attempts
         self.pinned_out += other.pinned_out
+        self.over_ceiling += other.over_ceiling
         self.unmeasured += other.unmeasured
         for mine, theirs in (
             (self.outcomes, other.outcomes),
@@ -198,6 +202,7 @@ class Tally:
             "invalid": self.outcomes["invalid"],
             "missing": self.outcomes["missing"],
             "not_graded_by_pin": self.pinned_out,
+            "over_ceiling": self.over_ceiling,
             "rate": {
                 "numerator": resolved,
                 "denominator": valid,
@@ -280,8 +285,11 @@ def examine(
     store, plan_oid: str, plan: dict, attempt_oid: str, attempt: dict | str, version: str | None
 ) -> tuple[verify.AttemptCheck, Facts]:
     """Gate one attempt and decide its facts from what the gate read (``attempt``: its plan
-    record, or why that could not be read). A chain that fails the gate still has facts."""
-    check = verify.check_attempt(store, plan_oid, plan, attempt_oid)
+    record, or why that could not be read). An attempt whose chain fails the gate keeps its
+    place in the rows but counts as missing."""
+    check = verify.check_attempt(
+        store, plan_oid, plan, attempt_oid, None if isinstance(attempt, str) else attempt
+    )
     if isinstance(attempt, str):
         check.fail("unreadable", attempt)
         return check, Facts(attempt_oid, -1, "?", None)
@@ -293,6 +301,10 @@ def examine(
     if problem is not None:  # records proved by their hash, yet not of their schema's shape
         check.fail("malformed", f"the figures' evidence {problem}")
         facts = Facts(attempt_oid, -1, "?", None)
+    elif not check.complete and facts.terminal is not None:
+        # Evidence the gate refused is no evidence: the attempt counts as missing, never
+        # with the verdict a forged or broken chain claims.
+        facts = Facts(facts.attempt, facts.ordinal, facts.model, facts.case_id)
     return check, facts
 
 
@@ -361,14 +373,14 @@ def build(
         UsageError: ``plan_oid`` is not an experiment plan in the store.
     """
     plan = store.objects.get_record(plan_oid)
-    if plan.get("schema_version") != verify.PLAN:
+    if plan.get("schema_version") != PLAN:
         raise UsageError(f"{plan_oid} is not an experiment plan")
-    plan, findings = verify.check_plan(store, plan_oid, plan)
+    plan, findings = experiment.check_plan(store, plan_oid, plan)
     facts, more, complete = gather(store, plan_oid, plan, version)
     findings += more
     if verify_objects:
-        findings += list(verify.verify_objects(store, plan_oid))
-    doctor = verify.summary(plan_oid, len(facts), complete, findings)
+        findings += list(experiment.verify_objects(store, plan_oid))
+    doctor = experiment.summary(plan_oid, len(facts), complete, findings)
     errors = [f for f in findings if f.level == "error"]
     facts.sort(key=lambda f: f.ordinal)
     models = [m["resolved"] for m in plan["models"]]

@@ -12,7 +12,7 @@ import json
 from yyb.errors import UsageError
 from yyb.evidence import names
 from yyb.evidence.chain import history
-from yyb.evidence.terminal import Facts, decide
+from yyb.evidence.terminal import replay
 from yyb.evidence.verdict import conclude
 
 SHOWS = ("timeline", "terminal", "grader", "patch", "outputs")
@@ -101,7 +101,7 @@ def _terminal(store, plan_oid: str, attempt_oid: str) -> tuple[str, dict] | None
 
 def terminal_answer(store, plan_oid: str, attempt_oid: str) -> str:
     """Why the attempt's terminal class is what it is: class, reason, execution facts."""
-    from yyb.grading.regrade import gradeable
+    from yyb.evidence.terminal import gradeable
 
     found = _terminal(store, plan_oid, attempt_oid)
     if found is None:
@@ -140,16 +140,9 @@ def _replay(store, terminal: dict, execution_oid: str | None) -> tuple[str, str]
     if execution_oid is None:
         # Closed before the candidate ran: the stored reason is the only retained fact.
         return terminal["class"], terminal["reason"]
-    facts = Facts(**store.objects.get_record(execution_oid)["facts"])
+    facts = store.objects.get_record(execution_oid)["facts"]
     receipts = [store.objects.get_record(oid) for oid in terminal["links"].get("evaluations", [])]
-    if receipts:
-        verdict, reason = conclude({r["profile"]: [r] for r in receipts})
-        facts.safety_failed = verdict == "safety"
-        facts.verdict = "fail" if verdict == "safety" else verdict
-        facts.verdict_reason = reason
-    elif facts.ran_cleanly:
-        facts.verdict, facts.verdict_reason = "pass", "no evaluator is selected for this attempt"
-    return decide(facts)
+    return replay(facts, receipts)
 
 
 def grader_answer(store, plan_oid: str, plan: dict, attempt_oid: str, each: int) -> str:

@@ -111,6 +111,16 @@ def _banner(report: dict) -> list[str]:
     return lines
 
 
+def _spend(report: dict) -> list[str]:
+    """A warning for every model whose attempts reported costs above their ceilings."""
+    return [
+        f"!! {m['model']}: {m['over_ceiling']} attempt(s) reported a cost above the "
+        "attempt's spend ceiling !!"
+        for m in report["models"]
+        if m.get("over_ceiling")
+    ]
+
+
 def _comparisons(report: dict) -> list[str]:
     lines = []
     for c in report["comparisons"]:
@@ -155,6 +165,7 @@ def text(report: dict, layer: dict) -> str:
     for row in rows:
         line = "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
         lines.append(line + ("  (incomplete)" if mark else ""))
+    lines += _spend(report)
     if report["comparisons"]:
         lines += ["", "paired comparison (per case: majority of valid attempts resolved)"]
         lines += ["  " + line for line in _comparisons(report)]
@@ -178,6 +189,7 @@ def markdown(report: dict, layer: dict) -> str:
         if report["status"] != "complete":
             cells[5] += " (incomplete)"
         lines.append("| " + " | ".join(cells) + " |")
+    lines += [f"> **{line.strip('! ')}**" for line in _spend(report)]
     if report["comparisons"]:
         lines += ["", "**Paired comparison** (per case: majority of valid attempts resolved)", ""]
         lines += [f"- {line}" for line in _comparisons(report)]
