@@ -411,3 +411,42 @@ echo '{"verdict": "pass"}'
     e = bench.evaluation(plan, fixer, "judge")
     assert e["verdict"] == "pass", e["_result"]["reason"]
     assert b"token-for-the-judge" not in e["_output"]
+
+
+@pytest.mark.parametrize(
+    "path, reason",
+    [("../../x", "'..' component"), ("a/.git/config", ".git component")],
+)
+def test_a_hostile_listing_is_refused_before_the_judge_reads_it(store, path, reason):
+    """The final files shown to a judge come from the candidate's listing: a path that could
+    not be rebuilt inside a folder is refused, and the judgement is invalid, not a crash."""
+    from yyb.errors import UnsafeListing
+
+    blob = store.objects.put("blob", b"print('hi')\n")
+    listing = store.objects.put_record(
+        {
+            "schema_version": "yylo_benchmark_file_listing.v2",
+            "entries": [[path, 0o100644, 0]],
+            "omitted": [],
+            "links": {"files": [blob]},
+        }
+    )
+    manifest = store.objects.put_record(
+        {
+            "schema_version": "yylo_benchmark_post_execution_manifest.v2",
+            "git": {},
+            "file_count": 1,
+            "added": [path],
+            "changed": [],
+            "deleted": [],
+            "omitted": [],
+            "links": {"receipt": blob, "listing": listing, "patch": blob},
+        }
+    )
+    spec = {"prompt": "Judge.", "rubric": "Works?", "evidence": ["final_files"]}
+    truth = {"manifest": manifest, "listing": listing}
+    with pytest.raises(UnsafeListing, match=reason):
+        judge.build_payload(store, spec, truth, b"task")
+    harness = {"kind": "command", "argv": ["/bin/false"]}
+    outcome = judge.run(store, spec, harness, truth, b"task", ["m/x"], [], None)
+    assert outcome.verdict == "invalid" and "cannot be shown to the judge" in outcome.reason

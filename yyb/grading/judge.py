@@ -15,9 +15,10 @@ import re
 import shutil
 import tempfile
 
+from yyb.errors import UnsafeListing
 from yyb.evidence import cost
 from yyb.grading.outcome import Outcome
-from yyb.harness import adapters, envelope, sandbox, supervise
+from yyb.harness import adapters, envelope, manifest, sandbox, supervise
 from yyb.harness.environment import Folders, build
 
 DEFAULT_LIMIT = 64 * 1024
@@ -72,11 +73,13 @@ def build_payload(store, spec: dict, truth: dict, prompt: bytes) -> bytes:
         parts += [b"\n# Patch\n", store.objects.get(truth["patch"]).body]
     if "final_files" in selected and truth.get("manifest"):
         post = store.objects.get_record(truth["manifest"])
-        listing = store.objects.get_record(truth["listing"])
-        files = listing["links"]["files"]
-        entries = {path: files[i] for path, _, i in listing["entries"]}
+        # The listing is the candidate's: proved safe before any of it is read.
+        entries = manifest.entries_of(store.objects.get_record(truth["listing"]))
         for path in post["added"] + post["changed"]:
-            parts += [f"\n# File {path}\n".encode(), store.objects.get(entries[path]).body]
+            if path not in entries:
+                raise UnsafeListing(path, "the manifest names a file the listing does not hold")
+            blob = store.objects.get(entries[path][1]).body
+            parts += [f"\n# File {path}\n".encode(), blob]
     if "outputs" in selected:
         for name in ("stdout", "stderr"):
             if truth.get(name):
@@ -148,7 +151,10 @@ def run(
         return Outcome.invalid(
             "pairwise judging needs a paired attempt, which this version does not assemble"
         )
-    payload = build_payload(store, spec, truth, prompt)
+    try:
+        payload = build_payload(store, spec, truth, prompt)
+    except UnsafeListing as exc:
+        return Outcome.invalid(f"the final workspace cannot be shown to the judge: {exc}")
     blinded = spec.get("identity", "blinded") == "blinded"
     if not blinded:
         payload = (
