@@ -84,9 +84,9 @@ def test_every_package_is_listed_in_pyproject():
 def test_every_registered_command_loads():
     from yyb.cli import COMMANDS
 
-    done = subprocess.run([sys.executable, "-m", "yyb", "--help"], capture_output=True,
-                          text=True)
+    done = subprocess.run([sys.executable, "-m", "yyb", "--help"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    listed = {line.split()[0] for line in done.stdout.split("Commands:")[1].splitlines()
-              if line.strip()}
+    listed = {
+        line.split()[0] for line in done.stdout.split("Commands:")[1].splitlines() if line.strip()
+    }
     assert listed == set(COMMANDS)

@@ -226,9 +226,7 @@ def test_attempt_interrupted_by_a_crash_is_closed_not_redispatched(bench):
     ]
     assert "dispatch_count: 1" in again.lines
     store = bench.store
-    closed = store.objects.get_record(
-        store.refs.read(names.attempt(plan_oid, attempt, "terminal"))
-    )
+    closed = store.objects.get_record(store.refs.read(names.attempt(plan_oid, attempt, "terminal")))
     assert "interrupted" in closed["reason"]
     assert closed["links"]["intent"] == intent
     assert "stdout" not in closed["links"]  # it was not run again

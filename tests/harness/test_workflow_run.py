@@ -27,20 +27,29 @@ def test_workflow_attempts_run_with_the_planned_variables(tmp_path):
     runner.write_text(RUNNER)
     runner.chmod(0o755)
     data = json.loads(open(paths["config"]).read())
-    data["harnesses"] = {"candidate": {"kind": "workflow_runner", "argv": [
-        str(runner), "{workflow_file}", "{variables_file}", "{model}", "{envelope}"]}}
+    data["harnesses"] = {
+        "candidate": {
+            "kind": "workflow_runner",
+            "argv": [str(runner), "{workflow_file}", "{variables_file}", "{model}", "{envelope}"],
+        }
+    }
     with open(paths["config"], "w") as handle:
         json.dump(data, handle)
     flow = tmp_path / "flow.yaml"
     flow.write_text("steps:\n  - run: yy pi\n")
     config = configuration.load(paths["config"])
-    plan = plans.workflow_plan(config, str(flow), "example/fixer,example/idler", 1,
-                               "candidate_model", ["run_date=2026-08-31", "n=5"])
+    plan = plans.workflow_plan(
+        config,
+        str(flow),
+        "example/fixer,example/idler",
+        1,
+        "candidate_model",
+        ["run_date=2026-08-31", "n=5"],
+    )
     store, _ = Store.init(str(tmp_path / "store"))
     plans.write(store, plan)
     chosen = {oid: plan.records[oid] for oid in plan.attempt_oids}
-    ctx = attempts_run.prepare(store, config, plan.oid, plan.experiment, chosen,
-                               dict(os.environ))
+    ctx = attempts_run.prepare(store, config, plan.oid, plan.experiment, chosen, dict(os.environ))
     results = attempts_run.run_plan(ctx)
     assert [r.terminal_class for r in results] == ["resolved", "resolved"]
     terminal = store.objects.get_record(results[0].terminal)
@@ -48,5 +57,8 @@ def test_workflow_attempts_run_with_the_planned_variables(tmp_path):
     assert "runner got model=example/fixer and workflow steps:" in stdout
     variables = json.loads(stdout[stdout.index("{") :])
     assert variables == {"run_date": "2026-08-31", "n": 5, "candidate_model": "example/fixer"}
-    assert terminal["candidate_cost"] == {"completeness": "unavailable", "currency": "USD",
-                                          "micros": None}
+    assert terminal["candidate_cost"] == {
+        "completeness": "unavailable",
+        "currency": "USD",
+        "micros": None,
+    }
