@@ -277,45 +277,68 @@ def _is_hex_pair(name: str) -> bool:
 
 
 def _layout(store: Store) -> Iterator[tuple[str, str]]:
-    """On disk: yield ("object", oid) for each object file, and ("finding", ...) for the rest."""
+    """On disk: yield ("object", oid) for each object file, and (kind, path) for the rest:
+    "symlink" for a symbolic link anywhere (never followed), "temp", "lock" or "stray"."""
     root = store.path
     objects = os.path.join(root, "objects")
     for entry in sorted(os.listdir(root)):
-        if entry not in FOLDERS and entry != FORMAT_FILE:
+        if os.path.islink(os.path.join(root, entry)):
+            yield "symlink", entry
+        elif entry not in FOLDERS and entry != FORMAT_FILE:
             yield "stray", entry
     for prefix in sorted(os.listdir(objects)):
         folder = os.path.join(objects, prefix)
+        if os.path.islink(folder):
+            yield "symlink", f"objects/{prefix}"
+            continue
         if not (_is_hex_pair(prefix) and os.path.isdir(folder)):
             kind = "temp" if prefix.startswith(file.TEMP_PREFIX) else "stray"
             yield kind, f"objects/{prefix}"
             continue
-        for name in sorted(os.listdir(folder)):
+        with os.scandir(folder) as entries:
+            listing = sorted((e.name, e.is_symlink()) for e in entries)
+        for name, is_link in listing:
             oid = prefix + name
-            if len(oid) == OID_HEX and is_oid(oid):
+            if is_link:
+                yield "symlink", f"objects/{prefix}/{name}"
+            elif len(oid) == OID_HEX and is_oid(oid):
                 yield "object", oid
             else:
                 kind = "temp" if name.startswith(file.TEMP_PREFIX) else "stray"
                 yield kind, f"objects/{prefix}/{name}"
     for top in ("refs", "logs", "tmp", "locks"):
-        base = os.path.join(root, top)
-        for folder, dirs, files in os.walk(base):
-            dirs.sort()
-            for name in sorted(files):
-                rel = os.path.relpath(os.path.join(folder, name), root).replace(os.sep, "/")
-                if top == "tmp" or name.startswith(file.TEMP_PREFIX):
-                    yield "temp", rel
-                elif top == "locks":
-                    yield ("lock" if name.endswith(LOCK_SUFFIX) else "stray"), rel
-                elif name.endswith(LOCK_SUFFIX):
-                    yield "lock", rel
-                else:
-                    refname = rel if top == "refs" else rel[len("logs/") :]
-                    try:
-                        ok = check_ref_name(refname) == refname and refname.startswith("refs/")
-                    except InvalidRefName:
-                        ok = False
-                    if not ok:
-                        yield "stray", rel
+        yield from _layout_of(root, top)
+
+
+def _layout_of(root: str, top: str) -> Iterator[tuple[str, str]]:
+    """The entries below ``refs``, ``logs``, ``tmp`` or ``locks`` that are not refs or logs."""
+    for folder, dirs, files in os.walk(os.path.join(root, top)):
+        dirs.sort()
+        for name in sorted(dirs):
+            if os.path.islink(os.path.join(folder, name)):  # os.walk lists it, never enters it
+                yield "symlink", _relative(root, folder, name)
+        for name in sorted(files):
+            rel = _relative(root, folder, name)
+            if os.path.islink(os.path.join(folder, name)):
+                yield "symlink", rel
+            elif top == "tmp" or name.startswith(file.TEMP_PREFIX):
+                yield "temp", rel
+            elif top == "locks":
+                yield ("lock" if name.endswith(LOCK_SUFFIX) else "stray"), rel
+            elif name.endswith(LOCK_SUFFIX):
+                yield "lock", rel
+            else:
+                refname = rel if top == "refs" else rel[len("logs/") :]
+                try:
+                    ok = check_ref_name(refname) == refname and refname.startswith("refs/")
+                except InvalidRefName:
+                    ok = False
+                if not ok:
+                    yield "stray", rel
+
+
+def _relative(root: str, folder: str, name: str) -> str:
+    return os.path.relpath(os.path.join(folder, name), root).replace(os.sep, "/")
 
 
 def fsck(store: Store, now: float | None = None) -> Iterator[Finding]:
@@ -328,6 +351,13 @@ def fsck(store: Store, now: float | None = None) -> Iterator[Finding]:
                 present.append(what)
             elif kind == "stray":
                 yield error("stray-file", what, "not part of the store's layout")
+            elif kind == "symlink":
+                yield error(
+                    "symlink",
+                    what,
+                    "a symbolic link; the store never reads or writes through one "
+                    "(put the real file or folder in its place, or remove it)",
+                )
             elif kind == "temp":
                 yield info("temp-file", what, "left by an interrupted write; safe to delete")
             elif kind == "lock":

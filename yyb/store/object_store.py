@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 import os
+import stat
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from yyb.errors import AmbiguousOid, CorruptObject, InvalidRecord, ObjectMissing
+from yyb.errors import AmbiguousOid, CorruptObject, InvalidRecord, ObjectMissing, StoreIOError
 from yyb.store import codec, file, schema
 from yyb.store.objects import (
     MAX_HEADER,
@@ -307,22 +309,64 @@ class DiskObjects(ObjectStore):
     def path(self, oid: str) -> str:
         return f"{self.folder}/{oid[:2]}/{oid[2:]}"  # an oid is 64 hex digits: no separators
 
+    def _folder_fd(self, prefix: str, oid: str | None = None) -> int | None:
+        """A descriptor of the fan-out folder ``objects/<prefix>``, opened without following a
+        symbolic link; None when there is no such folder.
+
+        Raises:
+            CorruptObject: the folder is a symbolic link (code ``symlink``).
+        """
+        path = f"{self.folder}/{prefix}"
+        try:
+            return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            return None
+        except NotADirectoryError:
+            if os.path.islink(path):
+                raise _linked(oid, f"objects/{prefix}") from None
+            return None  # a file stands there: no object lies below it
+
+    def _open_fd(self, oid: str) -> int | None:
+        """A descriptor of ``oid``'s file, opened without following a symbolic link at its
+        fan-out folder or at the file, and without blocking on a FIFO; None when absent.
+
+        Raises:
+            CorruptObject: a link (code ``symlink``), or no regular file (``malformed``).
+        """
+        folder = self._folder_fd(oid[:2], oid)
+        if folder is None:
+            return None
+        try:
+            fd = os.open(oid[2:], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _linked(oid, f"objects/{oid[:2]}/{oid[2:]}") from None
+            raise
+        finally:
+            os.close(folder)
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISREG(mode):
+            return fd
+        os.close(fd)
+        if stat.S_ISDIR(mode):
+            raise CorruptObject(oid, "a folder stands where the object file should be", "malformed")
+        raise CorruptObject(oid, "not a regular file", "malformed")
+
     def _open(self, oid: str) -> tuple[BinaryIO, str, int, int] | None:
         """Open an object file and check its header against its length, reading no body.
 
         Returns (handle positioned at the body, kind, size, header length), or None if absent.
 
         Raises:
-            CorruptObject: not a regular file, a malformed header, or a length mismatch.
+            CorruptObject: a symbolic link, not a regular file, a malformed header, or a
+            length mismatch.
         """
-        try:
-            handle = open(self.path(oid), "rb")
-        except (FileNotFoundError, NotADirectoryError):
+        fd = self._open_fd(oid)
+        if fd is None:
             return None
-        except IsADirectoryError:
-            raise CorruptObject(
-                oid, "a folder stands where the object file should be", "malformed"
-            ) from None
+        handle = os.fdopen(fd, "rb")
         try:
             actual = os.fstat(handle.fileno()).st_size
             kind, size, start = parse_header(handle.read(MAX_HEADER), oid)
@@ -361,11 +405,11 @@ class DiskObjects(ObjectStore):
         anything unusual, which ``_open`` then reports precisely).
         """
         try:
-            fd = os.open(self.path(oid), os.O_RDONLY)
-        except (FileNotFoundError, NotADirectoryError):
-            return b""
-        except OSError:
+            fd = self._open_fd(oid)
+        except (CorruptObject, OSError):
             return None
+        if fd is None:
+            return b""
         try:
             size = os.fstat(fd).st_size
             if size > limit:
@@ -380,14 +424,38 @@ class DiskObjects(ObjectStore):
         return _small_and_well_formed(data, oid, limit)
 
     def contains(self, oid: str) -> bool:
-        return os.path.exists(self.path(oid))
+        """Whether ``oid``'s file is a regular file in a real fan-out folder (a link there
+        is no object: reading refuses it, and writing the object replaces it)."""
+        try:
+            folder = os.lstat(os.path.join(self.folder, oid[:2]))
+            return stat.S_ISDIR(folder.st_mode) and stat.S_ISREG(os.lstat(self.path(oid)).st_mode)
+        except OSError:
+            return False
 
-    def _write(self, oid: str, data: bytes) -> None:
-        subdir = os.path.join(self.folder, oid[:2])
+    def _ensure_folder(self, prefix: str) -> None:
+        """Create the fan-out folder ``objects/<prefix>`` if missing; refuse a link there.
+
+        Raises:
+            StoreIOError: the file system refused, or a symbolic link stands there.
+        """
+        subdir = os.path.join(self.folder, prefix)
         try:
             file.ensure_dir(subdir)
         except OSError as exc:
             raise file.io_error(subdir, exc) from exc
+        self._refuse_link(prefix)
+
+    def _refuse_link(self, prefix: str) -> None:
+        subdir = os.path.join(self.folder, prefix)
+        if os.path.islink(subdir):
+            raise StoreIOError(
+                subdir,
+                "a symbolic link stands where a folder of objects belongs; nothing is written "
+                "through it (yyb doctor reports it)",
+            )
+
+    def _write(self, oid: str, data: bytes) -> None:
+        self._ensure_folder(oid[:2])
         file.write_atomic(self.path(oid), data, mode=0o444)
 
     def put_many(self, items: list[tuple[str, bytes]]) -> list[str]:
@@ -410,18 +478,21 @@ class DiskObjects(ObjectStore):
             for oid, data in todo.items():
                 self._write(oid, data)
             return oids
+        prefixes = sorted({oid[:2] for oid in todo})
         try:
             created = False
-            for prefix in sorted({oid[:2] for oid in todo}):
+            for prefix in prefixes:
                 try:
                     os.mkdir(os.path.join(self.folder, prefix))
                     created = True
                 except FileExistsError:
                     pass
             if created:
-                file.fsync_dir(self.folder)
+                file.fsync_dir(self.folder)  # once for every folder made, not once each
         except OSError as exc:
             raise file.io_error(self.folder, exc) from exc
+        for prefix in prefixes:
+            self._refuse_link(prefix)
         temps: dict[str, str] = {}
         try:
             with ThreadPoolExecutor(max_workers=32) as pool:
@@ -475,8 +546,7 @@ class DiskObjects(ObjectStore):
                 os.fsync(sink.fileno())
             if self.contains(oid):
                 return oid
-            subdir = os.path.join(self.folder, oid[:2])
-            file.ensure_dir(subdir)
+            self._ensure_folder(oid[:2])
             file.commit_temp(tmp, self.path(oid))
             tmp = None
             return oid
@@ -500,9 +570,15 @@ class DiskObjects(ObjectStore):
 
     def _with_prefix(self, prefix: str) -> list[str]:
         try:
-            names = os.listdir(os.path.join(self.folder, prefix[:2]))
-        except (FileNotFoundError, NotADirectoryError):
+            folder = self._folder_fd(prefix[:2])
+        except CorruptObject:
+            return []  # a link: nothing is read through it
+        if folder is None:
             return []
+        try:
+            names = os.listdir(folder)
+        finally:
+            os.close(folder)
         rest = prefix[2:]
         return [
             prefix[:2] + n
@@ -519,8 +595,19 @@ def _is_hex(text: str) -> bool:
 
 
 def _hex_dirs(folder: str) -> list[str]:
+    """The fan-out folders below ``folder`` (a link to a folder is none: fsck reports it)."""
     try:
-        names = os.listdir(folder)
+        with os.scandir(folder) as entries:
+            return [
+                e.name
+                for e in entries
+                if len(e.name) == 2 and _is_hex(e.name) and e.is_dir(follow_symlinks=False)
+            ]
     except FileNotFoundError:
         return []
-    return [n for n in names if len(n) == 2 and _is_hex(n)]
+
+
+def _linked(oid: str | None, rel: str) -> CorruptObject:
+    return CorruptObject(
+        oid, f"{rel} is a symbolic link; the store never reads through one", "symlink"
+    )
