@@ -15,9 +15,10 @@ from dataclasses import dataclass
 
 from yyb.config import Config
 from yyb.errors import UsageError
+from yyb.evidence import records
 from yyb.store import codec, file
 
-CASE_SCHEMA = "yylo_benchmark_case.v2"
+CASE_SCHEMA = records.CASE
 TAG = "benchmark-case"
 CASE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 REQUIRED = ("repository", "base_commit", "case_version", "category", "grader_profile")

@@ -8,11 +8,12 @@ import re
 from dataclasses import dataclass
 
 from yyb.errors import InvalidRecord, UsageError
+from yyb.evidence import records
 from yyb.store import codec, file, schema
 from yyb.store.location import find_repository
 
 CONFIG_NAME = "yylo-benchmark.config.json"
-SCHEMA = "yylo_benchmark_config.v2"
+SCHEMA = records.CONFIG
 DEFAULT_EXCLUDED = (".yylo-benchmark/", ".juno_task/", CONFIG_NAME)
 DEFAULT_TIMEOUT_MS = 30 * 60 * 1000
 MODEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._:@+/-]*")

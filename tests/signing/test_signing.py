@@ -138,21 +138,27 @@ def test_verification_order_and_what_it_refuses(store):
         signing.verify_envelope(tampered, oid, trusted)
 
 
-def test_sign_if_configured(store, tmp_path, monkeypatch):
+def test_configured_signer(store, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
     monkeypatch.delenv(signing.KEY_ENV, raising=False)
     oid = store.objects.put_record(note("x"))
-    assert signing.sign_if_configured(store, oid) is None
+    assert signing.configured_signer() is None
     key_path = str(tmp_path / "k.key")
-    signing.generate_key(key_path)
+    public = signing.generate_key(key_path)
     monkeypatch.setenv(signing.KEY_ENV, key_path)
-    assert signing.sign_if_configured(store, oid) == store.refs.read(f"refs/signatures/{oid}")
+    signer = signing.configured_signer()
+    assert signing.public_hex(signer) == public
+    assert signing.sign(store, oid, signer) == store.refs.read(f"refs/signatures/{oid}")
+    # Signing again is a no-op: the same deterministic signature, no new update.
+    updates = len(list(store.refs.log(f"refs/signatures/{oid}")))
+    signing.sign(store, oid, signer)
+    assert len(list(store.refs.log(f"refs/signatures/{oid}"))) == updates
     monkeypatch.setenv(signing.KEY_ENV, "")
     signing.generate_key(signing.default_key_path())
-    assert signing.sign_if_configured(store, store.objects.put_record(note("y"))) is None
+    assert signing.configured_signer() is None  # empty: signing off, whatever the default
     monkeypatch.setenv(signing.KEY_ENV, str(tmp_path / "absent.key"))
     with pytest.raises(UsageError):
-        signing.sign_if_configured(store, oid)
+        signing.configured_signer()
 
 
 def test_nothing_unsigned_between_a_signed_head_and_what_it_vouches_for(disk_store, tmp_path):

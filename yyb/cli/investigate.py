@@ -9,6 +9,7 @@ import click
 from yyb.cli.context import open_store, plan_option
 from yyb.cli.plans import plan_oid as resolve_plan
 from yyb.errors import UsageError
+from yyb.evidence import records
 
 
 @click.command("investigate")
@@ -49,7 +50,7 @@ def investigate(ctx, plan_name, attempt_name, show, max_bytes):
     if not store.objects.contains(plan_oid):
         raise UsageError(f"plan {plan_oid} is not in the store {store.path}")
     plan = store.objects.get_record(plan_oid)
-    if plan.get("schema_version") != "yylo_benchmark_experiment_plan.v2":
+    if plan.get("schema_version") != records.PLAN:
         raise UsageError(f"{plan_name} is not an experiment plan")
     attempt_oid = answers.resolve_attempt(plan, attempt_name)
     sys.stdout.buffer.write(answers.answer(store, plan_oid, plan, attempt_oid, show, max_bytes))

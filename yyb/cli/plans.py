@@ -10,6 +10,7 @@ import click
 
 from yyb.cli.context import load_config, open_store
 from yyb.errors import UsageError
+from yyb.evidence import names
 
 
 @click.command("init")
@@ -59,7 +60,7 @@ def validate(ctx, task_path, write, as_json):
     if write:
         store = open_store(ctx, create=True)
         oid = cases.write_case(store, task, case)
-        ref = f"refs/cases/{case['case_id']}"
+        ref = names.case(case["case_id"])
         if store.refs.read(ref) != oid:
             store.refs.update(ref, oid, reason=f"case {case['case_id']} {case['case_version']}")
         identity["record"] = oid
@@ -266,6 +267,6 @@ def authorize(ctx, plan_name, expires):
     if not store.objects.contains(oid):
         raise UsageError(f"plan {oid} is not in the store {store.path}; plan it there first")
     grant_oid = store.objects.put_record(record)
-    store.refs.update(f"refs/grants/{oid}", grant_oid, reason="authorize")
+    store.refs.update(names.grant(oid), grant_oid, reason="authorize")
     click.echo(grant_oid)
     return 0

@@ -24,6 +24,7 @@ from yyb.evidence.records import (
     MANIFEST,
     NO_WORKSPACE,
     RECEIPT,
+    REF_UPDATE,
     TERMINAL,
 )
 from yyb.evidence.terminal import replay
@@ -104,7 +105,7 @@ class AttemptCheck:
         """``ref``'s update chain is one update, from nothing to ``oid`` (an update a crash
         cut short may be linked as discarded; it never took effect)."""
         head = self.store.refs.log_head(ref)
-        update = None if head is None else self.record(head, "yyb_ref_update.v1", "update")
+        update = None if head is None else self.record(head, REF_UPDATE, "update")
         if update is None:
             self.fail("rewritten-ref", f"{ref} has no update record")
         elif (

@@ -8,6 +8,12 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
+# Kinds that a lower layer writes keep their home there (the harness's workspace listings and
+# envelopes, the store's ref updates); they are named here too so that this is the one list.
+from yyb.harness.envelope import ENVELOPE  # noqa: F401
+from yyb.harness.manifest import LISTING, MANIFEST  # noqa: F401
+from yyb.store.refs import REF_UPDATE  # noqa: F401
+
 # --- schema names ---------------------------------------------------------------------------
 
 CASE = "yylo_benchmark_case.v2"
@@ -17,8 +23,6 @@ ATTEMPT_PLAN = "yylo_benchmark_attempt_plan.v2"
 GRANT = "yylo_benchmark_grant.v2"
 INTENT = "yylo_benchmark_dispatch_intent.v2"
 RECEIPT = "yylo_benchmark_workspace_receipt.v2"
-LISTING = "yylo_benchmark_file_listing.v2"
-MANIFEST = "yylo_benchmark_post_execution_manifest.v2"
 EXECUTION = "yylo_benchmark_execution.v2"
 TERMINAL = "yylo_benchmark_terminal.v2"
 EVIDENCE = "yylo_benchmark_attempt_evidence.v2"
@@ -33,9 +37,7 @@ REPORT_ROWS = "yylo_benchmark_report_rows.v3"
 LONGITUDINAL_LAYER = "yylo_benchmark_longitudinal_layer.v3"
 LONGITUDINAL_LAYER_V2 = "yylo_benchmark_longitudinal_layer.v2"
 LONGITUDINAL_COHORTS = "yylo_benchmark_longitudinal_cohorts.v3"
-ENVELOPE = "juno_execution_envelope.v1"
 SIGNATURE = "yyb_signature.v1"
-REF_UPDATE = "yyb_ref_update.v1"
 
 # Records yyb signs when a signing key is configured. Every one of them reachable from a signed
 # head must carry its own trusted signature, so nothing unsigned sits between a head and what

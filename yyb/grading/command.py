@@ -16,13 +16,14 @@ import os
 import shutil
 import tempfile
 
+from yyb.evidence.records import GRADER_INPUT, GRADER_OUTPUT
 from yyb.grading.outcome import Outcome
 from yyb.harness import envelope, manifest, sandbox, supervise
 from yyb.harness.environment import Folders, build
 from yyb.store import codec, schema
 
-INPUT = "yylo_benchmark_grader_input.v2"
-OUTPUT = "yylo_benchmark_grader_output.v2"
+INPUT = GRADER_INPUT
+OUTPUT = GRADER_OUTPUT
 DEFAULT_TIMEOUT_MS = 5 * 60 * 1000
 MAX_OUTPUT = 1 << 20
 

@@ -15,13 +15,14 @@ from yyb import __version__
 from yyb.cases import Task, load_case
 from yyb.config import Config
 from yyb.errors import UsageError
+from yyb.evidence import names, records
 from yyb.plans import budget
 from yyb.store import file
 from yyb.store.object_store import record_body
 from yyb.store.objects import hash_object
 
-EXPERIMENT = "yylo_benchmark_experiment_plan.v2"
-ATTEMPT = "yylo_benchmark_attempt_plan.v2"
+EXPERIMENT = records.PLAN
+ATTEMPT = records.ATTEMPT_PLAN
 
 
 @dataclass
@@ -273,6 +274,6 @@ def workflow_plan(
 def write(store, plan: Plan) -> None:
     """Store every object of ``plan``, then point ``refs/plans/<oid>`` at it."""
     store.objects.put_many(plan.bodies)
-    ref = f"refs/plans/{plan.oid}"
+    ref = names.plan(plan.oid)
     if store.refs.read(ref) != plan.oid:
         store.refs.update(ref, plan.oid, old=None, reason="plan")

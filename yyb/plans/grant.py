@@ -11,8 +11,9 @@ import time
 from datetime import UTC, datetime
 
 from yyb.errors import UsageError, YybError
+from yyb.evidence import records
 
-GRANT = "yylo_benchmark_grant.v2"
+GRANT = records.GRANT
 
 
 class GrantError(YybError):

@@ -10,6 +10,7 @@ import json
 import os
 
 from yyb.errors import UsageError, YybError
+from yyb.evidence.records import PLAN
 from yyb.store import codec, file
 from yyb.store.object_store import record_body
 from yyb.store.objects import hash_object, is_oid
@@ -115,7 +116,7 @@ def from_store(store, name: str) -> tuple[str, dict[str, dict]]:
     """The plan ``name`` (oid, abbreviation or ref) and every record it links, from a store."""
     oid = store.rev_parse(name)
     experiment = store.objects.get_record(oid)
-    if experiment.get("schema_version") != "yylo_benchmark_experiment_plan.v2":
+    if experiment.get("schema_version") != PLAN:
         raise UsageError(f"{name} is not an experiment plan")
     records = {oid: experiment}
     for linked in experiment["links"]["attempts"] + experiment["links"].get("cases", []):
