@@ -192,6 +192,35 @@ def test_interrupted_update_is_rolled_back_by_the_next_update(disk_store):
     assert disk_store.objects.get_record(ahead)["new"] == b
 
 
+def test_before_move_runs_on_record_and_before_the_move(store):
+    """The work an update carries sees the move on record (pending) and the ref unmoved; if
+    it fails, the update stays pending for the next writer to find and finish."""
+    a = store.objects.put("blob", b"a")
+    b = store.objects.put("blob", b"b")
+    store.refs.update("x", a)
+    seen = []
+
+    def look():
+        seen.append((store.refs.read("x"), store.refs.pending("x")))
+
+    head = store.refs.update("x", b, old=a, before_move=look)
+    assert seen == [(a, b)]
+    assert store.refs.read("x") == b and store.refs.log_head("x") == head
+
+    class Died(Exception):
+        pass
+
+    def die():
+        raise Died
+
+    c = store.objects.put("blob", b"c")
+    with pytest.raises(Died):
+        store.refs.update("x", c, old=b, before_move=die)
+    assert store.refs.read("x") == b and store.refs.pending("x") == c
+    store.refs.update("x", store.refs.pending("x"), old=b)
+    assert store.refs.read("x") == c and store.refs.pending("x") is None
+
+
 def test_a_ref_without_a_log_refuses_updates(disk_store):
     a = disk_store.objects.put("blob", b"a")
     os.makedirs(os.path.join(disk_store.path, "refs", "hand"))

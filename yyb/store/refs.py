@@ -6,6 +6,11 @@ the ref. A crash before that rename leaves the lock behind and a log head one up
 the ref. The lock names its holder; once that process is gone the next update of the ref
 replaces the lock and says so in its record (``broke_lock``), and links the head that never
 took effect as ``discarded``: nothing is broken or dropped without a trace in the chain.
+
+An update may carry work that must be done before its new value is published (``before_move``:
+signing the record the ref is to name). It runs once the update is on record and before the
+rename, so a crash inside it leaves the update pending (``pending()``): the next writer of the
+ref learns from the log head what was being published, finishes that work and then the move.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import re
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from yyb.errors import (
@@ -159,6 +164,7 @@ class RefStore(ABC):
         old: object = ANY,
         reason: str = "",
         time_ms: int | None = None,
+        before_move: Callable[[], object] | None = None,
     ) -> str:
         """Move ``name`` to ``new`` (None deletes it), appending to its update chain.
 
@@ -168,6 +174,9 @@ class RefStore(ABC):
             old: the value the ref must hold now (None: must not exist); ANY skips the check.
             reason: a free-text reason kept in the update record.
             time_ms: the update time; now when omitted.
+            before_move: called with the ref locked, once this update's record and log head
+                are durable and before the ref moves. A crash or an error inside it leaves
+                the update pending, the ref unmoved.
 
         Returns:
             The oid of the ``yyb_ref_update.v1`` record that records this update.
@@ -212,6 +221,8 @@ class RefStore(ABC):
                 record["links"] = links
             oid = self.objects.put_record(record)
             self._write_log_head(name, oid)
+            if before_move is not None:
+                before_move()
             self._commit(name, new, handle)
         return oid
 
