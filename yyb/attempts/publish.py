@@ -1,11 +1,11 @@
-"""Publish: sign, then move the terminal ref, then write the attempt evidence.
+"""Publish: sign the terminal inside the update of its ref, then write the attempt evidence.
 
-Order is what makes a crash safe. The terminal's signature (when a key is configured) is
-complete before the terminal ref names it, so a published terminal is never unsigned; a crash
-between the two leaves a signed record nothing names yet, and the rerun writes the same
-terminal (the same bytes, so the same oid and the same deterministic Ed25519 signature). A
-crash after the terminal ref moved leaves the evidence to recovery, which also completes the
-signature if it was cut short there.
+Order is what makes a crash safe. The terminal's signature (when a key is configured) is made
+once the ref update is on record and before the ref moves (``before_move``), so a published
+terminal is never unsigned, and a crash while signing leaves that update pending: recovery
+reads the terminal from it and publishes that very terminal, finishing its signature (signing
+again yields the same deterministic Ed25519 signature), instead of deciding another one. A
+crash after the terminal ref moved leaves the evidence to recovery.
 """
 
 from __future__ import annotations
@@ -24,15 +24,16 @@ def seal(store, oid: str, signer) -> None:
 
 
 def publish(ctx, attempt_oid: str, terminal: dict, listing: str | None, status) -> Result:
-    """Store the terminal, sign it, create its ref from nothing, then the evidence."""
+    """Store the terminal, create its ref from nothing signing it on the way, then the
+    evidence. Also how recovery finishes a terminal whose publishing a crash cut short."""
     store = ctx.store
     terminal_oid = store.objects.put_record(terminal)
-    seal(store, terminal_oid, ctx.signer)
     store.refs.update(
         ctx.ref(attempt_oid, "terminal"),
         terminal_oid,
         old=None,
         reason=f"terminal {terminal['class']}",
+        before_move=lambda: seal(store, terminal_oid, ctx.signer),
     )
     evidence(ctx, attempt_oid, terminal_oid, terminal, listing)
     result = Result.of(attempt_oid, ctx.attempts[attempt_oid], terminal_oid, terminal, status)

@@ -2,6 +2,7 @@
 
 - a terminal: checked to be this attempt's and reused; a signature or evidence that a crash
   cut short is completed;
+- a terminal whose ref update a crash cut short (while signing it): that terminal is published;
 - an execution record without a terminal: the retained evidence proves the terminal, which is
   published from it (grading what was not graded yet);
 - an intent alone: closed as an indeterminate harness_failure;
@@ -14,6 +15,7 @@ from yyb.attempts.conclude import conclude, indeterminate
 from yyb.attempts.context import Result, RunContext, signer_from
 from yyb.attempts.publish import evidence, publish, seal
 from yyb.errors import CorruptRef
+from yyb.evidence.records import TERMINAL
 
 
 def reconcile(ctx: RunContext, attempt_oid: str) -> Result | None:
@@ -23,19 +25,20 @@ def reconcile(ctx: RunContext, attempt_oid: str) -> Result | None:
     terminal_oid = ctx.read(attempt_oid, "terminal")
     if terminal_oid is not None:
         terminal = store.objects.get_record(terminal_oid)
-        if terminal.get("attempt") != attempt_oid or terminal.get("plan") != ctx.plan_oid:
+        if not _belongs(ctx, attempt_oid, terminal):
             raise CorruptRef(
                 ctx.ref(attempt_oid, "terminal"),
                 f"names terminal {terminal_oid} of another attempt; run 'yyb doctor --plan'",
             )
         seal(store, terminal_oid, ctx.signer)
         if ctx.read(attempt_oid, "evidence") is None:
-            listing = None
-            if terminal["links"].get("execution"):
-                execution = store.objects.get_record(terminal["links"]["execution"])
-                listing = execution["links"].get("listing")
-            evidence(ctx, attempt_oid, terminal_oid, terminal, listing)
+            evidence(ctx, attempt_oid, terminal_oid, terminal, _listing(store, terminal))
         return Result.of(attempt_oid, attempt, terminal_oid, terminal, "reused")
+    # A terminal whose publishing a crash cut short (while it was being signed) was decided
+    # already: publish that one, never decide another.
+    terminal = _pending(ctx, ctx.ref(attempt_oid, "terminal"), attempt_oid)
+    if terminal is not None:
+        return publish(ctx, attempt_oid, terminal, _listing(store, terminal), "reused")
     if ctx.read(attempt_oid, "intent") is None:
         return None
     execution_ref = ctx.ref(attempt_oid, "execution")
@@ -47,7 +50,7 @@ def reconcile(ctx: RunContext, attempt_oid: str) -> Result | None:
         execution_oid = pending
     if execution_oid is not None:
         execution = store.objects.get_record(execution_oid)
-        if execution.get("attempt") == attempt_oid and execution.get("plan") == ctx.plan_oid:
+        if _belongs(ctx, attempt_oid, execution):
             terminal = conclude(ctx, attempt_oid, execution_oid, execution)
             return publish(ctx, attempt_oid, terminal, execution["links"]["listing"], "converted")
     # A crash may have left a lock on the execution ref, which nothing will update again:
@@ -57,6 +60,29 @@ def reconcile(ctx: RunContext, attempt_oid: str) -> Result | None:
     if holder is not None:
         note = f"; replaced the abandoned lock on {execution_ref} left by pid {holder['pid']}"
     return publish(ctx, attempt_oid, indeterminate(ctx, attempt_oid, note), None, "closed")
+
+
+def _belongs(ctx: RunContext, attempt_oid: str, record: dict) -> bool:
+    return record.get("attempt") == attempt_oid and record.get("plan") == ctx.plan_oid
+
+
+def _pending(ctx: RunContext, name: str, attempt_oid: str) -> dict | None:
+    """The terminal record of this attempt that a cut-short update of ``name`` was
+    publishing, or None."""
+    pending = ctx.store.refs.pending(name)
+    if pending is None or not ctx.store.objects.contains(pending):
+        return None
+    record = ctx.store.objects.get_record(pending)
+    if record.get("schema_version") != TERMINAL or not _belongs(ctx, attempt_oid, record):
+        return None
+    return record
+
+
+def _listing(store, terminal: dict) -> str | None:
+    """The listing of the execution a terminal rests on (None when nothing ran)."""
+    if not terminal["links"].get("execution"):
+        return None
+    return store.objects.get_record(terminal["links"]["execution"])["links"].get("listing")
 
 
 def recover(

@@ -148,6 +148,10 @@ def evaluate(
     """Run ``profile`` on the attempt's retained truth and append it as the next generation,
     signed with ``signer`` (when given) before its ref moves.
 
+    A receipt of exactly that generation whose publishing a crash cut short (found pending on
+    the evaluation ref) is published instead: the evaluator never runs twice for one
+    generation.
+
     Raises:
         UsageError: the profile is not in the plan's catalog.
         GenerationError: ``generation`` is given and is not exactly the next one.
@@ -159,6 +163,12 @@ def evaluate(
         generation = expected
     if generation != expected:
         raise GenerationError(profile, attempt_oid, generation, expected)
+    ref = names.evaluation(plan_oid, attempt_oid, profile)
+    old = previous[-1][0] if previous else None
+    pending = _pending(store, ref, old, (plan_oid, attempt_oid, profile, generation))
+    if pending is not None:  # graded before a crash cut its publishing short: never again
+        _publish(store, ref, old, *pending, signer)
+        return pending
     outcome = run_evaluator(
         store,
         plan,
@@ -193,8 +203,8 @@ def evaluate(
         "details": codec.from_json(_json(outcome.details)),
     }
     links["result"] = store.objects.put_record(result)
-    if previous:
-        links["previous"] = previous[-1][0]
+    if old is not None:
+        links["previous"] = old
     receipt = {
         "schema_version": EVALUATION,
         "plan": plan_oid,
@@ -211,21 +221,44 @@ def evaluate(
         "links": links,
     }
     oid = store.objects.put_record(receipt)
-    if signer is not None:  # signed before the ref names it: a published receipt is signed
-        from yyb import signing
-
-        signing.sign(store, oid, signer)
-    old = previous[-1][0] if previous else None
-    try:
-        store.refs.update(
-            names.evaluation(plan_oid, attempt_oid, profile),
-            oid,
-            old=old,
-            reason=f"evaluation {profile} generation {generation}",
-        )
-    except RefMismatch:
-        raise GenerationError(profile, attempt_oid, generation, expected + 1) from None
+    _publish(store, ref, old, oid, receipt, signer)
     return oid, receipt
+
+
+def _pending(store, ref: str, old: str | None, place: tuple) -> tuple[str, dict] | None:
+    """The receipt a cut-short update of ``ref`` was publishing, when it is exactly the
+    next generation after ``old`` for ``place`` (plan, attempt, profile, generation)."""
+    oid = store.refs.pending(ref)
+    if oid is None or not store.objects.contains(oid):
+        return None
+    receipt = store.objects.get_record(oid)
+    fields = ("plan", "attempt", "profile", "generation")
+    if receipt.get("schema_version") != EVALUATION or tuple(map(receipt.get, fields)) != place:
+        return None
+    return (oid, receipt) if receipt.get("links", {}).get("previous") == old else None
+
+
+def _publish(store, ref: str, old: str | None, oid: str, receipt: dict, signer) -> None:
+    """Move ``ref`` from ``old`` to the receipt ``oid``, signed with ``signer`` (when given)
+    once the move is on record and before the ref names it: a published receipt is signed,
+    and a crash while signing leaves the move pending for the next evaluation to finish.
+
+    Raises:
+        GenerationError: another evaluation moved the ref first.
+    """
+
+    def seal() -> None:
+        if signer is not None:
+            from yyb import signing
+
+            signing.sign(store, oid, signer)
+
+    profile, generation = receipt["profile"], receipt["generation"]
+    reason = f"evaluation {profile} generation {generation}"
+    try:
+        store.refs.update(ref, oid, old=old, reason=reason, before_move=seal)
+    except RefMismatch:
+        raise GenerationError(profile, receipt["attempt"], generation, generation + 1) from None
 
 
 def _json(value) -> str:
