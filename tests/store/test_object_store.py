@@ -17,7 +17,7 @@ from yyb.errors import (
     SchemaViolation,
     StoreNotFound,
 )
-from yyb.store import object_store
+from yyb.store import loose, object_store
 from yyb.store.objects import hash_object
 from yyb.store.repo import Store
 
@@ -88,7 +88,7 @@ def test_disk_layout_is_sha256sum_of_the_file(disk_store):
 
 
 def test_disk_streams_large_blobs(disk_store, monkeypatch):
-    monkeypatch.setattr(object_store, "STREAM_THRESHOLD", 1000)
+    monkeypatch.setattr(loose, "STREAM_THRESHOLD", 1000)
     monkeypatch.setattr(object_store, "CHUNK", 256)
     data = os.urandom(5000)
     oid = disk_store.objects.put_blob_file(io.BytesIO(data), len(data))
@@ -101,7 +101,7 @@ def test_disk_streams_large_blobs(disk_store, monkeypatch):
 
 
 def test_disk_stream_that_ends_early_leaves_nothing(disk_store, monkeypatch):
-    monkeypatch.setattr(object_store, "STREAM_THRESHOLD", 10)
+    monkeypatch.setattr(loose, "STREAM_THRESHOLD", 10)
     with pytest.raises(CorruptObject, match="ended"):
         disk_store.objects.put_blob_file(io.BytesIO(b"short"), 100)
     assert list(disk_store.objects.iter_oids()) == []

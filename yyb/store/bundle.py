@@ -36,7 +36,7 @@ class Summary:
 
     header: Header
     objects: int
-    # ref -> the update records of its chain in the bundle (newest first)
+    # ref -> the update records of its bundled chain, newest first (discarded heads included)
     chains: dict[str, list[str]]
 
 

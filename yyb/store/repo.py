@@ -8,7 +8,8 @@ from collections.abc import Iterator
 
 from yyb.errors import LockHeld, RefNotFound, StoreNotFound, UsageError
 from yyb.store import file
-from yyb.store.object_store import DiskObjects, MemoryObjects, ObjectStore
+from yyb.store.loose import DiskObjects
+from yyb.store.object_store import MemoryObjects, ObjectStore
 from yyb.store.objects import OID_HEX, check_prefix, is_oid
 from yyb.store.refs import DiskRefs, MemoryRefs, RefStore, check_ref_name
 

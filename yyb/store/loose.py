@@ -1,0 +1,339 @@
+"""Loose objects on disk: one file per object at ``objects/<2 hex>/<62 hex>``, holding exactly
+its stored bytes (docs/format.md, "Objects").
+
+Every read opens the fan-out folder and then the file relative to it, neither through a
+symbolic link (``O_NOFOLLOW``), and never blocks on a FIFO: a link or a special file where an
+object belongs is reported as a corrupt object, never followed to bytes that live elsewhere.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from yyb.errors import CorruptObject, ObjectMissing, StoreIOError
+from yyb.store import file
+from yyb.store.object_store import (
+    STREAM_THRESHOLD,
+    ObjectStore,
+    hash_stream,
+    small_and_well_formed,
+)
+from yyb.store.objects import MAX_HEADER, OID_HEX, hash_object, header, parse_header
+
+
+class DiskObjects(ObjectStore):
+    """Loose objects under ``<root>/objects/<2 hex>/<62 hex>``, each exactly its stored bytes."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.folder = os.path.join(root, "objects")
+
+    def path(self, oid: str) -> str:
+        return f"{self.folder}/{oid[:2]}/{oid[2:]}"  # an oid is 64 hex digits: no separators
+
+    def _folder_fd(self, prefix: str, oid: str | None = None) -> int | None:
+        """A descriptor of the fan-out folder ``objects/<prefix>``, opened without following a
+        symbolic link; None when there is no such folder.
+
+        Raises:
+            CorruptObject: the folder is a symbolic link (code ``symlink``).
+        """
+        path = f"{self.folder}/{prefix}"
+        try:
+            return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            return None
+        except NotADirectoryError:
+            if os.path.islink(path):
+                raise _linked(oid, f"objects/{prefix}") from None
+            return None  # a file stands there: no object lies below it
+
+    def _open_fd(self, oid: str) -> int | None:
+        """A descriptor of ``oid``'s file, opened without following a symbolic link at its
+        fan-out folder or at the file, and without blocking on a FIFO; None when absent.
+
+        Raises:
+            CorruptObject: a link (code ``symlink``), or no regular file (``malformed``).
+        """
+        folder = self._folder_fd(oid[:2], oid)
+        if folder is None:
+            return None
+        try:
+            fd = os.open(oid[2:], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _linked(oid, f"objects/{oid[:2]}/{oid[2:]}") from None
+            raise
+        finally:
+            os.close(folder)
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISREG(mode):
+            return fd
+        os.close(fd)
+        if stat.S_ISDIR(mode):
+            raise CorruptObject(oid, "a folder stands where the object file should be", "malformed")
+        raise CorruptObject(oid, "not a regular file", "malformed")
+
+    def _open(self, oid: str) -> tuple[BinaryIO, str, int, int] | None:
+        """Open an object file and check its header against its length, reading no body.
+
+        Returns (handle positioned at the body, kind, size, header length), or None if absent.
+
+        Raises:
+            CorruptObject: a symbolic link, not a regular file, a malformed header, or a
+            length mismatch.
+        """
+        fd = self._open_fd(oid)
+        if fd is None:
+            return None
+        handle = os.fdopen(fd, "rb")
+        try:
+            actual = os.fstat(handle.fileno()).st_size
+            kind, size, start = parse_header(handle.read(MAX_HEADER), oid)
+            body = actual - start
+            if body < size:
+                raise CorruptObject(
+                    oid, f"truncated: header declares {size} bytes, {body} present", "truncated"
+                )
+            if body > size:
+                raise CorruptObject(
+                    oid,
+                    f"{body - size} bytes after the declared {size}-byte body",
+                    "trailing-bytes",
+                )
+            handle.seek(start)
+        except BaseException:
+            handle.close()
+            raise
+        return handle, kind, size, start
+
+    def _read(self, oid: str) -> bytes | None:
+        small = self._read_small(oid)
+        if small is not None:
+            return small or None
+        opened = self._open(oid)
+        if opened is None:
+            return None
+        handle, kind, size, _ = opened
+        with handle:
+            return header(kind, size) + handle.read(size)
+
+    def _read_small(self, oid: str, limit: int = 1 << 20) -> bytes | None:
+        """The whole file in one read when it is at most ``limit`` bytes and well-formed.
+
+        Returns b"" when absent and None when the file needs the careful path (large, or
+        anything unusual, which ``_open`` then reports precisely).
+        """
+        try:
+            fd = self._open_fd(oid)
+        except (CorruptObject, OSError):
+            return None
+        if fd is None:
+            return b""
+        try:
+            size = os.fstat(fd).st_size
+            if size > limit:
+                return None
+            # Ask for exactly the file's size (plus one byte to notice growth): a larger
+            # request makes every read allocate, and zero, a buffer of that size.
+            data = os.read(fd, size + 1)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        return small_and_well_formed(data, oid, limit)
+
+    def contains(self, oid: str) -> bool:
+        """Whether ``oid``'s file is a regular file in a real fan-out folder (a link there
+        is no object: reading refuses it, and writing the object replaces it)."""
+        try:
+            folder = os.lstat(os.path.join(self.folder, oid[:2]))
+            return stat.S_ISDIR(folder.st_mode) and stat.S_ISREG(os.lstat(self.path(oid)).st_mode)
+        except OSError:
+            return False
+
+    def _ensure_folder(self, prefix: str) -> None:
+        """Create the fan-out folder ``objects/<prefix>`` if missing; refuse a link there.
+
+        Raises:
+            StoreIOError: the file system refused, or a symbolic link stands there.
+        """
+        subdir = os.path.join(self.folder, prefix)
+        try:
+            file.ensure_dir(subdir)
+        except OSError as exc:
+            raise file.io_error(subdir, exc) from exc
+        self._refuse_link(prefix)
+
+    def _refuse_link(self, prefix: str) -> None:
+        subdir = os.path.join(self.folder, prefix)
+        if os.path.islink(subdir):
+            raise StoreIOError(
+                subdir,
+                "a symbolic link stands where a folder of objects belongs; nothing is written "
+                "through it (yyb doctor reports it)",
+            )
+
+    def _write(self, oid: str, data: bytes) -> None:
+        self._ensure_folder(oid[:2])
+        file.write_atomic(self.path(oid), data, mode=0o444)
+
+    def put_many(self, items: list[tuple[str, bytes]]) -> list[str]:
+        """Write many objects with the same durability as ``put``, but in batches.
+
+        Every temp file is written and fsynced (from a thread pool, so the file system can
+        commit many fsyncs together), then all are renamed into place, then each folder that
+        received objects is fsynced once. A failure removes the temp files it made.
+        """
+        from concurrent.futures import ThreadPoolExecutor
+
+        oids = []
+        todo: dict[str, bytes] = {}
+        for kind, body in items:
+            oid = hash_object(kind, body)
+            oids.append(oid)
+            if oid not in todo and not self.contains(oid):
+                todo[oid] = header(kind, len(body)) + body
+        if len(todo) < 8:
+            for oid, data in todo.items():
+                self._write(oid, data)
+            return oids
+        prefixes = sorted({oid[:2] for oid in todo})
+        try:
+            created = False
+            for prefix in prefixes:
+                try:
+                    os.mkdir(os.path.join(self.folder, prefix))
+                    created = True
+                except FileExistsError:
+                    pass
+            if created:
+                file.fsync_dir(self.folder)  # once for every folder made, not once each
+        except OSError as exc:
+            raise file.io_error(self.folder, exc) from exc
+        for prefix in prefixes:
+            self._refuse_link(prefix)
+        temps: dict[str, str] = {}
+        try:
+            with ThreadPoolExecutor(max_workers=32) as pool:
+                for oid, tmp in pool.map(self._write_temp, todo.items()):
+                    temps[oid] = tmp
+            for oid in list(temps):
+                os.rename(temps[oid], self.path(oid))
+                del temps[oid]
+            folders = sorted({os.path.join(self.folder, oid[:2]) for oid in todo})
+            with ThreadPoolExecutor(max_workers=32) as pool:
+                list(pool.map(file.fsync_dir, folders))
+            file.durable_point()
+        except OSError as exc:
+            raise file.io_error(self.folder, exc) from exc
+        finally:
+            for tmp in temps.values():
+                file.discard(tmp)
+        return oids
+
+    def _write_temp(self, item: tuple[str, bytes]) -> tuple[str, str]:
+        """Write one object's bytes to a fsynced temp file in its folder; return (oid, path)."""
+        import tempfile
+
+        oid, data = item
+        fd, tmp = tempfile.mkstemp(dir=os.path.join(self.folder, oid[:2]), prefix=file.TEMP_PREFIX)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fchmod(fd, 0o444)
+            os.fsync(fd)
+        except OSError:
+            os.close(fd)
+            os.unlink(tmp)
+            raise
+        os.close(fd)
+        return oid, tmp
+
+    def put_blob_file(self, stream: BinaryIO, size: int) -> str:
+        """Stream a blob into a temp file while hashing it, then rename it into place."""
+        if size <= STREAM_THRESHOLD:
+            return super().put_blob_file(stream, size)
+        import tempfile
+
+        tmp = None
+        try:
+            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=file.TEMP_PREFIX)
+            with os.fdopen(fd, "wb", buffering=0) as sink:
+                oid = hash_stream("blob", stream, size, sink)
+                os.fchmod(sink.fileno(), 0o444)
+                os.fsync(sink.fileno())
+            if self.contains(oid):
+                return oid
+            self._ensure_folder(oid[:2])
+            file.commit_temp(tmp, self.path(oid))
+            tmp = None
+            return oid
+        except OSError as exc:
+            raise file.io_error(tmp or self.folder, exc) from exc
+        finally:
+            file.discard(tmp)
+
+    def open_body(self, oid: str) -> tuple[str, int, BinaryIO]:
+        opened = self._open(oid)
+        if opened is None:
+            raise ObjectMissing(oid)
+        handle, kind, size, _ = opened
+        return kind, size, handle
+
+    def iter_oids(self) -> Iterator[str]:
+        for prefix in sorted(_hex_dirs(self.folder)):
+            for entry in sorted(os.listdir(os.path.join(self.folder, prefix))):
+                if len(entry) == OID_HEX - 2 and _is_hex(entry):
+                    yield prefix + entry
+
+    def _with_prefix(self, prefix: str) -> list[str]:
+        try:
+            folder = self._folder_fd(prefix[:2])
+        except CorruptObject:
+            return []  # a link: nothing is read through it
+        if folder is None:
+            return []
+        try:
+            names = os.listdir(folder)
+        finally:
+            os.close(folder)
+        rest = prefix[2:]
+        return [
+            prefix[:2] + n
+            for n in names
+            if n.startswith(rest) and len(n) == OID_HEX - 2 and _is_hex(n)
+        ]
+
+
+_HEX = frozenset("0123456789abcdef")
+
+
+def _is_hex(text: str) -> bool:
+    return all(c in _HEX for c in text)
+
+
+def _hex_dirs(folder: str) -> list[str]:
+    """The fan-out folders below ``folder`` (a link to a folder is none: fsck reports it)."""
+    try:
+        with os.scandir(folder) as entries:
+            return [
+                e.name
+                for e in entries
+                if len(e.name) == 2 and _is_hex(e.name) and e.is_dir(follow_symlinks=False)
+            ]
+    except FileNotFoundError:
+        return []
+
+
+def _linked(oid: str | None, rel: str) -> CorruptObject:
+    return CorruptObject(
+        oid, f"{rel} is a symbolic link; the store never reads through one", "symlink"
+    )
