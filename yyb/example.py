@@ -110,7 +110,9 @@ def build(root: str) -> dict:
     _write(os.path.join(repo, "calc.sh"), CALC_FIXED, True)
     git(repo, "commit", "-qam", "the fix (a future commit no candidate may see)")
     agent = os.path.join(tools, "agent.sh")
-    grader = os.path.join(tools, "grader.sh")
+    # The grader lives apart from the tools the candidate may read: its folder is hidden.
+    grader = os.path.join(root, "graders", "grader.sh")
+    os.makedirs(os.path.dirname(grader))
     _write(agent, AGENT, True)
     _write(grader, GRADER, True)
     with open(grader, "rb") as handle:

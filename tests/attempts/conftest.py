@@ -158,7 +158,7 @@ class Bench(RunBench):
 
         if grader is not None:
             self.grader_text = grader
-        grader_path = self.tools / "grader.sh"
+        grader_path = self.root / "graders" / "grader.sh"  # apart from the tools
         _write(grader_path, self.grader_text, executable=True)
         data = config.template("src", yylo_version="test")
         data["repositories"] = {"src": "."}

@@ -324,6 +324,8 @@ def _attempt(store, plan_oid, attempt_oid, attempt, result, grader) -> None:
     for key in ("manifest", "patch", "evaluations"):
         if key in links:
             evidence_links[key] = links[key]
+    if "execution" in links:  # as the runner does: the final listing of what ran
+        evidence_links["listing"] = store.objects.get_record(links["execution"])["links"]["listing"]
     evidence = {
         "schema_version": "yylo_benchmark_attempt_evidence.v2",
         **base,

@@ -81,9 +81,22 @@ class RunContext:
         return self.plan["candidate_harness"]["config"]
 
     def protected(self) -> list[str]:
+        """What no sandboxed process may see: ``sandbox.protected_roots`` and the signing key."""
+        from yyb import signing
         from yyb.harness.sandbox import protected_roots
 
-        return protected_roots(self.store.path, self.config, self.plan)
+        key = signing.configured_key_path(self.environ) if self.signer is not None else None
+        return protected_roots(self.store.path, self.config, self.plan, (key,) if key else ())
+
+    def tools(self) -> dict[str, str]:
+        """The plan's read-only tool paths as bound in the sandbox, each checked.
+
+        Raises:
+            UnsafeToolPath: one would expose a protected root.
+        """
+        from yyb.harness.sandbox import tool_paths
+
+        return tool_paths(self.plan["tool_policy"]["read_only_paths"], self.protected())
 
     def ref(self, attempt_oid: str, leaf: names.Leaf) -> str:
         return names.attempt(self.plan_oid, attempt_oid, leaf)
@@ -121,7 +134,8 @@ def prepare(
     """Check everything a live run needs before any dispatch (fails closed).
 
     Raises:
-        SandboxUnavailable: the sandbox cannot start here.
+        SandboxUnavailable: the sandbox cannot start here, or not without privileges.
+        UnsafeToolPath: a read-only tool path would expose a protected root.
         GrantError: the plan has a budget and no grant authorizes it.
         UsageError: the harness executable, a secret or the named signing key is missing.
     """
@@ -147,7 +161,7 @@ def prepare(
         for name in judge.get("secrets", []):
             if name not in environ:
                 raise UsageError(f"the judge {profile} needs the secret {name}, which is not set")
-    return RunContext(
+    context = RunContext(
         store,
         config,
         plan_oid,
@@ -157,3 +171,5 @@ def prepare(
         environ=dict(environ),
         signer=signer_from(environ),
     )
+    context.tools()  # a tool path that would expose a protected root: refused now
+    return context

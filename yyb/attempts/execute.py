@@ -15,8 +15,10 @@ from yyb.evidence import cost
 from yyb.evidence import plan as planned
 from yyb.evidence.records import EXECUTION, MANIFEST, RECEIPT
 from yyb.evidence.terminal import Facts
-from yyb.harness import adapters, envelope, manifest, sandbox, snapshot, supervise
-from yyb.harness.environment import Folders, build, redact
+from yyb.harness import adapters, envelope, gitstate, manifest, sandbox, snapshot, supervise
+from yyb.harness.environment import Folders, build
+from yyb.harness.redaction import Redactor
+from yyb.store import schema
 
 # The environment variable that tells the harness the attempt's spend ceiling (docs/attempts.md).
 CEILING_ENV = "YYB_MAX_COST_MICROS"
@@ -58,7 +60,8 @@ def execute(ctx, attempt_oid: str, intent_oid: str, folders: Folders) -> Early |
         return Early(Facts(environment=reason), {"intent": intent_oid})
 
     links = {"intent": intent_oid}
-    base = manifest.scan(store, folders.workspace)
+    redactor = Redactor(ctx.secrets)
+    base = manifest.scan(store, folders.workspace, redactor)
     base_listing = store.objects.put_record(manifest.listing_record(base))
     model = attempt["model"]["resolved"]
     workflow_plan = ctx.plan.get("workflow", {})
@@ -98,13 +101,15 @@ def execute(ctx, attempt_oid: str, intent_oid: str, folders: Folders) -> Early |
     links["receipt"] = store.objects.put_record(receipt)
     box = sandbox.Sandbox(
         writable=[folders.workspace, *folders.private()],
-        masked=ctx.protected(),
-        read_only=read_only,
+        hidden=ctx.protected(),
+        read_only=ctx.tools(),
         network=network,
         cwd=folders.workspace,
     )
     envelope.remove_stale(envelope_path)
+    sandbox.hand_over(folders.root)
     outcome = supervise.run(box.argv(argv), env, None, ctx.plan["timeout_ms"], ctx.cancel)
+    sandbox.take_back(folders.root)
     facts = Facts(
         cancelled=outcome.cancelled,
         timed_out=outcome.timed_out,
@@ -112,16 +117,16 @@ def execute(ctx, attempt_oid: str, intent_oid: str, folders: Folders) -> Early |
         exit_code=outcome.exit_code,
         signal=outcome.signal,
     )
-    links["stdout"] = store.objects.put("blob", redact(outcome.stdout.data, ctx.secrets))
-    links["stderr"] = store.objects.put("blob", redact(outcome.stderr.data, ctx.secrets))
-    value, observed = _envelope(ctx, envelope_path, outcome, model, facts, links)
+    links["stdout"] = store.objects.put("blob", redactor.redact(outcome.stdout.data))
+    links["stderr"] = store.objects.put("blob", redactor.redact(outcome.stderr.data))
+    value, observed = _envelope(ctx, envelope_path, outcome, model, facts, links, redactor)
 
-    final = manifest.scan(store, folders.workspace)
+    final = manifest.scan(store, folders.workspace, redactor)
     final_listing = store.objects.put_record(manifest.listing_record(final))
     links["patch"] = store.objects.put("blob", manifest.diff(store, base.entries, final.entries))
     post = {
         "schema_version": MANIFEST,
-        "git": manifest.git_state(folders.workspace),
+        "git": redactor.value(gitstate.read(folders.workspace)),
         "file_count": len(final.entries),
         **manifest.changes(base.entries, final.entries),
         "omitted": final.omitted,
@@ -137,13 +142,21 @@ def execute(ctx, attempt_oid: str, intent_oid: str, folders: Folders) -> Early |
     return execution_oid, execution
 
 
-def _envelope(ctx, path: str, outcome, model: str, facts: Facts, links: dict):
-    """Read and retain the harness's envelope: (its value or None, the observed identity)."""
+def _envelope(ctx, path: str, outcome, model: str, facts: Facts, links: dict, redactor):
+    """Read and retain the harness's envelope: (its value or None, the observed identity).
+
+    Every key and value is redacted; an envelope that its schema refuses once redacted (a
+    secret in a field of bounded length) is unusable, and so is retained as raw bytes only.
+    """
     store = ctx.store
     value, problem = envelope.read(path, outcome.started_ms, outcome.ended_ms)
     observed = None
+    if value is not None and redactor.holds(value):
+        value = redactor.value(value)
+        if schema.problem(value, envelope.ENVELOPE) is not None:
+            value = None
+            problem = "the execution envelope holds a configured secret where it cannot be redacted"
     if value is not None:
-        value = envelope.redact_strings(value, lambda data: redact(data, ctx.secrets))
         observed = envelope.observed(value)
         if observed != model.lower():
             problem = f"the envelope observed {observed}, not the planned {model}"
@@ -155,10 +168,24 @@ def _envelope(ctx, path: str, outcome, model: str, facts: Facts, links: dict):
         except (envelope.NotRegular, OSError):
             raw = None
         if raw:
-            retained = redact(raw[: envelope.MAX_ENVELOPE], ctx.secrets)
-            links["envelope_raw"] = store.objects.put("blob", retained)
-    facts.envelope_problem = problem
+            retained = redactor.redact(raw[: envelope.MAX_ENVELOPE])
+            if _escaped_secret(retained, redactor):
+                problem += " (its bytes are not retained: they hold a configured secret, escaped)"
+            else:
+                links["envelope_raw"] = store.objects.put("blob", retained)
+    facts.envelope_problem = redactor.text(problem) if problem else problem
     return value, observed
+
+
+def _escaped_secret(data: bytes, redactor) -> bool:
+    """Whether JSON bytes still hold a secret once their strings are decoded (``\\u`` escapes
+    can spell a secret that no byte-level search finds)."""
+    import json
+
+    try:
+        return redactor.holds(json.loads(data))
+    except ValueError:
+        return False
 
 
 FACT_FIELDS = (

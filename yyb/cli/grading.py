@@ -15,6 +15,14 @@ from yyb.cli.plans import load_plan
 from yyb.errors import UsageError
 
 
+def _key_path() -> tuple[str, ...]:
+    """The configured signing key's path, which graders and judges must not see."""
+    from yyb import signing
+
+    key = signing.configured_key_path(dict(os.environ))
+    return (key,) if key else ()
+
+
 def _reevaluate(ctx, verb: str, plan_name: str, profile: str, dry_run: bool, as_json: bool):
     from yyb.grading import regrade
     from yyb.harness.sandbox import protected_roots
@@ -47,7 +55,7 @@ def _reevaluate(ctx, verb: str, plan_name: str, profile: str, dry_run: bool, as_
             attempts,
             profile,
             verb,
-            protected_roots(store.path, config, plan),
+            protected_roots(store.path, config, plan, _key_path()),
             dry_run,
             progress,
             cancel,

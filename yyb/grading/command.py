@@ -115,12 +115,14 @@ def run(
         argv = [executable] + [_fill(a, values) for a in spec.get("argv", [])]
         box = sandbox.Sandbox(
             writable=[folders.workspace, *folders.private()],
-            masked=protected,
+            hidden=protected,
             cwd=folders.workspace,
         )
+        sandbox.hand_over(root)
         outcome = supervise.run(
             box.argv(argv), env, None, spec.get("timeout_ms", DEFAULT_TIMEOUT_MS), cancel
         )
+        sandbox.take_back(root)
         try:
             output = envelope.read_regular(output_path, MAX_OUTPUT)
         except (envelope.NotRegular, OSError):

@@ -228,16 +228,23 @@ def _judge_once(
             answer["problem"] = f"the judge harness cannot start: {exc}"
             return answer
         env, _ = build(folders, read_only, sorted(secrets), secrets)
+        try:
+            tools = sandbox.tool_paths(read_only, protected)
+        except UsageError as exc:
+            answer["problem"] = f"the judge harness cannot start: {exc}"
+            return answer
         box = sandbox.Sandbox(
             writable=[folders.workspace, *folders.private()],
-            masked=protected,
-            read_only=read_only,
+            hidden=protected,
+            read_only=tools,
             network=True,
             cwd=folders.workspace,
         )
+        sandbox.hand_over(root)
         ran = supervise.run(
             box.argv(argv), env, None, spec.get("timeout_ms", DEFAULT_TIMEOUT_MS), cancel
         )
+        sandbox.take_back(root)
         stdout = redact(ran.stdout.data, secrets)
         answer.update(
             stdout=stdout.decode("utf-8", "replace"),

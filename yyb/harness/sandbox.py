@@ -1,10 +1,20 @@
-"""The bubblewrap sandbox: a read-only host with protected roots masked and private writables.
+"""The bubblewrap sandbox: a view built up from an allow-list, with no privilege inside.
 
-The candidate sees the host file system read-only; the registry, the source repository, the
-controller's home (except read-only tool paths), other attempts and grader assets are hidden
-behind empty tmpfs mounts; it can write only to its own attempt folders. It runs in new PID,
-IPC and UTS namespaces (and a new network namespace when the policy denies the network), in a
-new session, and dies with its parent.
+Nothing of the host is visible unless it is named: the OS folders a program needs (``/usr``,
+``/etc`` and the ``/bin``, ``/sbin``, ``/lib*`` links or folders) read-only, the declared
+read-only tool paths, and the process's own writable folders. Everything else (the store, any
+repository, any home, the host temp folder, the configuration, the signing key, other attempts,
+grader files) does not exist inside, whatever the environment says. A protected root that lies
+inside a visible one is masked (an empty tmpfs, or /dev/null for a file).
+
+The process has no capability and cannot gain one (``no_new_privs``). When yyb runs as root,
+bubblewrap sets up the mounts and the command then drops to an unprivileged uid and gid
+(``SANDBOX_UID``, 65534 unless ``YYB_SANDBOX_UID`` says otherwise) with an empty bounding set,
+so even files a root process could read by ownership stay closed; the process's writable
+folders are handed over to that uid first. As an unprivileged user, bubblewrap runs the
+command in a new user namespace with every capability dropped. Either way it gets its own PID,
+IPC, UTS and cgroup namespaces, a network namespace with loopback only unless the network is
+allowed, a new session, and dies with its parent. ``probe`` checks these properties for real.
 """
 
 from __future__ import annotations
@@ -15,67 +25,188 @@ import subprocess
 from dataclasses import dataclass, field
 from functools import cache
 
-from yyb.errors import YybError
+from yyb.errors import UsageError, YybError
 
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap)"
+# OS folders bound read-only (when they exist), and the top-level names that are links into
+# /usr on a merged-/usr system or folders of their own elsewhere.
+OS_FOLDERS = ("/usr", "/etc")
+OS_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+SYSTEM_FOLDERS = (*OS_FOLDERS, *OS_LINKS)
+SANDBOX_UID_ENV = "YYB_SANDBOX_UID"
+DEFAULT_SANDBOX_UID = 65534  # nobody
 
 
 class SandboxUnavailable(YybError):
-    """The host cannot start the sandbox; nothing was dispatched."""
+    """The host cannot start the sandbox as yyb needs it; nothing was dispatched."""
 
-    def __init__(self, reason: str):
-        super().__init__(f"sandbox unavailable: {reason}; {INSTALL_HINT}")
+    def __init__(self, reason: str, hint: str | None = INSTALL_HINT):
+        super().__init__(f"sandbox unavailable: {reason}" + (f"; {hint}" if hint else ""))
         self.reason = reason
+
+
+class UnsafeToolPath(UsageError):
+    """A read-only tool path that would expose a protected root inside the sandbox."""
+
+    def __init__(self, path: str, resolved: str, root: str):
+        where = path if path == resolved else f"{path} (resolves to {resolved})"
+        super().__init__(
+            f"tool path {where} would expose {root}, which a sandboxed process must not see"
+        )
+        self.path = path
+        self.root = root
+
+
+def sandbox_uid() -> int | None:
+    """The uid (and gid) a root controller drops to inside the sandbox; None when yyb does not
+    run as root (the sandbox then runs as the controller's own uid, in a user namespace)."""
+    if os.geteuid() != 0:
+        return None
+    text = os.environ.get(SANDBOX_UID_ENV, "")
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    return DEFAULT_SANDBOX_UID
+
+
+def inside(path: str, outer: str) -> bool:
+    """``path`` is ``outer`` or lies below it."""
+    return path == outer or path.startswith(outer.rstrip("/") + "/")
+
+
+def tool_paths(paths: list[str], protected: list[str]) -> dict[str, str]:
+    """Declared read-only tool path -> the real path bound there, each checked.
+
+    Once symbolic links are resolved, a tool path that is or lies inside a protected root is
+    refused: binding it would show that root. One that contains a protected root is bound with
+    that root masked; one that contains the controller's home or the temp folder (``~``,
+    ``/tmp``, ``/``) is refused, since masking those would leave nothing to bind.
+
+    Raises:
+        UnsafeToolPath: the first refused path.
+    """
+    import tempfile
+
+    open_roots = {os.path.realpath(p) for p in (os.path.expanduser("~"), tempfile.gettempdir())}
+    bound = {}
+    for path in paths:
+        if not os.path.exists(path):
+            continue
+        resolved = os.path.realpath(path)
+        for root in protected:
+            if root in open_roots:
+                if inside(root, resolved):
+                    raise UnsafeToolPath(path, resolved, root)
+            elif inside(resolved, root):
+                raise UnsafeToolPath(path, resolved, root)
+        bound[os.path.abspath(path)] = resolved
+    return bound
+
+
+def hand_over(folder: str) -> None:
+    """Give ``folder`` and everything in it to the sandbox uid (root only; links themselves,
+    never their targets), so the dropped process can write its own folders."""
+    uid = sandbox_uid()
+    if uid is not None:
+        _chown_tree(folder, uid, uid)
+
+
+def take_back(folder: str) -> None:
+    """Give ``folder`` back to the controller once the sandboxed process is gone, so that
+    nothing the controller reads (a repository, say) is owned by another user."""
+    if sandbox_uid() is not None:
+        _chown_tree(folder, os.getuid(), os.getgid())
+
+
+def _chown_tree(folder: str, uid: int, gid: int) -> None:
+    os.chown(folder, uid, gid, follow_symlinks=False)
+    for top, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            try:
+                os.chown(os.path.join(top, name), uid, gid, follow_symlinks=False)
+            except FileNotFoundError:
+                continue
 
 
 @dataclass
 class Sandbox:
-    """What one sandboxed process may see and write."""
+    """What one sandboxed process sees: OS folders and tools read-only, its writables."""
 
-    writable: list[str]  # bound read-write (created if missing)
-    masked: list[str] = field(default_factory=list)  # hidden behind an empty tmpfs
-    read_only: list[str] = field(default_factory=list)  # re-exposed read-only inside masks
+    writable: list[str]  # bound read-write at the same path
+    hidden: list[str] = field(default_factory=list)  # protected roots: never visible
+    read_only: dict[str, str] = field(default_factory=dict)  # tool path -> real path bound
     network: bool = False
     cwd: str | None = None
 
     def argv(self, command: list[str]) -> list[str]:
-        args = [
-            bwrap_path(),
-            "--die-with-parent",
-            "--new-session",
-            "--unshare-pid",
-            "--unshare-ipc",
-            "--unshare-uts",
-            "--unshare-cgroup-try",
-        ]
+        uid = sandbox_uid()
+        args = [bwrap_path(), "--die-with-parent", "--new-session"]
+        args += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+        if uid is None:  # unprivileged: a user namespace, every capability in it dropped,
+            # and no further user namespace inside it
+            args += ["--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
+        # (As root, no user namespace: the uid the command drops to must be a real one.)
         if not self.network:
             args.append("--unshare-net")
-        args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-        # Masks go first and longest paths last, so that a mask inside another survives.
-        for path in sorted(set(self.masked), key=len):
-            if os.path.isdir(path):
-                args += ["--tmpfs", path]
-            elif os.path.exists(path):
-                args += ["--ro-bind", "/dev/null", path]
-        exposed = [p for p in sorted(set(self.read_only), key=len) if os.path.exists(p)]
-        for path in exposed:
-            args += ["--ro-bind", path, path]
-        # A protected root inside an exposed path stays hidden: mask it again on top.
-        for path in sorted(set(self.masked), key=len):
-            if any(_inside(path, outer) for outer in exposed):
-                if os.path.isdir(path):
-                    args += ["--tmpfs", path]
-                elif os.path.exists(path):
-                    args += ["--ro-bind", "/dev/null", path]
+        visible = []  # real paths shown at the same path
+        for folder in OS_FOLDERS:
+            if os.path.isdir(folder):
+                args += ["--ro-bind", folder, folder]
+                visible.append(folder)
+        for name in OS_LINKS:
+            if os.path.islink(name):
+                args += ["--symlink", os.readlink(name), name]
+            elif os.path.isdir(name):
+                args += ["--ro-bind", name, name]
+                visible.append(name)
+        args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/run"]
+        # bubblewrap gives the folders it makes on the way to a mount point the host folders'
+        # modes, which a dropped uid may not pass (a 0700 temp folder): make them 0755 first.
+        for folder in _ancestors([*self.read_only, *self.writable], visible):
+            args += ["--perms", "0755", "--dir", folder]
+        seen = {folder: folder for folder in visible}  # where each visible real path shows
+        for path, real in sorted(self.read_only.items(), key=lambda item: len(item[0])):
+            args += ["--ro-bind", real, path]
+            seen[real] = path
+        # A protected root inside something visible stays hidden: masked where it shows.
+        masks = set()
+        for root in set(self.hidden):
+            for real, shown in seen.items():
+                if inside(root, real):
+                    masks.add((shown + root[len(real) :], root))
+        for shown, root in sorted(masks, key=lambda mask: len(mask[0])):
+            if os.path.isdir(root):
+                args += ["--tmpfs", shown]
+            elif os.path.lexists(root):
+                args += ["--ro-bind", "/dev/null", shown]
         for path in sorted(set(self.writable), key=len):
             args += ["--bind", path, path]
         if self.cwd:
             args += ["--chdir", self.cwd]
-        return [*args, "--", *command]
+        args.append("--")
+        if uid is not None:
+            args += [
+                setpriv_path(),
+                f"--reuid={uid}",
+                f"--regid={uid}",
+                "--clear-groups",
+                "--inh-caps=-all",
+                "--bounding-set=-all",
+                "--no-new-privs",
+                "--",
+            ]
+        return [*args, *command]
 
 
-def _inside(path: str, outer: str) -> bool:
-    return path == outer or path.startswith(outer.rstrip("/") + "/")
+def _ancestors(paths, visible: list[str]) -> list[str]:
+    """The folders above ``paths`` (outermost first) that are neither / nor inside a folder
+    that is already shown."""
+    found = set()
+    for path in paths:
+        parent = os.path.dirname(os.path.abspath(path))
+        while parent not in ("/", "") and not any(inside(parent, v) for v in visible):
+            found.add(parent)
+            parent = os.path.dirname(parent)
+    return sorted(found, key=lambda folder: (folder.count("/"), folder))
 
 
 @cache
@@ -87,48 +218,108 @@ def bwrap_path() -> str:
 
 
 @cache
+def setpriv_path() -> str:
+    """setpriv (util-linux), which drops root inside the sandbox; it must lie under /usr."""
+    for candidate in ("/usr/bin/setpriv", "/usr/sbin/setpriv"):
+        if os.access(candidate, os.X_OK):
+            return candidate
+    raise SandboxUnavailable(
+        "yyb runs as root and needs setpriv to drop it inside the sandbox",
+        "install util-linux (Debian/Ubuntu: apt-get install util-linux)",
+    )
+
+
+@cache
 def version() -> str:
     done = subprocess.run([bwrap_path(), "--version"], capture_output=True, text=True)
     return done.stdout.strip() or "unknown"
 
 
+PROBE_SCRIPT = """
+grep -E '^(Uid|CapEff|CapPrm|CapBnd|NoNewPrivs):' /proc/self/status
+[ -e "$1" ] && echo canary-visible
+echo ok > probe
+"""
+
+
 def probe() -> str:
-    """Start a trivial sandboxed process; return the bubblewrap version or raise.
+    """Start a sandboxed process and check what it can do; return the bubblewrap version.
+
+    Checked for real inside: no effective, permitted or bounding capability; no_new_privs; not
+    uid 0 when yyb runs as root; a file outside its view (a canary next to its folder) is
+    invisible; its writable folder is writable.
 
     Raises:
-        SandboxUnavailable: bwrap is missing or cannot create its namespaces here.
+        SandboxUnavailable: naming the first property the host cannot provide.
     """
     import tempfile
 
-    with tempfile.TemporaryDirectory(prefix="yyb-probe-") as folder:
-        box = Sandbox(writable=[folder], masked=[os.path.expanduser("~")], cwd=folder)
+    with tempfile.TemporaryDirectory(prefix="yyb-probe-") as top:
+        folder = os.path.join(top, "work")
+        canary = os.path.join(top, "canary")
+        os.mkdir(folder)
+        with open(canary, "w") as handle:
+            handle.write("must not be visible\n")
+        hand_over(folder)
+        box = Sandbox(writable=[folder], hidden=[top], cwd=folder)
         try:
             done = subprocess.run(
-                box.argv(["/bin/sh", "-c", "echo ok > probe"]),
+                box.argv(["/bin/sh", "-c", PROBE_SCRIPT, "probe", canary]),
                 capture_output=True,
                 timeout=30,
                 env={"PATH": "/usr/bin:/bin"},
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise SandboxUnavailable(f"bwrap did not start ({exc})") from None
-        if done.returncode != 0 or not os.path.exists(os.path.join(folder, "probe")):
+        wrote = os.path.exists(os.path.join(folder, "probe"))
+        if done.returncode != 0 or not wrote:
             detail = done.stderr.decode(errors="replace").strip().splitlines()
             raise SandboxUnavailable(f"bwrap failed: {detail[-1] if detail else done.returncode}")
+        _check(done.stdout.decode(errors="replace"))
     return version()
 
 
-def protected_roots(store_path: str | None, config, plan: dict) -> list[str]:
+def _check(report: str) -> None:
+    """Refuse a sandbox whose probe reported a capability, privilege or visible canary."""
+    fields = {}
+    for line in report.splitlines():
+        name, _, value = line.partition(":")
+        fields[name.strip()] = value.split()
+    for name in ("CapEff", "CapPrm", "CapBnd"):
+        if fields.get(name, ["?"])[0].strip("0") != "":
+            raise SandboxUnavailable(
+                f"a sandboxed process keeps capabilities ({name} {fields.get(name)})", None
+            )
+    if fields.get("NoNewPrivs", ["0"])[0] != "1":
+        raise SandboxUnavailable("no_new_privs is not set inside the sandbox", None)
+    if os.geteuid() == 0 and fields.get("Uid", ["0"])[0] == "0":
+        raise SandboxUnavailable("a sandboxed process still runs as root", None)
+    if "canary-visible" in report:
+        raise SandboxUnavailable("a file outside the sandbox's view is visible inside", None)
+
+
+def protected_roots(
+    store_path: str | None, config, plan: dict, extra: tuple[str, ...] = ()
+) -> list[str]:
     """Roots a sandboxed process must not see: the registry, the sources and the config,
-    the controller's home, the system temp folder (so sibling attempts), grader files."""
+    the controller's home, the system temp folder (so sibling attempts), grader files and
+    ``extra`` (the signing key). None is visible by construction; these are what tool paths
+    are checked against and what is masked should a visible root hold one."""
     import tempfile
 
-    roots = [store_path, os.path.expanduser("~"), tempfile.gettempdir()]
+    roots = [store_path, os.path.expanduser("~"), tempfile.gettempdir(), *extra]
     if config is not None:
         roots.append(os.path.dirname(os.path.abspath(config.path)))
         for repo_id in config.data.get("repositories", {}):
             roots.append(config.repository_path(repo_id))
     for spec in plan["evaluators"]["catalog"].values():
-        if spec.get("executable"):
-            roots.append(os.path.abspath(spec["executable"]))
-        roots += [os.path.abspath(a["path"]) for a in spec.get("assets", [])]
+        files = [spec["executable"]] if spec.get("executable") else []
+        files += [a["path"] for a in spec.get("assets", [])]
+        for path in map(os.path.abspath, files):
+            roots.append(path)
+            # What lies next to a grader (its solution, its caches) is the grader's too,
+            # unless it is a system folder, where only the file itself is kept out of view.
+            folder = os.path.dirname(path)
+            if not any(inside(os.path.realpath(folder), root) for root in SYSTEM_FOLDERS):
+                roots.append(folder)
     return sorted({os.path.realpath(r) for r in roots if r})
