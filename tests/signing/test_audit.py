@@ -169,10 +169,5 @@ def test_docs_audit_md_runs_as_written(audit_md):
     assert [line for line in failed if "refs/reports/" not in line] == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="yyb example stores its report layer unsigned since 3cd7c44 (yyb/cli/example.py "
-    "calls store_layer without a signer); remove this mark once it signs the layer again",
-)
 def test_docs_audit_md_verifies_the_report_layer(audit_md):
     assert [line for line in audit_md.splitlines() if line.startswith("FAILED: ")] == []

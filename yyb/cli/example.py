@@ -37,7 +37,7 @@ def example(ctx, directory, attempts, jobs):
     from yyb.store.fsck import fsck
     from yyb.store.repo import Store
 
-    root = directory or tempfile.mkdtemp(prefix="yyb-example-")
+    root = os.path.abspath(directory or tempfile.mkdtemp(prefix="yyb-example-"))
     os.makedirs(root, exist_ok=True)
     if os.listdir(root):
         raise click.UsageError(f"--dir {root} is not empty")
@@ -69,15 +69,15 @@ def example(ctx, directory, attempts, jobs):
     _summary(results)
     problems = [f for f in fsck(store) if f.level == "error"]
     report, _ = report_build.build(store, plan.oid)
-    stored = report_layer.store_layer(store, plan.oid, report)
+    stored = report_layer.store_layer(store, plan.oid, report, signer=run_ctx.signer)
     click.echo()
     click.echo(f"report ({report['status']}; layer {stored['oid'][:12]}):")
     for entry in report["models"]:
-        click.echo(f"  {entry['model']:<14} valid resolved rate {render._rate(entry)}")
+        click.echo(f"  {entry['model']:<14} valid resolved rate {render.rate_text(entry)}")
     click.echo()
     click.echo(f"doctor: {len(problems)} problem(s) in {store.path}")
     click.echo(f"evidence: refs/runs/{plan.oid}/<attempt>/(intent|terminal|evidence)")
-    click.echo(f"  yyb --store {store.path} show-ref runs/{plan.oid[:12]}")
+    click.echo(f"  yyb --store {store.path} show-ref refs/runs/{plan.oid}")
     click.echo(f"  yyb --store {store.path} doctor --plan {plan.oid[:12]}")
     click.echo(f"  yyb --store {store.path} report --plan {plan.oid[:12]}")
     by_model = {}

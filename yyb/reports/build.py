@@ -282,14 +282,20 @@ def read_attempt(store, attempt_oid: str) -> dict | str:
 
 
 def examine(
-    store, plan_oid: str, plan: dict, attempt_oid: str, attempt: dict | str, version: str | None
+    store,
+    plan_oid: str,
+    plan: dict,
+    attempt_oid: str,
+    attempt: dict | str,
+    version: str | None,
+    thorough: bool = False,
 ) -> tuple[verify.AttemptCheck, Facts]:
     """Gate one attempt and decide its facts from what the gate read (``attempt``: its plan
-    record, or why that could not be read). An attempt whose chain fails the gate keeps its
-    place in the rows but counts as missing."""
-    check = verify.check_attempt(
-        store, plan_oid, plan, attempt_oid, None if isinstance(attempt, str) else attempt
-    )
+    record, or why that could not be read; ``thorough``: doctor's every check, else those the
+    figures rest on). An attempt whose chain fails the gate keeps its place in the rows but
+    counts as missing."""
+    record = None if isinstance(attempt, str) else attempt
+    check = verify.check_attempt(store, plan_oid, plan, attempt_oid, record, thorough)
     if isinstance(attempt, str):
         check.fail("unreadable", attempt)
         return check, Facts(attempt_oid, -1, "?", None)
@@ -309,12 +315,12 @@ def examine(
 
 
 def _gather_chunk(
-    store, plan_oid: str, plan: dict, version: str | None, attempts: list[str]
+    store, plan_oid: str, plan: dict, version: str | None, thorough: bool, attempts: list[str]
 ) -> tuple[list[Facts], list, int]:
     facts, findings, complete = [], [], 0
     for attempt_oid in attempts:
         attempt = read_attempt(store, attempt_oid)
-        check, fact = examine(store, plan_oid, plan, attempt_oid, attempt, version)
+        check, fact = examine(store, plan_oid, plan, attempt_oid, attempt, version, thorough)
         findings += check.findings
         complete += check.complete
         facts.append(fact)
@@ -351,11 +357,13 @@ def shape_problem(facts: Facts) -> str | None:
     return None
 
 
-def gather(store, plan_oid: str, plan: dict, version: str | None) -> tuple[list[Facts], list, int]:
+def gather(
+    store, plan_oid: str, plan: dict, version: str | None, thorough: bool = False
+) -> tuple[list[Facts], list, int]:
     """Gate and read every attempt of the plan: (facts, findings, complete chains)."""
     facts, findings, complete = [], [], 0
     for part in fanout.map_chunks(
-        _gather_chunk, (store, plan_oid, plan, version), plan["links"]["attempts"]
+        _gather_chunk, (store, plan_oid, plan, version, thorough), plan["links"]["attempts"]
     ):
         facts += part[0]
         findings += part[1]
@@ -376,7 +384,7 @@ def build(
     if plan.get("schema_version") != PLAN:
         raise UsageError(f"{plan_oid} is not an experiment plan")
     plan, findings = experiment.check_plan(store, plan_oid, plan)
-    facts, more, complete = gather(store, plan_oid, plan, version)
+    facts, more, complete = gather(store, plan_oid, plan, version, thorough=verify_objects)
     findings += more
     if verify_objects:
         findings += list(experiment.verify_objects(store, plan_oid))

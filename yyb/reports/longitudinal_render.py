@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from yyb.reports.render import _rate, layer_line
+from yyb.reports.render import layer_line, rate_text
 
 HEADER = [
     "case",
@@ -30,7 +30,7 @@ def _rows(report: dict) -> list[list[str]]:
             str(c["attempts"]),
             str(c["valid"]),
             str(c["resolved"]),
-            _rate(c),
+            rate_text(c),
             str(c["invalid"]),
             ", ".join(f"{k} {v}" for k, v in c["terminal_classes"].items()) or "-",
         ]

@@ -7,7 +7,7 @@ import json
 from yyb.reports.stats import p_text, ppm_text
 
 
-def _rate(entry: dict) -> str:
+def rate_text(entry: dict) -> str:
     rate = entry["rate"]
     if rate["denominator"] == 0:
         return "- (no valid attempt)"
@@ -50,7 +50,7 @@ def _rows(report: dict) -> list[list[str]]:
                     str(entry["attempts"]),
                     str(entry["valid"]),
                     str(entry["resolved"]),
-                    _rate(entry),
+                    rate_text(entry),
                     str(entry["invalid"]),
                     str(entry["missing"]),
                     ", ".join(f"{k} {v}" for k, v in entry["terminal_classes"].items()) or "-",
