@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from yyb.errors import UsageError
 
 SYSTEM_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
-REDACTED = "[REDACTED:{name}]"
 
 
 @dataclass(frozen=True)
@@ -92,8 +91,11 @@ def build(
 
 
 def redact(data: bytes, secrets: dict[str, str]) -> bytes:
-    """Replace every secret value in ``data`` by ``[REDACTED:NAME]``."""
-    for name, value in sorted(secrets.items(), key=lambda kv: -len(kv[1])):
-        if value:
-            data = data.replace(value.encode(), REDACTED.format(name=name).encode())
-    return data
+    """Replace every secret value in ``data``, raw or encoded, by ``[REDACTED:NAME]``.
+
+    One call builds the secrets' forms (``yyb.harness.redaction``); a caller that redacts
+    many things holds a ``Redactor`` instead.
+    """
+    from yyb.harness.redaction import Redactor
+
+    return Redactor(secrets).redact(data)
