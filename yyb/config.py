@@ -93,9 +93,12 @@ class Config:
 
     def tool_policy(self) -> dict:
         policy = self.data.get("tool_policy", {"network": "denied"})
+        from yyb.harness import limits
+
         return {
             "network": policy["network"],
             "read_only_paths": sorted(policy.get("read_only_paths", [])),
+            "limits": limits.resolve(policy.get("limits")),
         }
 
     def repository_path(self, repo_id: str) -> str | None:

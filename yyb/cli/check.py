@@ -41,6 +41,20 @@ def verify_chain(ctx, as_json, trusted, name):
     return 1 if errors else 0
 
 
+def _leftovers(store):
+    """Run folders (private folders of attempts and gradings) of yyb processes that are gone."""
+    from yyb.harness import scratch
+    from yyb.store.fsck import error
+
+    for path in scratch.leftovers(store.path):
+        yield error(
+            "leftover-run-folder",
+            path,
+            "private folders of a yyb process that is gone (workspaces, grader files); "
+            "the next 'yyb run' or 'yyb recover' removes them",
+        )
+
+
 @click.command("doctor")
 @click.option(
     "--plan",
@@ -73,8 +87,10 @@ def doctor(ctx, plan_name, as_json):
             err=True,
         )
         return 1 if errors or summary["status"] != "complete" else 0
+    import itertools
+
     from yyb.store.fsck import fsck
 
-    errors, infos = emit_findings(fsck(store), as_json)
+    errors, infos = emit_findings(itertools.chain(fsck(store), _leftovers(store)), as_json)
     click.echo(f"doctor: {errors} problem(s), {infos} note(s) in {store.path}", err=True)
     return 1 if errors else 0

@@ -10,7 +10,7 @@ import threading
 
 import click
 
-from yyb.cli.context import load_config, open_store, plan_option
+from yyb.cli.context import claim_scratch, load_config, open_store, plan_option
 from yyb.cli.plans import load_plan
 from yyb.errors import UsageError
 
@@ -30,6 +30,8 @@ def _reevaluate(ctx, verb: str, plan_name: str, profile: str, dry_run: bool, as_
     plan_oid, records = load_plan(ctx, plan_name)
     plan = records[plan_oid]
     store = open_store(ctx)
+    if not dry_run:
+        claim_scratch(store)
     if not store.objects.contains(plan_oid):
         raise UsageError(f"plan {plan_oid} is not in the store {store.path}")
     attempts = {oid: store.objects.get_record(oid) for oid in plan["links"]["attempts"]}

@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from yyb.cli.context import load_config, open_store, plan_option
+from yyb.cli.context import claim_scratch, load_config, open_store, plan_option
 from yyb.cli.plans import load_plan
 from yyb.errors import UsageError
 
@@ -84,6 +84,7 @@ def run(ctx, plan_name, dry_run, jobs, keep_workspaces):
     if dry_run:
         return _dry_run(ctx, plan_oid, plan, records)
     store = open_store(ctx, create=True)
+    claim_scratch(store)
     _ensure_in_store(store, records)
     chosen = {
         oid: records.get(oid) or store.objects.get_record(oid) for oid in plan["links"]["attempts"]
@@ -148,6 +149,7 @@ def recover(ctx, plan_name, as_json):
     plan_oid, records = load_plan(ctx, plan_name)
     plan = records[plan_oid]
     store = open_store(ctx)
+    claim_scratch(store)
     chosen = {
         oid: records.get(oid) or store.objects.get_record(oid) for oid in plan["links"]["attempts"]
     }

@@ -22,6 +22,7 @@ class Facts:
     signal: int | None = None
     envelope_problem: str | None = None  # missing, malformed or mismatched envelope
     envelope_status: str | None = None  # "succeeded" | "failed"
+    limit: str | None = None  # the resource limit a signal says the candidate ran into
     verdict: str | None = None  # "pass" | "fail" | "invalid" | None (not graded)
     verdict_reason: str = ""
     safety_failed: bool = False
@@ -50,6 +51,8 @@ def decide(f: Facts) -> tuple[TerminalClass, str]:
         return "harness_failure", "could not confirm that every process of the attempt ended"
     if f.timed_out:
         return "timeout", "the attempt ran past its timeout and was stopped"
+    if f.limit:
+        return "model_failure", f"the candidate was stopped by its resource limits: {f.limit}"
     if f.envelope_problem:
         return "harness_failure", f.envelope_problem
     if f.signal is not None:

@@ -14,11 +14,10 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 
 from yyb.evidence.records import GRADER_INPUT, GRADER_OUTPUT
 from yyb.grading.outcome import Outcome
-from yyb.harness import envelope, manifest, sandbox, supervise
+from yyb.harness import envelope, limits, manifest, sandbox, scratch, supervise
 from yyb.harness.environment import Folders, build
 from yyb.store import codec, schema
 
@@ -72,7 +71,7 @@ def run(
     cancel=None,
 ) -> Outcome:
     """Run one command evaluator on the final workspace named by ``listing_oid``."""
-    root = tempfile.mkdtemp(prefix="yyb-grade-")
+    root = scratch.folder("grade")
     try:
         folders = Folders(root)
         folders.create()
@@ -117,6 +116,7 @@ def run(
             writable=[folders.workspace, *folders.private()],
             hidden=protected,
             cwd=folders.workspace,
+            limits=limits.resolve(None),  # the code under test runs in here too
         )
         sandbox.hand_over(root)
         outcome = supervise.run(

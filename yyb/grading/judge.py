@@ -13,12 +13,11 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import tempfile
 
 from yyb.errors import UnsafeListing
 from yyb.evidence import cost
 from yyb.grading.outcome import Outcome
-from yyb.harness import adapters, envelope, manifest, sandbox, supervise
+from yyb.harness import adapters, envelope, limits, manifest, sandbox, scratch, supervise
 from yyb.harness.environment import Folders, build
 
 DEFAULT_LIMIT = 64 * 1024
@@ -204,7 +203,7 @@ def _judge_once(
     from yyb.errors import UsageError
     from yyb.harness.environment import redact
 
-    root = tempfile.mkdtemp(prefix="yyb-judge-")
+    root = scratch.folder("judge")
     unavailable = {"completeness": "unavailable", "currency": "USD", "micros": None}
     answer = {
         "stdout": "",
@@ -239,6 +238,7 @@ def _judge_once(
             read_only=tools,
             network=True,
             cwd=folders.workspace,
+            limits=limits.resolve(None),
         )
         sandbox.hand_over(root)
         ran = supervise.run(

@@ -136,10 +136,16 @@ class Sandbox:
     read_only: dict[str, str] = field(default_factory=dict)  # tool path -> real path bound
     network: bool = False
     cwd: str | None = None
+    limits: dict | None = None  # resource limits (harness/limits.py) of every process inside
 
     def argv(self, command: list[str]) -> list[str]:
         uid = sandbox_uid()
-        args = [bwrap_path(), "--die-with-parent", "--new-session"]
+        args = []
+        if self.limits is not None:
+            from yyb.harness import limits
+
+            args += limits.prefix(self.limits, os.getuid() if uid is None else uid)
+        args += [bwrap_path(), "--die-with-parent", "--new-session"]
         args += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
         if uid is None:  # unprivileged: a user namespace, every capability in it dropped,
             # and no further user namespace inside it

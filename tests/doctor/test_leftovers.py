@@ -1,0 +1,64 @@
+"""Private folders of a killed yyb process: reported by doctor, removed by the next run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from tests.conftest import Yyb
+from yyb.harness import scratch
+
+KILLED = """
+import os, sys
+from yyb.harness import scratch
+path = scratch.folder("grade", sys.argv[1])
+with open(os.path.join(path, "solution.patch"), "w") as handle:
+    handle.write("hidden grader asset\\n")
+print(path, flush=True)
+os.kill(os.getpid(), 9)
+"""
+
+
+def killed_with_a_folder(store_path: str) -> str:
+    """A yyb process that made a private folder and was killed: that folder."""
+    done = subprocess.run(
+        [sys.executable, "-c", KILLED, store_path], capture_output=True, text=True
+    )
+    assert done.returncode == -9
+    path = done.stdout.strip()
+    assert os.path.isfile(os.path.join(path, "solution.patch"))
+    return path
+
+
+def test_a_killed_process_leaves_a_folder_that_doctor_names_and_recover_removes(copy):
+    store, plan_oid, plan_file = copy
+    left = killed_with_a_folder(store.path)
+    run_folder = os.path.dirname(left)
+    assert scratch.leftovers(store.path) == [run_folder]
+    yyb = Yyb(store.path)
+    doctor = yyb("doctor")
+    assert doctor.exit_code == 1
+    assert f"error leftover-run-folder {run_folder}:" in doctor.stdout
+    recovered = yyb("recover", "--plan", plan_file)
+    assert recovered.exit_code == 0
+    assert f"removed {run_folder}" in recovered.stderr
+    assert not os.path.exists(run_folder)
+    assert yyb("doctor").exit_code == 0
+
+
+def test_a_live_process_keeps_its_folder_and_a_normal_exit_removes_it(tmp_path):
+    mine = scratch.folder("attempt", str(tmp_path))
+    assert os.path.dirname(mine) not in scratch.leftovers()  # this process is alive
+    assert os.path.dirname(mine) not in scratch.sweep()
+    assert os.path.isdir(mine)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from yyb.harness import scratch; print(scratch.folder('attempt'))",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0 and not os.path.exists(done.stdout.strip())

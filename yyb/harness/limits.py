@@ -1,0 +1,72 @@
+"""Resource limits of a sandboxed process, enforced by the kernel as rlimits.
+
+Set with util-linux's ``prlimit`` around bubblewrap, so every process of the sandbox inherits
+them: memory (``RLIMIT_DATA``: heap and private mappings, the memory a process really uses,
+without refusing the large address-space reservations of JIT runtimes), processes
+(``RLIMIT_NPROC``, counted per uid by the kernel, so the limit given is added to what that uid
+already runs), the size of any one file written (``RLIMIT_FSIZE``) and open files
+(``RLIMIT_NOFILE``). cgroups are not used: they are not writable on every host.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+
+MIB = 1 << 20
+DEFAULTS = {"memory_mib": 4096, "processes": 256, "file_mib": 1024, "open_files": 1024}
+# What the limit a signal reports is called in a terminal's reason.
+SIGNALLED = {signal.SIGXFSZ: "file_mib", signal.SIGXCPU: "cpu"}
+NAMES = {
+    "memory_mib": "memory {} MiB",
+    "processes": "processes {}",
+    "file_mib": "file size {} MiB",
+    "open_files": "open files {}",
+}
+
+
+def resolve(given: dict | None) -> dict:
+    """The limits in force: ``given`` (a plan's ``tool_policy.limits``) over the defaults."""
+    return {**DEFAULTS, **(given or {})}
+
+
+def describe(limits: dict) -> str:
+    return ", ".join(NAMES[name].format(limits[name]) for name in NAMES)
+
+
+def hit_by(signal_number: int | None, exit_code: int | None, limits: dict) -> str | None:
+    """The limit that a candidate killed by ``signal_number`` (or whose exit status is 128 +
+    that signal, as bubblewrap reports a child killed inside it) ran into; None if none."""
+    if signal_number is None and exit_code is not None and exit_code > 128:
+        signal_number = exit_code - 128
+    name = SIGNALLED.get(signal_number) if signal_number is not None else None
+    if name == "file_mib":
+        return f"it wrote a file past the file size limit ({limits['file_mib']} MiB)"
+    return None
+
+
+def _processes_of(uid: int) -> int:
+    count = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    count += 1
+            except OSError:
+                continue
+    return count
+
+
+def prefix(limits: dict, uid: int) -> list[str]:
+    """``prlimit`` with ``limits`` for a sandbox whose processes run as ``uid``."""
+    found = shutil.which("prlimit") or "/usr/bin/prlimit"
+    processes = _processes_of(uid) + limits["processes"]
+    return [
+        found,
+        f"--data={limits['memory_mib'] * MIB}",
+        f"--nproc={processes}",
+        f"--fsize={limits['file_mib'] * MIB}",
+        f"--nofile={limits['open_files']}",
+        "--",
+    ]

@@ -1,0 +1,99 @@
+"""Scratch folders: every private folder a process makes lives under its one run folder.
+
+An attempt's workspace and private roots, a grading's rebuilt workspace and its copied grader
+files, a judgement's payload: each is a folder below ``<temp>/yyb-run-XXXX/``, which belongs
+to one process (it holds ``owner.lock``, flocked for its life) and is removed when that
+process exits. A process killed before that leaves its run folder behind, hidden grader files
+included; the next ``yyb run``, ``yyb recover``, ``regrade`` or ``rejudge`` removes every run
+folder whose owner is gone (``sweep``), and ``yyb doctor`` names those of its store
+(``leftovers``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+import threading
+
+from yyb.store import file
+
+PREFIX = "yyb-run-"
+LOCK = "owner.lock"
+STORE = "store"
+
+_mutex = threading.Lock()
+_run: dict = {}  # pid -> (run folder, lock fd): a forked worker makes its own
+
+
+def run_folder(store_path: str | None = None) -> str:
+    """This process's run folder, made (and locked) on first use."""
+    with _mutex:
+        made = _run.get(os.getpid())
+        if made is not None and os.path.isdir(made[0]):
+            return made[0]
+        folder = tempfile.mkdtemp(prefix=PREFIX)
+        fd, _ = file.acquire_lock(os.path.join(folder, LOCK), 0)
+        if store_path:
+            with open(os.path.join(folder, STORE), "w") as handle:
+                handle.write(os.path.realpath(store_path) + "\n")
+        _run[os.getpid()] = (folder, fd)
+        if made is None:
+            atexit.register(_remove, os.getpid())
+        return folder
+
+
+def folder(kind: str, store_path: str | None = None) -> str:
+    """A new private folder (``yyb-<kind>-XXXX``) in this process's run folder."""
+    return tempfile.mkdtemp(prefix=f"yyb-{kind}-", dir=run_folder(store_path))
+
+
+def _remove(pid: int) -> None:
+    if pid != os.getpid():
+        return
+    made = _run.pop(pid, None)
+    if made is not None:
+        shutil.rmtree(made[0], ignore_errors=True)
+        os.close(made[1])
+
+
+def _owned_by_nobody(path: str) -> bool:
+    state, _ = file.lock_state(os.path.join(path, LOCK))
+    return state in ("abandoned", "gone")
+
+
+def _store_of(path: str) -> str | None:
+    try:
+        with open(os.path.join(path, STORE)) as handle:
+            return handle.read().strip()
+    except OSError:
+        return None
+
+
+def leftovers(store_path: str | None = None) -> list[str]:
+    """Run folders of processes that are gone (of ``store_path``'s runs, when given)."""
+    top = tempfile.gettempdir()
+    try:
+        names = sorted(n for n in os.listdir(top) if n.startswith(PREFIX))
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        path = os.path.join(top, name)
+        if not os.path.isdir(path) or os.path.islink(path) or not _owned_by_nobody(path):
+            continue
+        owner = _store_of(path)  # None: made by a library caller that named no store
+        if store_path is None or owner in (None, os.path.realpath(store_path)):
+            found.append(path)
+    return found
+
+
+def sweep() -> list[str]:
+    """Remove every run folder whose process is gone; return what was removed."""
+    removed = []
+    for path in leftovers():
+        shutil.rmtree(path, ignore_errors=True)
+        if not os.path.exists(path):
+            removed.append(path)
+    return removed
