@@ -15,7 +15,16 @@ from yyb.evidence import cost
 from yyb.evidence import plan as planned
 from yyb.evidence.records import EXECUTION, MANIFEST, RECEIPT
 from yyb.evidence.terminal import Facts
-from yyb.harness import adapters, envelope, gitstate, manifest, sandbox, snapshot, supervise
+from yyb.harness import (
+    adapters,
+    envelope,
+    gitstate,
+    manifest,
+    patch,
+    sandbox,
+    snapshot,
+    supervise,
+)
 from yyb.harness.environment import Folders, build
 from yyb.harness.redaction import Redactor
 from yyb.store import schema
@@ -123,7 +132,7 @@ def execute(ctx, attempt_oid: str, intent_oid: str, folders: Folders) -> Early |
 
     final = manifest.scan(store, folders.workspace, redactor)
     final_listing = store.objects.put_record(manifest.listing_record(final))
-    links["patch"] = store.objects.put("blob", manifest.diff(store, base.entries, final.entries))
+    links["patch"] = store.objects.put("blob", patch.diff(store, base.entries, final.entries))
     post = {
         "schema_version": MANIFEST,
         "git": redactor.value(gitstate.read(folders.workspace)),

@@ -8,7 +8,6 @@ walks through the chain.
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +24,7 @@ from yyb.attempts.execute import Early, execute
 from yyb.attempts.publish import publish
 from yyb.attempts.recover import reconcile, recover  # noqa: F401
 from yyb.evidence import plan as planned
+from yyb.harness import worktree
 from yyb.harness.environment import Folders
 
 
@@ -82,7 +82,7 @@ def run_attempt(ctx: RunContext, attempt_oid: str, spend: Spend | None = None) -
         executed = execute(ctx, attempt_oid, intent_oid, Folders(root))
     finally:
         if not ctx.keep_workspaces:
-            shutil.rmtree(root, ignore_errors=True)
+            worktree.remove(root)  # any depth: a candidate chose it
     if isinstance(executed, Early):
         terminal = early(ctx, attempt_oid, executed.facts, executed.links)
         return publish(ctx, attempt_oid, terminal, None, "ran")

@@ -1,9 +1,17 @@
-"""Retaining a workspace: every file as a blob, a listing record, Git state, a unified diff.
+"""Retaining a workspace: every file as a blob, a listing record; rebuilding it from them.
 
 A listing (``yylo_benchmark_file_listing.v2``) names every worktree file with its Git mode and
 the blob holding its bytes (a symlink's blob holds its target; links are never followed), so a
 workspace can be rebuilt from the store alone. ``.git`` is described by the manifest's Git
-state instead; a ``.git`` name deeper down is omitted, never listed.
+state instead (``gitstate``); a ``.git`` name deeper down is omitted, never listed.
+
+The workspace is the candidate's: it is walked without following links (``worktree.walk``),
+and what is retained is bounded before a byte is read. A file counts with its apparent size
+(a sparse file's holes too), and one that would take the retained total past MAX_TOTAL is
+omitted unread; files up to STREAM_FILE are read whole and stored in batches of at most BATCH
+bytes, larger ones are streamed, so memory stays bounded whatever the candidate left. A
+configured secret in a file (any form ``redaction`` knows) is stored redacted and the file is
+marked under ``redacted`` in the listing; a path that holds a secret is omitted.
 
 A listing read back from the store is treated as hostile: ``entries_of`` refuses any path that
 could not be written inside the folder it is rebuilt into (see ``unsafe_path``), and
@@ -14,32 +22,54 @@ without following links.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import os
 import stat
+import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from yyb.errors import InvalidRecord, UnsafeListing
+from yyb.errors import ChecksumMismatch, CorruptObject, InvalidRecord, UnsafeListing
+from yyb.harness import worktree
+from yyb.harness.redaction import Redactor
 from yyb.store import codec
+from yyb.store.object_store import hash_stream
 from yyb.store.objects import hash_object
 
 LISTING = "yylo_benchmark_file_listing.v2"
 MANIFEST = "yylo_benchmark_post_execution_manifest.v2"
 STREAM_FILE = 16 << 20  # files above this are streamed into the store one at a time
-MAX_DIFF_FILE = 1 << 20  # larger or binary files appear in the patch as a one-line note
+BATCH = 16 << 20  # bytes of smaller files held at once before they are stored together
 MAX_TOTAL = 2 << 30  # bytes of workspace retained before the rest is listed as omitted
+MAX_OMITTED = 1000  # omitted paths named one by one; past it, one entry counts the rest
 MODES = (0o100644, 0o100755, 0o120000)
 SYMLINK = 0o120000
 MAX_NAME = 255  # bytes in one path component (NAME_MAX on Linux)
 MAX_TARGET = 4095  # bytes in a symlink target (PATH_MAX less its NUL)
-GIT_STATE = "a .git name is Git state, never retained as a file"
+GIT_STATE = worktree.GIT_STATE
 
 
 @dataclass
 class Scan:
     entries: dict[str, tuple[int, str]] = field(default_factory=dict)  # path -> (mode, oid)
     omitted: list[list[str]] = field(default_factory=list)  # [path, reason]
+    redacted: dict[str, list[str]] = field(default_factory=dict)  # path -> secret names
+    redactor: Redactor = field(default_factory=lambda: Redactor({}), repr=False)
+    more_omitted: int = 0
+
+    def omit(self, path: str, reason: str) -> None:
+        """Record a path that is not retained (both redacted); past MAX_OMITTED of them, the
+        last entry counts the rest instead of naming them."""
+        path, reason = self.redactor.text(path), self.redactor.text(reason)
+        if len(self.omitted) < MAX_OMITTED:
+            self.omitted.append([path, reason])
+            return
+        if len(self.omitted) == MAX_OMITTED:
+            self.omitted.append([path, ""])
+        self.more_omitted += 1
+        self.omitted[-1][1] = (
+            f"omitted, and {self.more_omitted - 1} paths after it in the walk too, for "
+            "reasons not recorded one by one"
+        )
 
 
 def _mode(info: os.stat_result) -> int:
@@ -48,65 +78,145 @@ def _mode(info: os.stat_result) -> int:
     return 0o100755 if info.st_mode & 0o111 else 0o100644
 
 
-def scan(store, root: str) -> Scan:
-    """Store every file under ``root`` (except the top-level ``.git``) and list it."""
-    result = Scan()
-    small: list[tuple[str, int, bytes]] = []
+class _Batch:
+    """Small files waiting to be stored together, at most BATCH bytes of them at a time."""
+
+    def __init__(self, store, result: Scan) -> None:
+        self.store, self.result = store, result
+        self.items: list[tuple[str, int, bytes]] = []
+        self.size = 0
+
+    def add(self, path: str, mode: int, data: bytes) -> None:
+        if self.size + len(data) > BATCH:
+            self.flush()
+        self.items.append((path, mode, data))
+        self.size += len(data)
+
+    def flush(self) -> None:
+        oids = self.store.objects.put_many([("blob", data) for _, _, data in self.items])
+        for (path, mode, _), oid in zip(self.items, oids, strict=True):
+            self.result.entries[path] = (mode, oid)
+        self.items, self.size = [], 0
+
+
+def scan(store, root: str, redactor: Redactor | None = None) -> Scan:
+    """Store every file under ``root`` (except the top-level ``.git``) and list it.
+
+    Args:
+        store: where the blobs go.
+        root: the workspace.
+        redactor: the secrets to redact from what is stored (none when omitted).
+    """
+    result = Scan(redactor=redactor or Redactor({}))
+    batch = _Batch(store, result)
     total = 0
-    for folder, dirs, files in os.walk(root):
-        rel_folder = os.path.relpath(folder, root)
-        if rel_folder == ".":
-            dirs[:] = [d for d in dirs if d != ".git"]
-            if ".git" in files:  # a .git file (worktree link) is Git state, not content
-                files = [f for f in files if f != ".git"]
-        for name in sorted(n for n in dirs + files if _is_git_name(n)):
-            # A nested repository (or .GIT, which is .git where case does not count) would
-            # act as one in a rebuilt workspace: rebuild refuses it, so it is never listed.
-            result.omitted.append([_text_name(_relative(rel_folder, name)), GIT_STATE])
-        dirs[:] = [d for d in dirs if not _is_git_name(d)]
-        files = [f for f in files if not _is_git_name(f)]
-        dirs.sort()
-        names = list(files)
-        for d in list(dirs):
-            if os.path.islink(os.path.join(folder, d)):  # a symlink to a folder: list, not enter
-                dirs.remove(d)
-                names.append(d)
-        for name in sorted(names):
-            path = os.path.join(folder, name)
-            rel = _relative(rel_folder, name)
-            if _text_name(rel) != rel:
-                result.omitted.append([_text_name(rel), "the file name is not UTF-8"])
+    for item in worktree.walk(root, result.omit):
+        path, info = item.path, item.info
+        unsafe = unsafe_path(path)  # the walk makes none: checked all the same
+        if unsafe is not None:
+            result.omit(path, f"not retained: {unsafe}")
+            continue
+        if result.redactor.found(path.encode("utf-8", "surrogateescape")):
+            result.omit(path, "the path holds a configured secret: not retained")
+            continue
+        if stat.S_ISLNK(info.st_mode):
+            try:
+                target = os.fsencode(os.readlink(item.name, dir_fd=item.folder))
+            except OSError:
+                continue  # gone since it was listed
+            target = _redacted(result, path, target)
+            if len(target) > MAX_TARGET:
+                result.redacted.pop(path, None)
+                result.omit(path, "a symlink whose target, redacted, is too long to retain")
                 continue
-            info = os.lstat(path)
-            if stat.S_ISLNK(info.st_mode):
-                small.append((rel, 0o120000, os.fsencode(os.readlink(path))))
-                continue
-            if not stat.S_ISREG(info.st_mode):
-                result.omitted.append([rel, "not a regular file or symlink"])
-                continue
-            total += info.st_size
-            if total > MAX_TOTAL:
-                result.omitted.append([rel, f"workspace over {MAX_TOTAL} bytes"])
-                continue
-            if info.st_size > STREAM_FILE:
-                with open(path, "rb") as handle:
-                    oid = store.objects.put_blob_file(handle, info.st_size)
-                result.entries[rel] = (_mode(info), oid)
-                continue
-            with open(path, "rb") as handle:
-                small.append((rel, _mode(info), handle.read()))
-    oids = store.objects.put_many([("blob", data) for _, _, data in small])
-    for (rel, mode, _), oid in zip(small, oids, strict=True):
-        result.entries[rel] = (mode, oid)
+            batch.add(path, SYMLINK, target)
+            continue
+        if not stat.S_ISREG(info.st_mode):
+            result.omit(path, "not a regular file or symlink")
+            continue
+        if total + info.st_size > MAX_TOTAL:
+            result.omit(path, f"retaining it would take the workspace over {MAX_TOTAL} bytes")
+            continue
+        total += info.st_size
+        try:
+            _retain_file(store, result, batch, item)
+        except (OSError, CorruptObject, _Changed) as exc:
+            why = exc.strerror if isinstance(exc, OSError) else "it changed while it was read"
+            result.omit(path, f"the file could not be read ({why})")
+    batch.flush()
     return result
 
 
-def _relative(rel_folder: str, name: str) -> str:
-    return os.path.normpath(os.path.join(rel_folder, name)).replace(os.sep, "/")
+class _Changed(Exception):
+    """A file's size or kind changed between the listing and the read."""
 
 
-def _is_git_name(name: str) -> bool:
-    return name.lower() == ".git"
+def _retain_file(store, result: Scan, batch: _Batch, item: worktree.Item) -> None:
+    fd = os.open(item.name, worktree.FILE_FLAGS, dir_fd=item.folder)
+    try:
+        info = os.fstat(fd)
+        size = info.st_size
+        if not stat.S_ISREG(info.st_mode) or size != item.info.st_size:
+            raise _Changed()
+        if size <= STREAM_FILE:
+            data = os.pread(fd, size, 0) if size else b""
+            if len(data) != size:
+                raise _Changed()
+            batch.add(item.path, _mode(info), _redacted(result, item.path, data))
+            return
+        result.entries[item.path] = (_mode(info), _stream(store, result, item.path, fd, size))
+    finally:
+        os.close(fd)
+
+
+def _redacted(result: Scan, path: str, data: bytes) -> bytes:
+    names = result.redactor.found(data) if result.redactor else set()
+    if not names:
+        return data
+    result.redacted[path] = sorted(names)
+    return result.redactor.redact(data)
+
+
+def _stream(store, result: Scan, path: str, fd: int, size: int) -> str:
+    """Store a large file without holding it: as it is, or redacted through a spill file."""
+    names = result.redactor.found_in_file(fd, size) if result.redactor else set()
+    if not names:
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            handle.seek(0)  # searching for secrets moved the shared offset
+            return store.objects.put_blob_file(handle, size)
+    with tempfile.TemporaryFile(prefix="yyb-redacted-") as spill:
+        sink = _SparseWriter(spill.fileno())
+        written = result.redactor.copy_redacted(fd, size, sink.write)
+        sink.close(written)
+        spill.seek(0)
+        oid = store.objects.put_blob_file(spill, written)
+    result.redacted[path] = sorted(names)
+    return oid
+
+
+class _SparseWriter:
+    """Writes to a descriptor, seeking over whole blocks of zeros instead of writing them, so
+    a sparse file copied through it stays sparse."""
+
+    BLOCK = 64 << 10
+    ZEROS = bytes(BLOCK)
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def write(self, data) -> None:
+        view = memoryview(data)
+        while view:
+            piece = view[: self.BLOCK]
+            if len(piece) == self.BLOCK and piece.tobytes() == self.ZEROS:
+                os.lseek(self.fd, self.BLOCK, os.SEEK_CUR)
+            else:
+                while piece:
+                    piece = piece[os.write(self.fd, piece) :]
+            view = view[self.BLOCK :]
+
+    def close(self, size: int) -> None:
+        os.ftruncate(self.fd, size)  # a trailing hole has to be made part of the file
 
 
 def listing_record(scan_result: Scan) -> dict:
@@ -119,6 +229,12 @@ def listing_record(scan_result: Scan) -> dict:
         )
     ]
     record = {"schema_version": LISTING, "entries": entries, "omitted": sorted(scan_result.omitted)}
+    if scan_result.redacted:
+        record["redacted"] = [
+            [path, names]
+            for path, names in sorted(scan_result.redacted.items(), key=lambda i: i[0].encode())
+            if path in scan_result.entries
+        ]
     record["links"] = {"files": files}
     return record
 
@@ -137,7 +253,7 @@ def unsafe_path(path: str) -> str | None:
     for part in path.split("/"):
         if part in ("", ".", ".."):
             return f"a {part!r} component" if part else "an empty component"
-        if _is_git_name(part):
+        if worktree.is_git_name(part):
             return "a .git component"
         if len(part.encode("utf-8", "surrogateescape")) > MAX_NAME:
             return f"a component over {MAX_NAME} bytes"
@@ -179,96 +295,6 @@ def entries_of(listing: dict) -> dict[str, tuple[int, str]]:
             if folder in entries:
                 raise UnsafeListing(path, f"its folder {folder!r} is also listed as a file")
     return entries
-
-
-def git_state(workspace: str) -> dict:
-    """HEAD, refs, index and status of the candidate's repository, as plain data.
-
-    The candidate controls this repository: anything unreadable (a corrupt index, a FIFO where
-    a file belongs) is recorded as such rather than read, and never blocks.
-    """
-    import hashlib
-
-    import pygit2
-
-    gitdir = os.path.join(workspace, ".git")
-    for name in ("index", "HEAD", "config"):
-        path = os.path.join(gitdir, name)
-        if os.path.lexists(path) and not stat.S_ISREG(os.lstat(path).st_mode):
-            return {"readable": False, "error": f".git/{name} is not a regular file"}
-    try:
-        repo = pygit2.Repository(workspace)
-        state: dict = {"readable": True}
-        try:
-            state["head"] = {
-                "ref": None if repo.head_is_detached else repo.head.name,
-                "commit": str(repo.head.target),
-            }
-        except (pygit2.GitError, KeyError):
-            state["head"] = {"ref": None, "commit": None}
-        refs = {}
-        for name in sorted(repo.references):
-            try:
-                refs[name] = str(repo.references[name].resolve().target)
-            except (pygit2.GitError, KeyError):
-                refs[name] = None
-        state["refs"] = refs
-        lines = [
-            f"{e.mode:o} {e.id} {e.path}\n".encode("utf-8", "surrogateescape") for e in repo.index
-        ]
-        state["index"] = {
-            "entries": len(lines),
-            "sha256": hashlib.sha256(b"".join(sorted(lines))).hexdigest(),
-        }
-        state["status"] = sorted(
-            [_text_name(path), int(flags)] for path, flags in repo.status().items()
-        )
-        return state
-    except (pygit2.GitError, KeyError, OSError, ValueError) as exc:
-        return {"readable": False, "error": str(exc)[:1000] or exc.__class__.__name__}
-
-
-def _text_name(name: str) -> str:
-    """A file name as valid text (undecodable bytes shown as escapes)."""
-    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-
-
-def diff(store, before: dict[str, tuple[int, str]], after: dict[str, tuple[int, str]]) -> bytes:
-    """A unified diff (``a/`` and ``b/`` prefixes) from ``before`` to ``after``."""
-    out: list[str] = []
-    for path in sorted(set(before) | set(after), key=str.encode):
-        old, new = before.get(path), after.get(path)
-        if old == new:
-            continue
-        old_text = _text(store, old)
-        new_text = _text(store, new)
-        if old_text is None or new_text is None:
-            out.append(f"Binary or large files a/{path} and b/{path} differ\n")
-            continue
-        if old and new and old[0] != new[0]:
-            out.append(f"diff --git a/{path} b/{path}\nold mode {old[0]:o}\nnew mode {new[0]:o}\n")
-        lines = difflib.unified_diff(
-            old_text.splitlines(keepends=True),
-            new_text.splitlines(keepends=True),
-            fromfile=f"a/{path}" if old else "/dev/null",
-            tofile=f"b/{path}" if new else "/dev/null",
-            n=3,
-        )
-        for line in lines:
-            out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
-    return "".join(out).encode("utf-8", "surrogateescape")
-
-
-def _text(store, entry: tuple[int, str] | None) -> str | None:
-    if entry is None:
-        return ""
-    obj = store.objects.get(entry[1])
-    if len(obj.body) > MAX_DIFF_FILE or b"\0" in obj.body:
-        return None
-    try:
-        return obj.body.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
 
 
 def changes(before: dict, after: dict) -> dict:
@@ -328,7 +354,7 @@ def rebuild(store, listing: dict, dest: str) -> None:
                 if mode == SYMLINK:
                     os.symlink(targets[path], name, dir_fd=parent)
                     return
-                _write_file(parent, name, store.objects.get(oid).body, mode)
+                _write_file(store, parent, name, oid, mode)
 
         if len(entries) < 64:
             for item in entries:
@@ -360,17 +386,42 @@ def _folder(top: int, parts: Sequence[str]) -> Iterator[int]:
             os.close(fd)
 
 
-def _write_file(parent: int, name: str, body: bytes, mode: int) -> None:
+def _write_file(store, parent: int, name: str, oid: str, mode: int) -> None:
+    """Write blob ``oid`` as file ``name``, its bytes proved by their hash: a small one read
+    whole, a large one streamed (hashed as it is copied, sparse where it is zeros).
+
+    Raises:
+        ChecksumMismatch: the blob's bytes are not those its oid names (a large file is then
+            left written with them; the caller's rebuild fails).
+        CorruptObject: the oid names a record, not a blob.
+    """
     perms = 0o755 if mode == 0o100755 else 0o644
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(name, flags, perms, dir_fd=parent)
+    kind, size, stream = store.objects.open_body(oid)
     try:
-        os.fchmod(fd, perms)  # exact, whatever the umask
-        view = memoryview(body)
-        while view:
-            view = view[os.write(fd, view) :]
+        if kind != "blob":
+            raise CorruptObject(oid, f"expected a blob, found a {kind}")
+        body = None
+        if size <= STREAM_FILE:
+            body = stream.read(size)
+            got = hash_object(kind, body)
+            if got != oid:
+                raise ChecksumMismatch(oid, got)
+        fd = os.open(name, flags, perms, dir_fd=parent)
+        try:
+            os.fchmod(fd, perms)  # exact, whatever the umask
+            sink = _SparseWriter(fd)
+            if body is not None:
+                sink.write(body)
+            else:
+                got = hash_stream("blob", stream, size, sink, with_header=False)
+                if got != oid:
+                    raise ChecksumMismatch(oid, got)
+            sink.close(size)
+        finally:
+            os.close(fd)
     finally:
-        os.close(fd)
+        stream.close()
 
 
 def _link_target(store, path: str, oid: str) -> str:
