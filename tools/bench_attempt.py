@@ -7,6 +7,13 @@ Builds a repository of --files files totalling --mib MiB, then measures in the s
             manifest, grading on a rebuilt workspace, terminal), sequentially
   yyb -j2:  attempts per minute with --jobs 2
 Usage: python tools/bench_attempt.py [--files 5000] [--mib 50] [--attempts 4]
+
+With --sparse MIB it measures instead what retaining a hostile workspace costs the controller:
+a workspace of a few files to which a sparse file of MIB MiB is added (what `truncate -s`
+makes in an instant), scanned into a disk store, diffed against its base and rebuilt from its
+listing, in a fresh child process whose peak RSS (VmHWM) is read after each step. It runs
+whichever yyb is importable (PYTHONPATH=<an older tree> measures that one).
+Usage: python tools/bench_attempt.py --sparse 1900
 """
 
 from __future__ import annotations
@@ -133,12 +140,76 @@ def run_attempts(root: str, config, plan, jobs: int) -> float:
     return elapsed
 
 
+SPARSE_CHILD = """
+import os, sys, time
+from yyb.harness import manifest
+from yyb.store.repo import Store
+try:
+    from yyb.harness.patch import diff
+except ImportError:  # before the patch had its own module
+    diff = manifest.diff
+
+def hwm():
+    with open("/proc/self/status") as handle:
+        line = next(line for line in handle if line.startswith("VmHWM:"))
+    return int(line.split()[1]) / 1024
+
+root, mib = sys.argv[1], int(sys.argv[2])
+store, _ = Store.init(os.path.join(root, "store"))
+work = os.path.join(root, "work")
+os.makedirs(work)
+for i in range(20):
+    with open(os.path.join(work, f"f{i}.txt"), "w") as handle:
+        handle.write(f"file {i}\\n" * 100)
+base = manifest.scan(store, work)
+ready = hwm()
+with open(os.path.join(work, "big"), "wb") as handle:
+    handle.write(b"a sparse file\\n")
+    handle.truncate(mib << 20)
+start = time.perf_counter()
+final = manifest.scan(store, work)
+scanned = time.perf_counter()
+patch = diff(store, base.entries, final.entries)
+diffed = time.perf_counter()
+retained = hwm()
+manifest.rebuild(store, manifest.listing_record(final), os.path.join(root, "rebuilt"))
+rebuilt = time.perf_counter()
+print(ready, scanned - start, diffed - scanned, retained, rebuilt - diffed, hwm(), len(patch))
+"""
+
+
+def sparse(mib: int) -> None:
+    """Peak RSS and time of retaining (scan + diff) and rebuilding a workspace holding a
+    sparse file of ``mib`` MiB, in a fresh child process."""
+    with tempfile.TemporaryDirectory(prefix="yyb-bench-sparse-") as root:
+        done = subprocess.run(
+            [sys.executable, "-c", SPARSE_CHILD, root, str(mib)],
+            capture_output=True,
+            text=True,
+        )
+    if done.returncode != 0:
+        sys.exit(f"the measurement failed:\n{done.stderr}")
+    ready, scan_s, diff_s, retained, rebuild_s, rebuilt, patch = done.stdout.split()
+    print(f"| measure (a sparse file of {mib} MiB) | value |")
+    print("|---|---|")
+    print(f"| peak RSS before (interpreter, imports, base scan) | {float(ready):.0f} MiB |")
+    print(f"| scan of the final workspace | {float(scan_s):.2f} s |")
+    print(f"| diff against the base ({int(patch)} bytes of patch) | {float(diff_s):.2f} s |")
+    print(f"| peak RSS after scan + diff | **{float(retained):.0f} MiB** |")
+    print(f"| rebuild from the listing | {float(rebuild_s):.2f} s |")
+    print(f"| peak RSS after the rebuild | {float(rebuilt):.0f} MiB |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=5000)
     parser.add_argument("--mib", type=int, default=50)
     parser.add_argument("--attempts", type=int, default=4)
+    parser.add_argument("--sparse", type=int, metavar="MIB", help="measure a sparse file instead")
     args = parser.parse_args()
+    if args.sparse:
+        sparse(args.sparse)
+        return
     with tempfile.TemporaryDirectory(prefix="yyb-bench-") as root:
         repo, base = make_repo(root, args.files, args.mib)
         base_times = [baseline(repo, base, root) for _ in range(3)]
