@@ -149,3 +149,13 @@ def test_config_is_never_read(repo, tmp_path):
     state = gitstate.read(str(repo))
     assert state["status"] == [] and "host-file" not in str(state)
     assert not (tmp_path / "ran").exists()
+
+
+def test_an_object_behind_a_link_is_not_followed(repo, tmp_path):
+    head = git(repo, "rev-parse", "HEAD")
+    fanout = repo / ".git" / "objects" / head[:2]
+    fanout.rename(tmp_path / "elsewhere")
+    fanout.symlink_to(tmp_path / "elsewhere")
+    state = gitstate.read(str(repo))
+    [(what, why)] = state["unread"]
+    assert what == "HEAD commit" and "is a link: not followed" in why

@@ -106,3 +106,23 @@ def test_a_damaged_large_blob_refuses_the_rebuild(disk_store, tmp_path):
     flip_byte(disk_store.objects.path(oid), 20 * MIB)
     with pytest.raises(CorruptObject):
         manifest.rebuild(disk_store, listing, str(tmp_path / "dest"))
+
+
+def test_past_the_file_and_omission_limits_the_rest_is_counted(disk_store, tmp_path, monkeypatch):
+    from yyb.harness import worktree
+
+    monkeypatch.setattr(worktree, "MAX_FILES", 30)
+    monkeypatch.setattr(manifest, "MAX_OMITTED", 5)
+    work = tmp_path / "work"
+    (work / "a").mkdir(parents=True)
+    (work / "b").mkdir()
+    for i in range(20):
+        os.mkfifo(work / "a" / f"fifo-{i:02d}")
+        (work / "b" / f"file-{i:02d}").write_text(f"{i}\n")
+    scanned = manifest.scan(disk_store, str(work))
+    assert sorted(scanned.entries) == [f"b/file-{i:02d}" for i in range(10)]
+    assert len(scanned.omitted) == 6
+    last_path, last_reason = scanned.omitted[-1]
+    assert last_path == "a/fifo-05" and "and 15 paths after it" in last_reason
+    listing = manifest.listing_record(scanned)  # a valid record, whatever was left out
+    disk_store.objects.put_record(listing)

@@ -87,17 +87,6 @@ def read(path: str, started_ms: int, ended_ms: int) -> tuple[dict | None, str | 
     return value, None
 
 
-def redact_strings(value, redact):
-    """Apply ``redact`` (bytes -> bytes) to every string inside an envelope value."""
-    if isinstance(value, str):
-        return redact(value.encode("utf-8", "surrogateescape")).decode("utf-8", "replace")
-    if isinstance(value, dict):
-        return {k: redact_strings(v, redact) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact_strings(v, redact) for v in value]
-    return value
-
-
 def observed(envelope: dict) -> str:
     return normalize(envelope["provider"], envelope["model"])
 

@@ -341,13 +341,13 @@ class _Reader:
         except OSError as exc:
             raise Unread(f".git/objects is not a folder ({exc.strerror})") from None
         try:
-            return _flatten(_odb(fd), commit)
+            return _flatten(_odb(fd), fd, commit)
         finally:
             os.close(fd)
 
 
-def _flatten(odb, commit: str) -> dict[str, tuple[int, str]]:
-    data = _object(odb, commit, "commit")
+def _flatten(odb, objects: int, commit: str) -> dict[str, tuple[int, str]]:
+    data = _object(odb, objects, commit, "commit")
     first = data.split(b"\n", 1)[0]
     if not first.startswith(b"tree ") or not _is_oid(first[5:]):
         raise Unread("the commit names no tree")
@@ -355,7 +355,7 @@ def _flatten(odb, commit: str) -> dict[str, tuple[int, str]]:
     stack = [("", first[5:].decode())]
     while stack:
         prefix, tree = stack.pop()
-        for mode, name, oid in _tree_entries(_object(odb, tree, "tree")):
+        for mode, name, oid in _tree_entries(_object(odb, objects, tree, "tree")):
             if len(flat) + len(stack) >= worktree.MAX_FILES:
                 raise Unread(f"its tree holds more than {worktree.MAX_FILES} entries")
             path = prefix + name
@@ -378,10 +378,14 @@ def _odb(fd: int):
     except OSError as exc:
         raise Unread(f".git/objects/pack is not a folder ({exc.strerror})") from None
     if packs is not None:
-        with os.scandir(packs) as found:
-            count = sum(1 for entry in found if entry.name.endswith(".idx"))
-        os.close(packs)
-        if count > MAX_PACKS:
+        try:
+            with os.scandir(packs) as found:
+                entries = [(entry.name, entry.is_symlink()) for entry in found]
+        finally:
+            os.close(packs)
+        if any(link for _, link in entries):
+            raise Unread("a file of .git/objects/pack is a link: not followed")
+        if sum(1 for name, _ in entries if name.endswith(".idx")) > MAX_PACKS:
             raise Unread(f"more than {MAX_PACKS} packs")
     path = f"/proc/self/fd/{fd}"
     odb = pygit2.Odb()
@@ -390,9 +394,17 @@ def _odb(fd: int):
     return odb
 
 
-def _object(odb, oid: str, kind: str) -> bytes:
+def _object(odb, objects: int, oid: str, kind: str) -> bytes:
+    """A commit or tree, its size checked before it is read; a loose object (or its fan-out
+    folder) that is a link is not followed."""
     import pygit2
 
+    for path in (oid[:2], f"{oid[:2]}/{oid[2:]}"):
+        try:
+            if stat.S_ISLNK(os.stat(path, dir_fd=objects, follow_symlinks=False).st_mode):
+                raise Unread(f".git/objects/{path} is a link: not followed")
+        except FileNotFoundError:
+            break  # not loose: libgit2 looks in the packs
     try:
         found, size = odb.read_header(oid)
         if int(found) != {"commit": 1, "tree": 2}[kind]:
