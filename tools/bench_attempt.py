@@ -85,7 +85,8 @@ def setup(root: str, repo: str, base: str, attempts: int):
     tools = os.path.join(root, "tools")
     os.makedirs(tools)
     agent = os.path.join(tools, "agent.sh")
-    grader = os.path.join(tools, "grader.sh")
+    os.makedirs(os.path.join(root, "grader"))  # a grader's folder is hidden from candidates
+    grader = os.path.join(root, "grader", "grader.sh")
     for path, text in ((agent, NOOP_AGENT), (grader, GRADER)):
         with open(path, "w") as handle:
             handle.write(text)
@@ -124,11 +125,15 @@ def setup(root: str, repo: str, base: str, attempts: int):
 
 def run_attempts(root: str, config, plan, jobs: int) -> float:
     from yyb.attempts import run as attempts
-    from yyb.plans import build
+    from yyb.evidence import names
+    from yyb.plans import build, grant
     from yyb.store.repo import Store
 
     store, _ = Store.init(os.path.join(tempfile.mkdtemp(dir=root), "store"))
     build.write(store, plan)
+    now = grant.now_ms()  # as `yyb authorize` does: a live run needs a grant
+    record = grant.grant_for(plan.oid, plan.experiment, now + 3_600_000, now)
+    store.refs.update(names.grant(plan.oid), store.objects.put_record(record), reason="authorize")
     chosen = {oid: plan.records[oid] for oid in plan.attempt_oids}
     ctx = attempts.prepare(store, config, plan.oid, plan.experiment, chosen, dict(os.environ))
     start = time.perf_counter()
