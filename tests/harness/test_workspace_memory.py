@@ -126,3 +126,17 @@ def test_past_the_file_and_omission_limits_the_rest_is_counted(disk_store, tmp_p
     assert last_path == "a/fifo-05" and "and 15 paths after it" in last_reason
     listing = manifest.listing_record(scanned)  # a valid record, whatever was left out
     disk_store.objects.put_record(listing)
+
+
+def test_past_the_bytes_of_paths_limit_the_walk_stops(disk_store, tmp_path, monkeypatch):
+    from yyb.harness import worktree
+
+    monkeypatch.setattr(worktree, "MAX_PATH_BYTES", 100)
+    work = tmp_path / "work"
+    work.mkdir()
+    for i in range(10):
+        (work / (f"{i}-" + "x" * 30)).write_text("x\n")
+    scanned = manifest.scan(disk_store, str(work))
+    assert len(scanned.entries) == 3  # 32 bytes each: the fourth would pass 100
+    [(path, reason)] = scanned.omitted
+    assert path.startswith("3-") and "bytes of paths" in reason

@@ -38,7 +38,7 @@ MAX_INDEX = 32 << 20
 MAX_OBJECT = 16 << 20  # bytes of one commit or tree
 MAX_PACKS = 256
 MAX_HASHED = 2 << 30  # the most a workspace retains (manifest.MAX_TOTAL)
-MAX_STATUS_NAMES = 8 << 20  # bytes of paths in the status list
+MAX_STATUS_NAMES = 4 << 20  # bytes of paths in the status list
 SYMREF_DEPTH = 5
 
 # Git's status bits (git_status_t), as libgit2 and pygit2 number them.

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 MAX_DEPTH = 128  # folder levels below the top (one open descriptor each)
 MAX_PATH = 4096  # bytes in a relative path (PATH_MAX)
 MAX_FILES = 250_000  # files and symlinks walked; a folder's names read at most this many
+MAX_PATH_BYTES = 16 << 20  # bytes of the paths walked, all together (what a listing names)
 GIT_STATE = "a .git name is Git state, never retained as a file"
 
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -53,7 +54,7 @@ def walk(root: str, omit: Callable[[str, str], None]) -> Iterator[Item]:
     stack: list[tuple[int, str, Iterator[str]]] = []
     try:
         stack.append((top, "", iter(_names(top, "", omit))))
-        count = 0
+        count = size = 0
         while stack:
             fd, prefix, names = stack[-1]
             name = next(names, None)
@@ -78,11 +79,12 @@ def walk(root: str, omit: Callable[[str, str], None]) -> Iterator[Item]:
                     stack.append((child, path + "/", iter(_names(child, path, omit))))
                 continue
             count += 1
-            if count > MAX_FILES:
+            size += len(path.encode())
+            if count > MAX_FILES or size > MAX_PATH_BYTES:
                 omit(
                     path,
-                    f"the workspace holds more than {MAX_FILES} files: this and the rest "
-                    "were not read",
+                    f"the workspace holds more than {MAX_FILES} files or {MAX_PATH_BYTES} "
+                    "bytes of paths: this and the rest were not read",
                 )
                 return
             yield Item(path, name, fd, info)
