@@ -379,7 +379,7 @@ def test_envelope_path_made_a_directory_is_a_harness_failure(bench):
 
 
 def _attempt_folders() -> set[str]:
-    return set(glob.glob(os.path.join(tempfile.gettempdir(), "yyb-attempt-*")))
+    return set(glob.glob(os.path.join(tempfile.gettempdir(), "yyb-run-*", "yyb-attempt-*")))
 
 
 def _unblock_fifos(until: threading.Thread, seconds: float, roots: set[str]) -> None:

@@ -99,12 +99,6 @@ def test_a_flood_of_refs_is_that_attempts_problem_and_the_run_goes_on(bench):
     assert any("packed-refs" in what for what, _ in git["unread"]), git["unread"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=RecursionError,
-    reason="sandbox.take_back hands the workspace back with os.walk, which recurses once per "
-    "level; it has to walk iteratively, as yyb.harness.worktree does (then remove this mark)",
-)
 def test_folders_nested_past_the_recursion_limit_are_omitted_not_fatal(bench):
     model = bench.behaviour(
         "nester",

@@ -189,7 +189,10 @@ ls -A "{home}"
 cat "{home}/.ssh/id_rsa"
 echo "== siblings"
 echo "tmp: $(ls -A {tmp} | tr '\\n' ' ')"
-for f in {tmp}/yyb-attempt-*/workspace/sibling.txt; do cat "$f"; done
+for f in {tmp}/yyb-attempt-*/workspace/sibling.txt \\
+    {tmp}/yyb-run-*/yyb-attempt-*/workspace/sibling.txt; do
+  cat "$f"
+done
 echo "== history"
 git log --all --oneline
 git cat-file --batch-all-objects --batch
@@ -276,7 +279,8 @@ def test_leaker_reads_and_writes_nothing_it_must_not(outside_bench, secrets, mon
         assert section in stdout  # every attempt was made
     assert "hidden=unset" in stdout
     tmp_line = next(line for line in stdout.splitlines() if line.startswith("tmp: "))
-    assert len([n for n in tmp_line.split()[1:] if n.startswith("yyb-attempt-")]) == 1
+    # A private /tmp: nothing but the way to its own folders (its run folder).
+    assert [n for n in tmp_line.split()[1:] if not n.startswith("yyb-run-")] == []
     assert "secret=[REDACTED:YYB_T_SECRET]" in stdout
     assert "secret=[REDACTED:YYB_T_SECRET]" in bench.linked(leaked, "stderr").decode()
 

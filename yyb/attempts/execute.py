@@ -19,6 +19,7 @@ from yyb.harness import (
     adapters,
     envelope,
     gitstate,
+    limits,
     manifest,
     patch,
     sandbox,
@@ -91,6 +92,7 @@ def execute(ctx, attempt_oid: str, intent_oid: str, folders: Folders) -> Early |
         env[CEILING_ENV] = str(ceiling)
         policy["variables"] = sorted(env)
     network = ctx.plan["tool_policy"]["network"] == "allowed"
+    bounds = limits.resolve(ctx.plan["tool_policy"].get("limits"))
     receipt = {
         "schema_version": RECEIPT,
         "base_commit": snap.base_commit,
@@ -103,6 +105,7 @@ def execute(ctx, attempt_oid: str, intent_oid: str, folders: Folders) -> Early |
             "kind": "bubblewrap",
             "version": sandbox.version(),
             "network": "allowed" if network else "denied",
+            "limits": bounds,
         },
         "environment": policy,
         "links": {"intent": intent_oid, "listing": base_listing},
@@ -114,6 +117,7 @@ def execute(ctx, attempt_oid: str, intent_oid: str, folders: Folders) -> Early |
         read_only=ctx.tools(),
         network=network,
         cwd=folders.workspace,
+        limits=bounds,
     )
     envelope.remove_stale(envelope_path)
     sandbox.hand_over(folders.root)
@@ -125,6 +129,7 @@ def execute(ctx, attempt_oid: str, intent_oid: str, folders: Folders) -> Early |
         cleanup_confirmed=outcome.cleanup_confirmed,
         exit_code=outcome.exit_code,
         signal=outcome.signal,
+        limit=limits.hit_by(outcome.signal, outcome.exit_code, bounds),
     )
     links["stdout"] = store.objects.put("blob", redactor.redact(outcome.stdout.data))
     links["stderr"] = store.objects.put("blob", redactor.redact(outcome.stderr.data))
@@ -205,6 +210,7 @@ FACT_FIELDS = (
     "signal",
     "envelope_problem",
     "envelope_status",
+    "limit",
 )
 
 

@@ -24,7 +24,7 @@ from yyb.attempts.execute import Early, execute
 from yyb.attempts.publish import publish
 from yyb.attempts.recover import reconcile, recover  # noqa: F401
 from yyb.evidence import plan as planned
-from yyb.harness import worktree
+from yyb.harness import scratch, worktree
 from yyb.harness.environment import Folders
 
 
@@ -77,7 +77,12 @@ def run_attempt(ctx: RunContext, attempt_oid: str, spend: Spend | None = None) -
     if intent_oid is None:  # another process dispatched it first
         reason = "dispatched by another run"
         return Result.without_terminal(attempt_oid, attempt, reason, "skipped")
-    root = tempfile.mkdtemp(prefix="yyb-attempt-")
+    # Kept workspaces outlive the run, so they are not in its run folder, which goes with it.
+    root = (
+        tempfile.mkdtemp(prefix="yyb-attempt-")
+        if ctx.keep_workspaces
+        else scratch.folder("attempt", ctx.store.path)
+    )
     try:
         executed = execute(ctx, attempt_oid, intent_oid, Folders(root))
     finally:

@@ -118,13 +118,18 @@ def take_back(folder: str) -> None:
 
 
 def _chown_tree(folder: str, uid: int, gid: int) -> None:
-    os.chown(folder, uid, gid, follow_symlinks=False)
-    for top, dirs, files in os.walk(folder):
-        for name in dirs + files:
-            try:
-                os.chown(os.path.join(top, name), uid, gid, follow_symlinks=False)
-            except FileNotFoundError:
-                continue
+    """chown everything below ``folder``, links themselves, walking with a stack: a tree a
+    candidate made can be deeper than any recursion limit."""
+    stack = [folder]
+    while stack:
+        path = stack.pop()
+        try:
+            os.chown(path, uid, gid, follow_symlinks=False)
+            if os.path.isdir(path) and not os.path.islink(path):
+                with os.scandir(path) as entries:
+                    stack.extend(entry.path for entry in entries)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
 
 
 @dataclass
