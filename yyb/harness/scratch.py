@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import atexit
 import os
-import shutil
 import tempfile
 import threading
 
+from yyb.harness import worktree
 from yyb.store import file
 
 PREFIX = "yyb-run-"
@@ -54,7 +54,7 @@ def _remove(pid: int) -> None:
         return
     made = _run.pop(pid, None)
     if made is not None:
-        shutil.rmtree(made[0], ignore_errors=True)
+        worktree.remove(made[0])
         os.close(made[1])
 
 
@@ -72,7 +72,8 @@ def _store_of(path: str) -> str | None:
 
 
 def leftovers(store_path: str | None = None) -> list[str]:
-    """Run folders of processes that are gone (of ``store_path``'s runs, when given)."""
+    """Run folders of processes that are gone (those tagged with ``store_path``, when given;
+    a library caller that named no store leaves untagged ones, which only ``sweep`` sees)."""
     top = tempfile.gettempdir()
     try:
         names = sorted(n for n in os.listdir(top) if n.startswith(PREFIX))
@@ -83,8 +84,7 @@ def leftovers(store_path: str | None = None) -> list[str]:
         path = os.path.join(top, name)
         if not os.path.isdir(path) or os.path.islink(path) or not _owned_by_nobody(path):
             continue
-        owner = _store_of(path)  # None: made by a library caller that named no store
-        if store_path is None or owner in (None, os.path.realpath(store_path)):
+        if store_path is None or _store_of(path) == os.path.realpath(store_path):
             found.append(path)
     return found
 
@@ -93,7 +93,7 @@ def sweep() -> list[str]:
     """Remove every run folder whose process is gone; return what was removed."""
     removed = []
     for path in leftovers():
-        shutil.rmtree(path, ignore_errors=True)
+        worktree.remove(path)  # a candidate chose how deep it goes
         if not os.path.exists(path):
             removed.append(path)
     return removed
