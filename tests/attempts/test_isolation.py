@@ -308,7 +308,7 @@ def test_leaker_reads_and_writes_nothing_it_must_not(outside_bench, secrets, mon
     for target in ("/var/tmp/PWNED-", "/PWNED-", "/usr/PWNED-"):
         assert not os.path.exists(target + bench.mark), target
     assert not (bench.repo / ".git" / "hooks" / "pre-commit").exists()
-    assert f"refused {bench.root}/PWNED" in stdout  # read-only host
+    assert f"refused {bench.root}/PWNED" in stdout  # not there, and the sandbox root is read-only
     assert bench.doctor_errors() == []
 
 

@@ -191,6 +191,9 @@ class Sandbox:
                 args += ["--ro-bind", "/dev/null", shown]
         for path in sorted(set(self.writable), key=len):
             args += ["--bind", path, path]
+        # The root bubblewrap made (and the folders on the way to each mount) becomes
+        # read-only: only the writable folders, /tmp and /run can be written.
+        args += ["--remount-ro", "/"]
         if self.cwd:
             args += ["--chdir", self.cwd]
         args.append("--")

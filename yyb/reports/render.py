@@ -86,8 +86,8 @@ HEADER = [
 
 
 GATES = {
-    "chains": "gate: every chain and link checked, each record read proved by its hash; "
-    "'yyb doctor --plan' re-verifies every object",
+    "chains": "gate: every chain and link the figures rest on checked, each record read "
+    "proved by its hash; 'yyb doctor --plan' checks the rest and re-verifies every object",
     "objects": "gate: every chain and link checked and every reachable object re-verified",
 }
 
