@@ -87,6 +87,7 @@ def main() -> None:
     layer.PART_SIZE = 1000
     # Alternate the grader pin so that each run stores a new layer (the report after new
     # evidence), then repeat the last one, which reuses the layer it stored.
+    pin: list[str] = []
     for round_ in range(args.repeat):
         cold = args.cold and drop_caches()
         pin = ["--grader-version", "1"] if round_ % 2 else []

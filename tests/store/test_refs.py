@@ -338,3 +338,19 @@ def test_the_quick_ref_name_check_agrees_with_the_careful_one(name):
             return None
 
     assert outcome(refs.check_ref_name) == outcome(refs.check_ref_name_carefully)
+
+
+def test_a_ref_file_that_is_a_symlink_is_refused_not_followed(disk_store):
+    """A ref file never names another file: a link in its place (to another ref, or to any
+    file holding an oid) is a corrupt ref, not a way to read elsewhere."""
+    import pytest
+
+    from yyb.errors import CorruptRef
+
+    oid = disk_store.objects.put("blob", b"x")
+    disk_store.refs.update("notes/real", oid)
+    alias = disk_store.refs.path("refs/notes/alias")
+    os.symlink(disk_store.refs.path("refs/notes/real"), alias)
+    with pytest.raises(CorruptRef, match="symbolic link"):
+        disk_store.refs.read("notes/alias")
+    assert disk_store.refs.read("notes/real") == oid

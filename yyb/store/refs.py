@@ -414,9 +414,13 @@ class DiskRefs(RefStore):
 
     def _read_oid_file(self, path: str, name: str, what: str) -> str | None:
         try:
-            fd = os.open(path, os.O_RDONLY)
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except (FileNotFoundError, NotADirectoryError):
             return None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:  # a ref file never names another file
+                raise CorruptRef(name, f"{what} {path} is a symbolic link") from None
+            raise
         try:
             data = os.read(fd, 200)
         except IsADirectoryError:
