@@ -26,9 +26,11 @@ def main() -> None:
     args = parser.parse_args()
     from yyb import config as configuration
     from yyb.attempts import run as attempts_run
-    from yyb.attempts.verify import verify_experiment
+    from yyb.evidence.experiment import verify_experiment
+    from yyb.evidence.names import grant as grant_ref
     from yyb.example import build
     from yyb.grading import regrade
+    from yyb.harness.sandbox import protected_roots
     from yyb.plans import build as plans
     from yyb.plans import grant
     from yyb.store.fsck import fsck
@@ -42,7 +44,7 @@ def main() -> None:
         plan = plans.task_plan(config, [paths["task"]], ":fixer,:idler", per_model, "1000")
         plans.write(store, plan)
         now = grant.now_ms()
-        store.refs.update(f"refs/grants/{plan.oid}", store.objects.put_record(
+        store.refs.update(grant_ref(plan.oid), store.objects.put_record(
             grant.grant_for(plan.oid, plan.experiment, now + 86_400_000, now)))
         chosen = {oid: plan.records[oid] for oid in plan.attempt_oids}
         ctx = attempts_run.prepare(store, config, plan.oid, plan.experiment, chosen,
@@ -50,14 +52,14 @@ def main() -> None:
         start = time.perf_counter()
         attempts_run.run_plan(ctx, args.jobs)
         run_s = time.perf_counter() - start
-        protected = attempts_run.protected_roots(store.path, config, plan.experiment)
+        protected = protected_roots(store.path, config, plan.experiment)
         start = time.perf_counter()
         rows = regrade.reevaluate(store, plan.oid, plan.experiment, chosen, "tests", "regrade",
                                   protected)
         regrade_s = time.perf_counter() - start
         graded = [r for r in rows if r.action == "evaluated"]
         grader_ms = 0
-        from yyb.grading.evaluate import history
+        from yyb.evidence.chain import history
 
         for r in graded:
             grader_ms += history(store, plan.oid, r.attempt, "tests")[-1][1]["wall_ms"]
