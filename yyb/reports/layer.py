@@ -176,19 +176,46 @@ def append_layer(
     """Chain ``value`` after the layer ``head`` under ``ref``, or reuse ``head`` if identical.
 
     ``current`` is the record of ``head`` when the caller has read it already. A new layer is
-    signed with ``signer`` (when given) before the ref names it (docs/audit.md).
+    signed with ``signer`` (when given) once its move is on record and before the ref names
+    it (docs/audit.md); a layer whose move a crash cut short (while signing it) is published
+    first, as it was, and ``value`` then follows it.
     """
+    pending = _pending(store, ref, head, value["schema_version"])
+    if pending is not None:
+        _move(store, ref, head, pending, "finish an interrupted report layer", signer)
+        head, current = pending, None
     if head is not None:
         if current is None:
             current = store.objects.get_record(head)
         same = dict(current, links={k: v for k, v in current["links"].items() if k != "previous"})
         if same == value:
+            if store.refs.abandoned_lock(ref) is not None:
+                # A report that crashed writing this ref left its lock: nothing new to
+                # store, so the ref is moved onto itself, which replaces the lock on record.
+                _move(store, ref, head, head, "replace the lock of an interrupted report", None)
             return {"oid": head, "previous": current["links"].get("previous"), "reused": True}
         value["links"]["previous"] = head
     oid = store.objects.put_record(value)
-    if signer is not None:
-        from yyb import signing
-
-        signing.sign(store, oid, signer)
-    store.refs.update(ref, oid, old=head, reason=reason)
+    _move(store, ref, head, oid, reason, signer)
     return {"oid": oid, "previous": head, "reused": False}
+
+
+def _pending(store, ref: str, head: str | None, kind: str) -> str | None:
+    """The layer a cut-short update of ``ref`` was publishing after ``head``, or None."""
+    oid = store.refs.pending(ref)
+    if oid is None or not store.objects.contains(oid):
+        return None
+    record = store.objects.get_record(oid)
+    if record.get("schema_version") != kind or record["links"].get("previous") != head:
+        return None
+    return oid
+
+
+def _move(store, ref: str, head: str | None, oid: str, reason: str, signer) -> None:
+    def seal() -> None:
+        if signer is not None:
+            from yyb import signing
+
+            signing.sign(store, oid, signer)
+
+    store.refs.update(ref, oid, old=head, reason=reason, before_move=seal)

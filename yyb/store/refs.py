@@ -288,6 +288,11 @@ class RefStore(ABC):
         """Remove ``<ref>.lock`` if its holder crashed; return that holder (to be recorded)."""
         return None
 
+    def abandoned_lock(self, name: str) -> dict | None:
+        """The holder of ``<ref>.lock`` when it crashed holding it (the next update of the ref
+        replaces that lock and records it), else None."""
+        return None
+
     def log(self, name: str) -> Iterator[tuple[str, dict]]:
         """Yield (oid, record) of each update of ``name``, newest first (each one verified)."""
         name = check_ref_name(name)
@@ -494,6 +499,10 @@ class DiskRefs(RefStore):
 
     def break_abandoned_lock(self, name: str) -> dict | None:
         return file.break_abandoned(self.path(check_ref_name(name)) + LOCK_SUFFIX)
+
+    def abandoned_lock(self, name: str) -> dict | None:
+        state, holder = file.lock_state(self.path(check_ref_name(name)) + LOCK_SUFFIX)
+        return holder if state == "abandoned" else None
 
     def _commit(self, name: str, new: str | None, handle: LockHandle) -> None:
         path = self.path(name)
