@@ -1,7 +1,7 @@
 """Scratch folders: every private folder a process makes lives under its one run folder.
 
 An attempt's workspace and private roots, a grading's rebuilt workspace and its copied grader
-files, a judgement's payload: each is a folder below ``<temp>/yyb-run-XXXX/``, which belongs
+files, a judgement's payload: each is a folder below ``<temp>/yyb-run-<random>/``, which belongs
 to one process (it holds ``owner.lock``, flocked for its life) and is removed when that
 process exits. A process killed before that leaves its run folder behind, hidden grader files
 included; the next ``yyb run``, ``yyb recover``, ``regrade`` or ``rejudge`` removes every run
@@ -45,7 +45,7 @@ def run_folder(store_path: str | None = None) -> str:
 
 
 def folder(kind: str, store_path: str | None = None) -> str:
-    """A new private folder (``yyb-<kind>-XXXX``) in this process's run folder."""
+    """A new private folder (``yyb-<kind>-<random>``) in this process's run folder."""
     return tempfile.mkdtemp(prefix=f"yyb-{kind}-", dir=run_folder(store_path))
 
 
