@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 
+from yyb.evidence import names
+
 
 def forge(store, oid: str, **changes) -> str:
     """A copy of the record ``oid`` with ``changes`` (``links`` merged), stored."""
@@ -33,7 +35,7 @@ def plant(store, name: str, oid: str) -> None:
 
 
 def leaf(store, plan_oid: str, attempt_oid: str, which: str) -> str:
-    return f"refs/runs/{plan_oid}/{attempt_oid}/{which}"
+    return names.attempt(plan_oid, attempt_oid, which)
 
 
 def attempt_of(store, plan_oid: str, model: str) -> tuple[str, dict]:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from yyb import signing
 from yyb.errors import UsageError
 from yyb.evidence import names
 
@@ -82,7 +83,6 @@ class RunContext:
 
     def protected(self) -> list[str]:
         """What no sandboxed process may see: ``sandbox.protected_roots`` and the signing key."""
-        from yyb import signing
         from yyb.harness.sandbox import protected_roots
 
         key = signing.configured_key_path(self.environ) if self.signer is not None else None
@@ -103,13 +103,6 @@ class RunContext:
 
     def read(self, attempt_oid: str, leaf: names.Leaf) -> str | None:
         return self.store.refs.read(names.attempt(self.plan_oid, attempt_oid, leaf))
-
-
-def signer_from(environ: dict[str, str]) -> Any:
-    """The configured signing key, loaded, or None (``signing.configured_signer``)."""
-    from yyb import signing
-
-    return signing.configured_signer(environ)
 
 
 def authorize(store, plan_oid: str, plan: dict) -> None:
@@ -169,7 +162,7 @@ def prepare(
         attempts,
         secrets=secrets,
         environ=dict(environ),
-        signer=signer_from(environ),
+        signer=signing.configured_signer(environ),
     )
     context.tools()  # a tool path that would expose a protected root: refused now
     return context

@@ -11,8 +11,9 @@
 
 from __future__ import annotations
 
+from yyb import signing
 from yyb.attempts.conclude import conclude, indeterminate
-from yyb.attempts.context import Result, RunContext, signer_from
+from yyb.attempts.context import Result, RunContext
 from yyb.attempts.publish import evidence, publish, seal
 from yyb.errors import CorruptRef
 from yyb.evidence.records import TERMINAL
@@ -102,7 +103,7 @@ def recover(
 
     environ = dict(environ or {})  # judges that finish an interrupted grading need secrets
     ctx = RunContext(store, None, plan_oid, plan, attempts, environ=environ)
-    ctx.signer = signer_from(environ)
+    ctx.signer = signing.configured_signer(environ)
     results = []
     with store.exclusive(run_lock(plan_oid)):
         for attempt_oid in sorted(attempts, key=lambda a: attempts[a]["ordinal"]):

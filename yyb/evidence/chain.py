@@ -38,8 +38,3 @@ def profiles(store, plan_oid: str, attempt_oid: str) -> list[str]:
     """The profiles that have an evaluation ref for the attempt."""
     folder = names.evaluations(plan_oid, attempt_oid)
     return [name[len(folder) + 1 :] for name in store.refs.names(under=folder)]
-
-
-def leaf(store, plan_oid: str, attempt_oid: str, which: names.Leaf) -> str | None:
-    """The oid one of the attempt's write-once refs names, or None."""
-    return store.refs.read(names.attempt(plan_oid, attempt_oid, which))

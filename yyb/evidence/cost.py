@@ -33,8 +33,9 @@ def over_ceiling(cost: dict | None, ceiling_micros: int | None) -> int | None:
     return excess if excess > 0 else None
 
 
-def _count(part: dict | None, counts: dict[str, int]) -> int:
-    """Count ``part`` under its completeness; return the micro-USD it makes known."""
+def add(part: dict | None, counts: dict[str, int]) -> int:
+    """Count ``part`` under its completeness; return the micro-USD it makes known (0 when
+    unknown)."""
     state = "not_applicable" if part is None else part["completeness"]
     counts[state] += 1
     if state in ("complete", "genuine_zero", "partial") and part["micros"] is not None:
@@ -67,11 +68,6 @@ def counter() -> dict[str, int]:
     return dict.fromkeys(COST_COMPLETENESS, 0)
 
 
-def add(part: dict | None, counts: dict[str, int]) -> int:
-    """Count one part into ``counts``; return the micro-USD it adds (0 when unknown)."""
-    return _count(part, counts)
-
-
 def sum_costs(parts: list[dict | None]) -> dict:
     """Add costs without inventing any: known parts add up, unknown ones are only counted.
 
@@ -81,7 +77,7 @@ def sum_costs(parts: list[dict | None]) -> dict:
     part (an evaluator with no cost, such as a command grader) is not applicable.
     """
     counts = counter()
-    micros = sum(_count(part, counts) for part in parts)
+    micros = sum(add(part, counts) for part in parts)
     return total(counts, micros)
 
 
