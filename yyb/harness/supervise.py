@@ -111,8 +111,12 @@ def run(
     output_limit: int = OUTPUT_LIMIT,
     grace_ms: int | None = None,
     cleanup_ms: int | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> Outcome:
     """Run ``argv`` to its end, its timeout, or ``cancel``; never leave a process behind.
+
+    ``pass_fds`` are the descriptors the process inherits, at the same numbers; every other
+    descriptor of the controller is closed in it.
 
     Raises:
         OSError: the executable could not be started (nothing ran).
@@ -129,6 +133,7 @@ def run(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        pass_fds=pass_fds,
     )
     group = proc.pid
     ours = _namespace(os.getpid())
