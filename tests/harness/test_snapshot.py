@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 
 from tests.conftest import git
@@ -84,3 +85,70 @@ def test_every_object_is_reachable_from_the_snapshot_commit(project, tmp_path):
         ).stdout.splitlines()
     }
     assert all_objects == reachable
+
+
+def test_snapshot_objects_are_those_libgit2_would_write(project, tmp_path):
+    """Trees and the commit are written by yyb: unfiltered, the tree is the base's own; the
+    commit, and a filtered tree, are what pygit2 makes of the same entries."""
+    import pygit2
+
+    whole = snapshot.create(str(project.root), project.base, [], str(tmp_path / "whole"))
+    assert whole.tree == git(project.root, "rev-parse", f"{project.base}^{{tree}}")
+    repo = pygit2.Repository(str(tmp_path / "whole"))
+    when = pygit2.Repository(str(project.root))[project.base].committer.time
+    signature = pygit2.Signature(*snapshot.SNAPSHOT_AUTHOR, when, 0)
+    message = f"snapshot of {project.base}\n"
+    made = repo.create_commit(None, signature, signature, message, pygit2.Oid(hex=whole.tree), [])
+    assert str(made) == whole.commit
+    part = snapshot.create(str(project.root), project.base, ["docs/"], str(tmp_path / "part"))
+    builder = repo.TreeBuilder(repo[whole.tree])
+    builder.remove("docs")
+    assert str(builder.write()) == part.tree
+    assert git(tmp_path / "part", "status", "--porcelain") == ""
+
+
+def test_the_index_holds_each_file_as_written(project, tmp_path):
+    """Git (and gitstate) compare stat data before they hash: the index records it."""
+    from yyb.harness import gitstate
+
+    dest = tmp_path / "snap"
+    snapshot.create(str(project.root), project.base, [], str(dest))
+    tree = git(dest, "ls-tree", "-r", "HEAD").splitlines()
+    assert git(dest, "ls-files", "-s").splitlines() == [
+        line.replace(" blob ", " ").replace("\t", " 0\t") for line in tree
+    ]
+    entries = gitstate.parse_index((dest / ".git" / "index").read_bytes())
+    assert sorted(entries) == sorted(line.split("\t")[1] for line in tree)
+    for path, (_mode, _oid, stage, size, mtime_s, mtime_ns, ino) in entries.items():
+        info = os.lstat(dest / path)
+        assert (stage, size, ino) == (0, info.st_size, info.st_ino)
+        assert (mtime_s, mtime_ns) == divmod(info.st_mtime_ns, 10**9)
+
+
+def test_a_base_is_exported_once_and_a_candidate_cannot_touch_the_export(
+    project, tmp_path, monkeypatch
+):
+    """Snapshots of one base copy one export; what a candidate does to its copy (or the export
+    folder going away) changes nothing in the next snapshot."""
+    import shutil
+
+    from yyb.harness import scratch
+
+    built = []
+    build = snapshot._build
+    monkeypatch.setattr(snapshot, "_build", lambda *a: built.append(a) or build(*a))
+    monkeypatch.setattr(snapshot, "_EXPORTS", snapshot._Exports())
+    first = snapshot.create(str(project.root), project.base, [], str(tmp_path / "one"))
+    for pack in (tmp_path / "one" / ".git" / "objects" / "pack").iterdir():
+        pack.chmod(0o644)
+        pack.write_bytes(b"overwritten by the candidate")
+    second = snapshot.create(str(project.root), project.base, [], str(tmp_path / "two"))
+    assert len(built) == 1 and second == first.__class__(**{**vars(first), "path": second.path})
+    fsck = subprocess.run(["git", "-C", str(tmp_path / "two"), "fsck", "--full", "--strict"])
+    assert fsck.returncode == 0
+    for folder in os.listdir(scratch.run_folder()):
+        if folder.startswith("yyb-snapshot-"):
+            shutil.rmtree(os.path.join(scratch.run_folder(), folder))
+    third = snapshot.create(str(project.root), project.base, [], str(tmp_path / "three"))
+    assert len(built) == 2 and third.commit == first.commit
+    assert git(tmp_path / "three", "status", "--porcelain") == ""

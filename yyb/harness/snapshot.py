@@ -4,16 +4,31 @@ The snapshot repository gets a new root commit (no parents) whose tree is the ba
 tree without the harness-owned paths. Only the blobs and trees of that tree are copied, so the
 snapshot holds no object the base commit cannot reach: no history, no future commits, no other
 branches, remotes, alternates, hooks, worktree links or reflogs.
+
+A base is exported once per process (``_export``): one walk of its tree, every object in one
+undeltified pack kept in this process's scratch folder. Each snapshot of that base copies the
+pack, writes its files from it (a thread pool: on a large tree, file creation is the cost) and
+writes the index with their stat data (``gitfiles``). The export is the controller's: it lives
+outside every sandbox, and a candidate gets a copy of the pack, never the export's own file.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
+
+from yyb.harness import gitfiles, scratch
 
 SNAPSHOT_AUTHOR = ("yyb", "yyb@snapshot.invalid")
 GITLINK = 0o160000
+SYMLINK = 0o120000
+MAX_EXPORTS = 4  # bases kept exported at once in a process (each holds its pack on disk)
+WRITERS = 8  # threads writing a worktree
+CHUNK = 128  # files of one folder a writer takes at a time
+INDEX_MODES = {SYMLINK: SYMLINK, 0o100755: 0o100755}  # any other file is 100644 in the index
 
 
 @dataclass(frozen=True)
@@ -39,148 +54,205 @@ def is_excluded(path: str, patterns: list[str]) -> bool:
     return False
 
 
-def _collect(src, tree, prefix: str, patterns: list[str], excluded: list[str], blobs: dict):
-    """Walk ``tree``: gather included blobs, and return a nested plan of the filtered tree."""
-    import pygit2
+@dataclass(frozen=True)
+class _Export:
+    """A base commit's filtered tree, exported: a pack of all its objects and what it holds."""
 
-    plan = []
-    for entry in tree:
-        path = f"{prefix}{entry.name}"
-        if is_excluded(path, patterns) or entry.filemode == GITLINK:
-            excluded.append(path)  # a submodule's commit is not in this repository either
-            continue
-        obj = src[entry.id]
-        if obj.type == pygit2.GIT_OBJECT_TREE:
-            sub = _collect(src, obj, path + "/", patterns, excluded, blobs)
-            if sub:
-                plan.append((entry.name, entry.filemode, sub))
-        else:
-            blobs[str(entry.id)] = obj
-            plan.append((entry.name, entry.filemode, entry.id))
-    return plan
+    folder: str  # this process's, holding snapshot.pack and snapshot.idx
+    checksum: str  # the pack's, which names it in a repository
+    commit: str
+    tree: str
+    folders: list[str]  # parents first
+    files: list[tuple[str, int, bytes, int, int, int]]  # path, mode, sha1, offset, length, size
+    excluded: list[str]
 
 
-def _build_trees(dst, plan) -> object:
-    builder = dst.TreeBuilder()
-    for name, mode, target in plan:
-        oid = _build_trees(dst, target) if isinstance(target, list) else target
-        builder.insert(name, oid, mode)
-    return builder.write()
+class _Walk:
+    """What walking a source tree gathers: the kept files and folders, the new trees."""
+
+    def __init__(self, patterns: list[str]) -> None:
+        self.patterns = patterns
+        self.excluded: list[str] = []
+        self.folders: list[str] = []
+        self.files: list[tuple[str, int, bytes]] = []  # path, mode, sha1 (in walk order)
+        self.trees: dict[bytes, bytes] = {}  # sha1 -> body
+
+    def tree(self, tree, prefix: str) -> bytes | None:
+        """The body of ``tree`` filtered (its kept subtrees recorded), None when nothing is
+        kept. A name is taken as Git holds it (bytes), whatever its encoding."""
+        rows = []
+        for entry in tree:
+            raw = entry.raw_name
+            path = prefix + os.fsdecode(raw)
+            mode = entry.filemode
+            if is_excluded(path, self.patterns) or mode == GITLINK:
+                self.excluded.append(path)  # a submodule's commit is not in this repository
+                continue
+            if mode == gitfiles.TREE:
+                body = self.tree(entry, path + "/")
+                if body is None:
+                    continue
+                oid = gitfiles.object_id(gitfiles.OBJ_TREE, body)
+                self.trees[oid] = body
+                self.folders.append(path)
+            else:
+                oid = entry.id.raw
+                self.files.append((path, mode, oid))
+            rows.append((mode, raw, oid))
+        return gitfiles.tree_body(rows) if rows else None
 
 
-def _pack_header(type_num: int, size: int) -> bytes:
-    byte = (type_num << 4) | (size & 0x0F)
-    size >>= 4
-    out = bytearray()
-    while size:
-        out.append(byte | 0x80)
-        byte = size & 0x7F
-        size >>= 7
-    out.append(byte)
-    return bytes(out)
-
-
-def write_pack(gitdir: str, objects: dict) -> int:
-    """Write ``objects`` (sha1 hex -> pygit2 blob) as one undeltified pack plus its v2 index.
-
-    One pack file instead of thousands of loose objects: the snapshot is bounded by the
-    speed of compressing its bytes, not of creating files.
-    """
-    import hashlib
-    import struct
-    import zlib
-
-    folder = os.path.join(gitdir, "objects", "pack")
-    os.makedirs(folder, exist_ok=True)
-    tmp = os.path.join(folder, "tmp-snapshot.pack")
-    digest = hashlib.sha1()
-    entries = []
-    with open(tmp, "wb") as handle:
-        head = b"PACK" + struct.pack(">II", 2, len(objects))
-        handle.write(head)
-        digest.update(head)
-        offset = len(head)
-        for hexid in sorted(objects):
-            data = objects[hexid].read_raw()
-            chunk = _pack_header(3, len(data)) + zlib.compress(data, 1)
-            handle.write(chunk)
-            digest.update(chunk)
-            entries.append((bytes.fromhex(hexid), zlib.crc32(chunk), offset))
-            offset += len(chunk)
-        trailer = digest.digest()
-        handle.write(trailer)
-    fanout = [0] * 256
-    for sha, _, _ in entries:
-        fanout[sha[0]] += 1
-    total = 0
-    for i in range(256):
-        total += fanout[i]
-        fanout[i] = total
-    small, large = [], []
-    for _, _, off in entries:
-        if off < 0x80000000:
-            small.append(off)
-        else:
-            small.append(0x80000000 | len(large))
-            large.append(off)
-    index = b"".join(
-        [
-            b"\377tOc",
-            struct.pack(">I", 2),
-            struct.pack(">256I", *fanout),
-            b"".join(sha for sha, _, _ in entries),
-            b"".join(struct.pack(">I", crc) for _, crc, _ in entries),
-            b"".join(struct.pack(">I", off) for off in small),
-            b"".join(struct.pack(">Q", off) for off in large),
-            trailer,
-        ]
+def _build(src, commit, patterns: list[str], base_commit: str) -> _Export:
+    """Export ``commit``'s filtered tree into a new scratch folder (one pack and its index)."""
+    walk = _Walk(patterns)
+    root = walk.tree(commit.tree, "") or b""
+    tree = gitfiles.object_id(gitfiles.OBJ_TREE, root)
+    walk.trees[tree] = root
+    body = gitfiles.commit_body(
+        tree.hex(), *SNAPSHOT_AUTHOR, commit.committer.time, f"snapshot of {base_commit}\n"
     )
-    index += hashlib.sha1(index).digest()
-    name = os.path.join(folder, f"pack-{trailer.hex()}")
-    with open(name + ".idx", "wb") as handle:
-        handle.write(index)
-    os.rename(tmp, name + ".pack")
-    return len(entries)
+    commit_id = gitfiles.object_id(gitfiles.OBJ_COMMIT, body)
+    blobs = list(dict.fromkeys(oid for _, _, oid in walk.files))
+    folder = scratch.folder("snapshot")
+    try:
+        pack = gitfiles.PackWriter(
+            os.path.join(folder, "snapshot.pack"), len(blobs) + len(walk.trees) + 1
+        )
+        where: dict[bytes, tuple[int, int, int]] = {}
+        for oid in blobs:
+            _, data = src.odb.read(oid.hex())
+            where[oid] = (*pack.add(gitfiles.OBJ_BLOB, oid, data), len(data))
+        for oid, tree_body in walk.trees.items():
+            pack.add(gitfiles.OBJ_TREE, oid, tree_body)
+        pack.add(gitfiles.OBJ_COMMIT, commit_id, body)
+        checksum = pack.finish()
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return _Export(
+        folder,
+        checksum,
+        commit_id.hex(),
+        tree.hex(),
+        sorted(walk.folders, key=lambda path: path.count("/")),
+        [(path, mode, oid, *where[oid]) for path, mode, oid in walk.files],
+        sorted(walk.excluded),
+    )
 
 
-def _write_worktree(dest: str, plan, blobs: dict) -> None:
-    """Write the snapshot's files from the blobs already in hand, from a small thread pool.
+class _Exports:
+    """The bases this process has exported, the most recently used last; at most
+    MAX_EXPORTS, each built once however many threads ask for it at the same time."""
 
-    This is what a checkout does, without reading every blob back out of the new pack.
-    """
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.slots: OrderedDict[tuple, list] = OrderedDict()  # key -> [lock, export or None]
+
+    def open(self, src, commit, patterns: list[str], base_commit: str):
+        """(export, descriptor of its pack, descriptor of its index): the descriptors stay
+        valid whatever happens to the export afterwards."""
+        key = (os.getpid(), os.path.realpath(src.path), str(commit.id), tuple(patterns))
+        with self.lock:
+            slot = self.slots.setdefault(key, [threading.Lock(), None])
+            self.slots.move_to_end(key)
+        with slot[0]:
+            export = slot[1]
+            if export is not None:
+                try:
+                    return export, *_open_pack(export)
+                except OSError:
+                    pass  # its folder was removed (a sweep, say): export it again
+            export = slot[1] = _build(src, commit, patterns, base_commit)
+            opened = _open_pack(export)
+        with self.lock:
+            while len(self.slots) > MAX_EXPORTS:
+                _, (_, old) = self.slots.popitem(last=False)
+                if old is not None:
+                    shutil.rmtree(old.folder, ignore_errors=True)
+        return export, *opened
+
+
+_EXPORTS = _Exports()
+
+
+def _open_pack(export: _Export) -> tuple[int, int]:
+    pack = os.open(os.path.join(export.folder, "snapshot.pack"), os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        index = os.open(os.path.join(export.folder, "snapshot.idx"), os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        os.close(pack)
+        raise
+    return pack, index
+
+
+def _copy(source: int, dest: str) -> None:
+    """Copy the whole file open as ``source`` to the new file ``dest``, in the kernel."""
+    size = os.fstat(source).st_size
+    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
+    try:
+        done = 0
+        while done < size:
+            try:
+                copied = os.copy_file_range(source, fd, size - done, done)
+            except OSError:
+                copied = os.write(fd, os.pread(source, min(size - done, 1 << 20), done))
+            if not copied:
+                raise OSError(f"{dest}: the copy stopped at {done} of {size} bytes")
+            done += copied
+    finally:
+        os.close(fd)
+
+
+def _write_worktree(dest: str, export: _Export, pack: int) -> list:
+    """Write the export's files under ``dest`` from its pack, from a small thread pool; return
+    their index entries (path, lstat, mode, sha1)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    files = []
+    for folder in export.folders:
+        os.mkdir(os.path.join(dest, folder))
+    groups: dict[str, list] = {}
+    for item in export.files:
+        folder, _, _ = item[0].rpartition("/")
+        groups.setdefault(folder, []).append(item)
+    chunks = [
+        (folder, items[i : i + CHUNK])
+        for folder, items in groups.items()
+        for i in range(0, len(items), CHUNK)
+    ]
 
-    def walk(items, folder: str) -> None:
-        for name, mode, target in items:
-            path = os.path.join(folder, name)
-            if isinstance(target, list):
-                os.mkdir(path)
-                walk(target, path)
-            else:
-                files.append((path, mode, str(target)))
-
-    walk(plan, dest)
-
-    def write(item) -> None:
-        path, mode, hexid = item
-        data = blobs[hexid].read_raw()
-        if mode == 0o120000:
-            os.symlink(os.fsdecode(data), path)
-            return
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    def write(chunk) -> list:
+        folder, items = chunk
+        parent = os.open(os.path.join(dest, folder), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        entries = []
         try:
-            os.fchmod(fd, 0o755 if mode == 0o100755 else 0o644)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            for path, mode, oid, offset, length, size in items:
+                name = path.rpartition("/")[2]
+                data = gitfiles.inflate(pack, offset, length, size)
+                info = _write_file(parent, name, mode, data)
+                entries.append((os.fsencode(path), info, INDEX_MODES.get(mode, 0o100644), oid))
         finally:
-            os.close(fd)
+            os.close(parent)
+        return entries
 
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        for _ in pool.map(write, files):
-            pass
+    if len(chunks) == 1:
+        return write(chunks[0])
+    with ThreadPoolExecutor(max_workers=WRITERS) as pool:
+        return [entry for entries in pool.map(write, chunks) for entry in entries]
+
+
+def _write_file(parent: int, name: str, mode: int, data: bytes) -> os.stat_result:
+    if mode == SYMLINK:
+        os.symlink(os.fsdecode(data), name, dir_fd=parent)
+        return os.stat(name, dir_fd=parent, follow_symlinks=False)
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644, dir_fd=parent)
+    try:
+        os.fchmod(fd, 0o755 if mode == 0o100755 else 0o644)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        return os.fstat(fd)
+    finally:
+        os.close(fd)
 
 
 def _scrub(gitdir: str) -> None:
@@ -206,32 +278,24 @@ def create(source_path: str, base_commit: str, excluded_paths: list[str], dest: 
 
     src = source.open_repository(source_path)
     commit = source.commit_at(src, base_commit, "base_commit")
-    init = pygit2.init_repository(dest, bare=False, initial_head="main")
-    gitdir = init.path
-    _scrub(gitdir)
-    excluded: list[str] = []
-    blobs: dict = {}
-    plan = _collect(src, commit.tree, "", excluded_paths, excluded, blobs)
-    write_pack(gitdir, blobs)
-    dst = pygit2.Repository(dest)  # opened after the pack exists, so it sees it
-    tree_id = _build_trees(dst, plan)
-    when = commit.committer.time
-    signature = pygit2.Signature(*SNAPSHOT_AUTHOR, when, 0)
-    message = f"snapshot of {base_commit}\n"
-    snap = dst.create_commit("refs/heads/main", signature, signature, message, tree_id, [])
-    _write_worktree(dest, plan, blobs)
-    dst.set_head("refs/heads/main")
-    dst.index.read_tree(dst[tree_id])
-    dst.index.add_all()  # records each file's stat data, so `git status` is clean and fast
-    dst.index.write()
-    logs = os.path.join(gitdir, "logs")
-    if os.path.isdir(logs):
-        shutil.rmtree(logs)
-    return Snapshot(dest, base_commit, str(snap), str(tree_id), _files(plan), sorted(excluded))
-
-
-def _files(plan) -> int:
-    return sum(_files(target) if isinstance(target, list) else 1 for _, _, target in plan)
+    export, pack, index = _EXPORTS.open(src, commit, list(excluded_paths), base_commit)
+    try:
+        gitdir = pygit2.init_repository(dest, bare=False, initial_head="main").path
+        _scrub(gitdir)
+        packs = os.path.join(gitdir, "objects", "pack", f"pack-{export.checksum}")
+        _copy(index, packs + ".idx")
+        _copy(pack, packs + ".pack")
+        with open(os.path.join(gitdir, "refs", "heads", "main"), "w") as handle:
+            handle.write(export.commit + "\n")
+        entries = _write_worktree(dest, export, pack)
+    finally:
+        os.close(pack)
+        os.close(index)
+    with open(os.path.join(gitdir, "index"), "wb") as handle:
+        handle.write(gitfiles.index_file(entries))
+    return Snapshot(
+        dest, base_commit, export.commit, export.tree, len(export.files), export.excluded
+    )
 
 
 def empty(dest: str) -> Snapshot:
