@@ -46,7 +46,7 @@ def _status(stdout: str) -> dict[str, str]:
     return {
         line.split(":", 1)[0]: line.split(":", 1)[1].split()[0]
         for line in stdout.splitlines()
-        if line.split(":", 1)[0] in ("Uid", "CapEff", "CapPrm", "CapBnd", "NoNewPrivs")
+        if line.split(":", 1)[0] in ("Uid", "CapEff", "CapPrm", "CapBnd", "NoNewPrivs", "Seccomp")
     }
 
 
@@ -209,13 +209,19 @@ def test_host_unix_sockets_are_unreachable_when_the_network_is_denied(bench):
 
 
 def test_the_probe_refuses_a_sandbox_with_privileges():
-    good = "Uid:\t65534\nCapEff:\t0000000000000000\nCapPrm:\t0\nCapBnd:\t0\nNoNewPrivs:\t1\n"
+    good = (
+        "Uid:\t65534\nCapEff:\t0000000000000000\nCapPrm:\t0\nCapBnd:\t0\nNoNewPrivs:\t1\n"
+        "Seccomp:\t2\n"
+    )
     sandbox._check(good)
     for bad, words in (
         (good.replace("CapEff:\t0000000000000000", "CapEff:\t000001fffeffffff"), "CapEff"),
         (good.replace("CapBnd:\t0", "CapBnd:\t1"), "CapBnd"),
         (good.replace("NoNewPrivs:\t1", "NoNewPrivs:\t0"), "no_new_privs"),
         (good + "canary-visible\n", "outside the sandbox"),
+        (good.replace("Seccomp:\t2", "Seccomp:\t0"), "no seccomp filter"),
+        (good.replace("Seccomp:\t2\n", ""), "no seccomp filter"),
+        (good + "userns-made\n", "make a user namespace"),
         ("", "capabilities"),
     ):
         with pytest.raises(sandbox.SandboxUnavailable, match=words):
@@ -237,15 +243,15 @@ def open_folder():
 
 def test_the_sandbox_holds_for_an_unprivileged_controller(open_folder, monkeypatch):
     """The construction a non-root yyb uses (a user namespace, every capability dropped, no
-    further user namespace), started for real by an unprivileged user: no capability, no
-    escape, nothing visible."""
+    further user namespace, the seccomp filter), started for real by an unprivileged user: no
+    capability, no escape, nothing visible."""
     tmp_path = open_folder
     work = tmp_path / "work"
     work.mkdir()
     canary = tmp_path / "canary"
     canary.write_text("CANARY\n")
     script = (
-        "grep -E '^(CapEff|CapBnd|NoNewPrivs):' /proc/self/status; "
+        "grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status; "
         f"[ -e {canary} ] && echo canary-visible; "
         "umount -l /tmp 2>/dev/null && echo umount-worked; "
         "nsenter --net=/proc/1/ns/net true 2>/dev/null && echo setns-worked; "
@@ -262,13 +268,19 @@ def test_the_sandbox_holds_for_an_unprivileged_controller(open_folder, monkeypat
                 pytest.skip(f"{parent} cannot be passed by an unprivileged user")
         prefix = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
     box = sandbox.Sandbox(writable=[str(work)], hidden=[str(tmp_path)], cwd=str(work))
-    argv = box.argv(["/bin/sh", "-c", script])
-    monkeypatch.undo()
-    done = subprocess.run(prefix + argv, capture_output=True, text=True, timeout=60)
+    with box.launch(["/bin/sh", "-c", script]) as launch:
+        monkeypatch.undo()
+        done = subprocess.run(
+            prefix + launch.argv,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            pass_fds=launch.pass_fds,
+        )
     assert done.returncode == 0, done.stderr
     status = _status(done.stdout)
     assert status["CapEff"].strip("0") == "" and status["CapBnd"].strip("0") == ""
-    assert status["NoNewPrivs"] == "1"
+    assert status["NoNewPrivs"] == "1" and status["Seccomp"] == "2"
     for word in ("canary-visible", "umount-worked", "setns-worked", "userns-worked"):
         assert word not in done.stdout
     assert (work / "probe").read_text() == "ok\n"

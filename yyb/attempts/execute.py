@@ -121,7 +121,10 @@ def execute(ctx, attempt_oid: str, intent_oid: str, folders: Folders) -> Early |
     )
     envelope.remove_stale(envelope_path)
     sandbox.hand_over(folders.root)
-    outcome = supervise.run(box.argv(argv), env, None, ctx.plan["timeout_ms"], ctx.cancel)
+    with box.launch(argv) as launch:
+        outcome = supervise.run(
+            launch.argv, env, None, ctx.plan["timeout_ms"], ctx.cancel, pass_fds=launch.pass_fds
+        )
     sandbox.take_back(folders.root)
     facts = Facts(
         cancelled=outcome.cancelled,

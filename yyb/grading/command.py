@@ -119,9 +119,15 @@ def run(
             limits=limits.resolve(None),  # the code under test runs in here too
         )
         sandbox.hand_over(root)
-        outcome = supervise.run(
-            box.argv(argv), env, None, spec.get("timeout_ms", DEFAULT_TIMEOUT_MS), cancel
-        )
+        with box.launch(argv) as launch:
+            outcome = supervise.run(
+                launch.argv,
+                env,
+                None,
+                spec.get("timeout_ms", DEFAULT_TIMEOUT_MS),
+                cancel,
+                pass_fds=launch.pass_fds,
+            )
         sandbox.take_back(root)
         try:
             output = envelope.read_regular(output_path, MAX_OUTPUT)

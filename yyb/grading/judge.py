@@ -241,9 +241,15 @@ def _judge_once(
             limits=limits.resolve(None),
         )
         sandbox.hand_over(root)
-        ran = supervise.run(
-            box.argv(argv), env, None, spec.get("timeout_ms", DEFAULT_TIMEOUT_MS), cancel
-        )
+        with box.launch(argv) as launch:
+            ran = supervise.run(
+                launch.argv,
+                env,
+                None,
+                spec.get("timeout_ms", DEFAULT_TIMEOUT_MS),
+                cancel,
+                pass_fds=launch.pass_fds,
+            )
         sandbox.take_back(root)
         stdout = redact(ran.stdout.data, secrets)
         answer.update(

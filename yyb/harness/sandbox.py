@@ -14,7 +14,10 @@ so even files a root process could read by ownership stay closed; the process's 
 folders are handed over to that uid first. As an unprivileged user, bubblewrap runs the
 command in a new user namespace with every capability dropped. Either way it gets its own PID,
 IPC, UTS and cgroup namespaces, a network namespace with loopback only unless the network is
-allowed, a new session, and dies with its parent. ``probe`` checks these properties for real.
+allowed, a new session, and dies with its parent. A seccomp filter (``harness/seccomp.py``)
+keeps it from making a user namespace or reaching into another process; bubblewrap reads it
+from a pipe, so a sandboxed process is started with ``Sandbox.launch``, which opens that pipe
+and says which descriptors the process inherits. ``probe`` checks these properties for real.
 """
 
 from __future__ import annotations
@@ -22,10 +25,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 
 from yyb.errors import UsageError, YybError
+from yyb.harness import seccomp
 
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap)"
 # OS folders bound read-only (when they exist), and the top-level names that are links into
@@ -132,6 +138,14 @@ def _chown_tree(folder: str, uid: int, gid: int) -> None:
             continue
 
 
+@dataclass(frozen=True)
+class Launch:
+    """How to start one sandboxed command: its argv and the descriptors it must inherit."""
+
+    argv: list[str]
+    pass_fds: tuple[int, ...]
+
+
 @dataclass
 class Sandbox:
     """What one sandboxed process sees: OS folders and tools read-only, its writables."""
@@ -143,7 +157,25 @@ class Sandbox:
     cwd: str | None = None
     limits: dict | None = None  # resource limits (harness/limits.py) of every process inside
 
-    def argv(self, command: list[str]) -> list[str]:
+    @contextmanager
+    def launch(self, command: list[str]) -> Iterator[Launch]:
+        """Open the seccomp filter's pipe for one start of ``command``; closed on leaving.
+
+        The argv and the descriptors are valid together, for one process: bubblewrap reads the
+        pipe to its end.
+
+        Raises:
+            SandboxUnavailable: the filter has no program for this host's machine.
+        """
+        fd = filter_pipe()
+        try:
+            yield Launch(self.argv(command, fd), (fd,))
+        finally:
+            os.close(fd)
+
+    def argv(self, command: list[str], seccomp_fd: int) -> list[str]:
+        """The bubblewrap command line, which loads the seccomp filter from ``seccomp_fd``
+        (a descriptor the process inherits); ``launch`` provides both."""
         uid = sandbox_uid()
         args = []
         if self.limits is not None:
@@ -158,6 +190,7 @@ class Sandbox:
         # (As root, no user namespace: the uid the command drops to must be a real one.)
         if not self.network:
             args.append("--unshare-net")
+        args += ["--seccomp", str(seccomp_fd)]
         visible = []  # real paths shown at the same path
         for folder in OS_FOLDERS:
             if os.path.isdir(folder):
@@ -223,6 +256,27 @@ def _ancestors(paths, visible: list[str]) -> list[str]:
     return sorted(found, key=lambda folder: (folder.count("/"), folder))
 
 
+def filter_pipe() -> int:
+    """The read end of a pipe holding the seccomp program for this host, ready for bubblewrap.
+
+    Raises:
+        SandboxUnavailable: this host's machine has no filter (the sandbox would not hold).
+    """
+    machine = os.uname().machine
+    program = seccomp.program(machine)
+    if program is None:
+        known = " and ".join(seccomp.ARCHES)
+        raise SandboxUnavailable(
+            f"no seccomp filter for this machine ({machine}); yyb has one for {known}", None
+        )
+    read, write = os.pipe()
+    try:
+        os.write(write, program)  # a few hundred bytes: one write, never blocks on a pipe
+    finally:
+        os.close(write)
+    return read
+
+
 @cache
 def bwrap_path() -> str:
     found = shutil.which("bwrap")
@@ -250,8 +304,9 @@ def version() -> str:
 
 
 PROBE_SCRIPT = """
-grep -E '^(Uid|CapEff|CapPrm|CapBnd|NoNewPrivs):' /proc/self/status
+grep -E '^(Uid|CapEff|CapPrm|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status
 [ -e "$1" ] && echo canary-visible
+if [ -x /usr/bin/unshare ]; then /usr/bin/unshare --user true 2>/dev/null && echo userns-made; fi
 echo ok > probe
 """
 
@@ -260,8 +315,9 @@ def probe() -> str:
     """Start a sandboxed process and check what it can do; return the bubblewrap version.
 
     Checked for real inside: no effective, permitted or bounding capability; no_new_privs; not
-    uid 0 when yyb runs as root; a file outside its view (a canary next to its folder) is
-    invisible; its writable folder is writable.
+    uid 0 when yyb runs as root; a seccomp filter in force, and no user namespace can be made
+    (when ``/usr/bin/unshare`` is there to try); a file outside its view (a canary next to its
+    folder) is invisible; its writable folder is writable.
 
     Raises:
         SandboxUnavailable: naming the first property the host cannot provide.
@@ -277,12 +333,14 @@ def probe() -> str:
         hand_over(folder)
         box = Sandbox(writable=[folder], hidden=[top], cwd=folder)
         try:
-            done = subprocess.run(
-                box.argv(["/bin/sh", "-c", PROBE_SCRIPT, "probe", canary]),
-                capture_output=True,
-                timeout=30,
-                env={"PATH": "/usr/bin:/bin"},
-            )
+            with box.launch(["/bin/sh", "-c", PROBE_SCRIPT, "probe", canary]) as launch:
+                done = subprocess.run(
+                    launch.argv,
+                    capture_output=True,
+                    timeout=30,
+                    env={"PATH": "/usr/bin:/bin"},
+                    pass_fds=launch.pass_fds,
+                )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise SandboxUnavailable(f"bwrap did not start ({exc})") from None
         wrote = os.path.exists(os.path.join(folder, "probe"))
@@ -294,7 +352,8 @@ def probe() -> str:
 
 
 def _check(report: str) -> None:
-    """Refuse a sandbox whose probe reported a capability, privilege or visible canary."""
+    """Refuse a sandbox whose probe reported a capability, privilege, missing filter, user
+    namespace made or visible canary."""
     fields = {}
     for line in report.splitlines():
         name, _, value = line.partition(":")
@@ -308,6 +367,10 @@ def _check(report: str) -> None:
         raise SandboxUnavailable("no_new_privs is not set inside the sandbox", None)
     if os.geteuid() == 0 and fields.get("Uid", ["0"])[0] == "0":
         raise SandboxUnavailable("a sandboxed process still runs as root", None)
+    if fields.get("Seccomp", ["0"])[0] != "2":
+        raise SandboxUnavailable("no seccomp filter is in force inside the sandbox", None)
+    if "userns-made" in report:
+        raise SandboxUnavailable("a sandboxed process can make a user namespace", None)
     if "canary-visible" in report:
         raise SandboxUnavailable("a file outside the sandbox's view is visible inside", None)
 
