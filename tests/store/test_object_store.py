@@ -52,6 +52,29 @@ def test_missing_object(store):
         store.objects.get("0" * 64)
 
 
+def test_get_small_reads_an_object_whole_only_up_to_its_limit(store):
+    oid = store.objects.put("blob", b"x" * 100)
+    small = store.objects.get_small(oid, 200)
+    assert (small.kind, small.body) == ("blob", b"x" * 100)
+    assert store.objects.get_small(oid, 50) is None  # larger: the caller streams it
+    with pytest.raises(ObjectMissing):
+        store.objects.get_small("0" * 64)
+
+
+def test_get_small_proves_the_bytes(store):
+    oid = store.objects.put("blob", b"evidence")
+    damaged = b"blob 8\0evidencX"
+    if isinstance(store.objects, object_store.MemoryObjects):
+        store.objects.raw[oid] = damaged
+    else:
+        path = store.objects.path(oid)
+        os.chmod(path, 0o644)
+        with open(path, "wb") as handle:
+            handle.write(damaged)
+    with pytest.raises(CorruptObject):
+        store.objects.get_small(oid)
+
+
 def _colliding_bodies() -> tuple[bytes, bytes]:
     """Two blob bodies whose oids share their first 4 hex digits (found by counting up)."""
     seen: dict[str, bytes] = {}

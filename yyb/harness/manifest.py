@@ -41,6 +41,7 @@ STREAM_FILE = 16 << 20  # files above this are streamed into the store one at a 
 BATCH = 16 << 20  # bytes of smaller files held at once before they are stored together
 MAX_TOTAL = 2 << 30  # bytes of workspace retained before the rest is listed as omitted
 MAX_OMITTED = 1000  # omitted paths named one by one; past it, one entry counts the rest
+CHUNK = 128  # files of one folder a rebuild thread writes with the folder opened once
 MODES = (0o100644, 0o100755, 0o120000)
 SYMLINK = 0o120000
 MAX_NAME = 255  # bytes in one path component (NAME_MAX on Linux)
@@ -203,12 +204,14 @@ class _SparseWriter:
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
+        self.hole = False  # whether the last block was a hole, seeked over
 
     def write(self, data) -> None:
         view = memoryview(data)
         while view:
             piece = view[: self.BLOCK]
-            if len(piece) == self.BLOCK and piece.tobytes() == self.ZEROS:
+            self.hole = len(piece) == self.BLOCK and piece.tobytes() == self.ZEROS
+            if self.hole:
                 os.lseek(self.fd, self.BLOCK, os.SEEK_CUR)
             else:
                 while piece:
@@ -216,7 +219,8 @@ class _SparseWriter:
             view = view[self.BLOCK :]
 
     def close(self, size: int) -> None:
-        os.ftruncate(self.fd, size)  # a trailing hole has to be made part of the file
+        if self.hole:
+            os.ftruncate(self.fd, size)  # a trailing hole has to be made part of the file
 
 
 def listing_record(scan_result: Scan) -> dict:
@@ -347,21 +351,31 @@ def rebuild(store, listing: dict, dest: str) -> None:
                 except FileExistsError:
                     pass  # opening it below refuses anything but a real folder
 
-        def write(item: tuple[str, tuple[int, str]]) -> None:
-            path, (mode, oid) = item
+        groups: dict[tuple[str, ...], list[tuple[str, int, str, str]]] = {}
+        for path, (mode, oid) in entries:
             *parts, name = path.split("/")
+            groups.setdefault(tuple(parts), []).append((path, mode, oid, name))
+        chunks = [
+            (parts, items[i : i + CHUNK])
+            for parts, items in groups.items()
+            for i in range(0, len(items), CHUNK)
+        ]
+
+        def write(chunk: tuple[tuple[str, ...], list[tuple[str, int, str, str]]]) -> None:
+            parts, items = chunk
             with _folder(top, parts) as parent:
-                if mode == SYMLINK:
-                    os.symlink(targets[path], name, dir_fd=parent)
-                    return
-                _write_file(store, parent, name, oid, mode)
+                for path, mode, oid, name in items:
+                    if mode == SYMLINK:
+                        os.symlink(targets[path], name, dir_fd=parent)
+                    else:
+                        _write_file(store, parent, name, oid, mode)
 
         if len(entries) < 64:
-            for item in entries:
-                write(item)
+            for chunk in chunks:
+                write(chunk)
             return
         with ThreadPoolExecutor(max_workers=8) as pool:
-            for _ in pool.map(write, entries):
+            for _ in pool.map(write, chunks):
                 pass
     finally:
         os.close(top)
@@ -397,12 +411,15 @@ def _write_file(store, parent: int, name: str, oid: str, mode: int) -> None:
     """
     perms = 0o755 if mode == 0o100755 else 0o644
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    kind, size, stream = store.objects.open_body(oid)
+    small = store.objects.get_small(oid, STREAM_FILE)  # one read, its hash proved
+    if small is not None:
+        kind, size, body, stream = small.kind, len(small.body), small.body, None
+    else:
+        (kind, size, stream), body = store.objects.open_body(oid), None
     try:
         if kind != "blob":
             raise CorruptObject(oid, f"expected a blob, found a {kind}")
-        body = None
-        if size <= STREAM_FILE:
+        if body is None and size <= STREAM_FILE:
             body = stream.read(size)
             got = hash_object(kind, body)
             if got != oid:
@@ -421,7 +438,8 @@ def _write_file(store, parent: int, name: str, oid: str, mode: int) -> None:
         finally:
             os.close(fd)
     finally:
-        stream.close()
+        if stream is not None:
+            stream.close()
 
 
 def _link_target(store, path: str, oid: str) -> str:

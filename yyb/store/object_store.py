@@ -222,6 +222,24 @@ class ObjectStore(ABC):
         obj.check()
         return obj
 
+    def get_small(self, oid: str, limit: int = 1 << 20) -> StoredObject | None:
+        """``get`` for an object whose stored bytes are at most ``limit``, in one read; None
+        when it is larger (or needs the careful reading ``open_body`` does, which then names
+        what is wrong), so a caller holds at most ``limit`` bytes.
+
+        Raises:
+            ObjectMissing, CorruptObject (ChecksumMismatch, NonCanonical).
+        """
+        data = self._read_small(oid, limit)
+        if data is None:
+            return None
+        if not data:
+            raise ObjectMissing(oid)
+        kind, body = split(data, oid)
+        obj = StoredObject(oid, kind, body)
+        obj.check()
+        return obj
+
     def get_record(self, oid: str) -> dict:
         """Read and decode a record; a blob under ``oid`` is CorruptObject for this caller."""
         obj = self.get(oid)
