@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,10 +34,13 @@ MACHINE_VARIABLES = (
 
 @pytest.fixture(autouse=True)
 def hermetic(tmp_path_factory, monkeypatch):
-    """Every test gets its own HOME and XDG folders, and no store, key or git config of the
-    machine's: a signing key in the real ~/.config/yyb changes nothing."""
+    """Every test gets its own HOME, XDG folders and temp folder, and no store, key or git
+    config of the machine's: a signing key in the real ~/.config/yyb changes nothing, and a
+    run folder some other process left in the machine's temp folder is not swept here."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("TMPDIR", str(tmp_path_factory.mktemp("tmp")))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
     for name, sub in (
         ("XDG_CONFIG_HOME", ".config"),
         ("XDG_STATE_HOME", ".local/state"),

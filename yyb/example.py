@@ -4,8 +4,8 @@ Everything is created in one folder: the source repository (a shell calculator w
 subtracts, a failing test, and a later commit with the fix that no candidate may see), the
 configuration, the task file, the stand-in agents (``example/fixer`` fixes the bug,
 ``example/idler`` does nothing) and the grader (runs the test). The agents follow the
-``command`` harness protocol: they receive the model, workspace, envelope and prompt paths,
-and write a ``juno_execution_envelope.v1`` envelope.
+``command`` harness protocol: they receive the model, workspace, envelope channel and prompt
+paths, keep the channel to themselves, and write a ``juno_execution_envelope.v1`` envelope.
 """
 
 from __future__ import annotations
@@ -26,25 +26,47 @@ if [ "$got" != 5 ]; then
 fi
 echo "ok: calc.sh 2 3 = 5"
 """
-AGENT = """#!/bin/sh
-# A stand-in agent for the command harness: MODEL WORKSPACE ENVELOPE PROMPT_FILE
-model="$1"; workspace="$2"; envelope="$3"
-cd "$workspace" || exit 2
-echo "agent $model read the prompt: $(head -c 60 "$4")"
-if [ "$model" = "example/fixer" ]; then
-  sed -i 's/\\$1 - \\$2/$1 + $2/' calc.sh
-  git add calc.sh && git -c user.name=agent -c user.email=agent@example.invalid \\
-    commit -qm "fix add" && echo "committed the fix"
-else
-  echo "looked around, changed nothing"
-fi
-name="${model#example/}"
-cat > "$envelope" <<EOF
-{"schema_version": "juno_execution_envelope.v1", "provider": "example", "model": "$name",
- "status": "succeeded", "cost": {"completeness": "genuine_zero", "currency": "USD", "micros": 0},
- "started_ms": 0, "ended_ms": 0, "elapsed_ms": 0}
-EOF
-"""
+AGENT = r'''#!/usr/bin/env python3
+"""A stand-in harness for the command protocol: MODEL WORKSPACE ENVELOPE PROMPT_FILE.
+
+It keeps its envelope channel to itself, as the protocol asks (docs/attempts.md): it makes
+itself non-dumpable, so that no process it starts can reopen its descriptors through /proc or
+write into its memory, and it starts its tools without the channel."""
+import ctypes
+import os
+import subprocess
+import sys
+
+model, workspace, envelope, prompt = sys.argv[1:5]
+PR_SET_DUMPABLE = 4
+ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+# The channel, opened once (close-on-exec), and the inherited descriptor closed.
+channel = open(envelope, "w")
+os.close(int(os.environ["YYB_ENVELOPE_FD"]))
+os.chdir(workspace)
+with open(prompt) as handle:
+    sys.stdout.write(f"agent {model} read the prompt: {handle.read(60)}\n")
+sys.stdout.flush()
+if model == "example/fixer":
+    with open("calc.sh") as handle:
+        text = handle.read()
+    with open("calc.sh", "w") as handle:
+        handle.write(text.replace("$1 - $2", "$1 + $2"))
+    identity = ["-c", "user.name=agent", "-c", "user.email=agent@example.invalid"]
+    subprocess.run(["git", "add", "calc.sh"], check=True)
+    subprocess.run(["git", *identity, "commit", "-qm", "fix add"], check=True)
+    sys.stdout.write("committed the fix\n")
+else:
+    sys.stdout.write("looked around, changed nothing\n")
+name = model.removeprefix("example/")
+channel.write(
+    '{"schema_version": "juno_execution_envelope.v1", "provider": "example", '
+    f'"model": "{name}", "status": "succeeded", '
+    '"cost": {"completeness": "genuine_zero", "currency": "USD", "micros": 0}, '
+    '"started_ms": 0, "ended_ms": 0, "elapsed_ms": 0}\n'
+)
+channel.close()
+'''
 GRADER = """#!/bin/sh
 # The grader: run the case's test in the rebuilt final workspace and answer with the grader
 # output protocol (the file named by $YYB_GRADER_OUTPUT).
@@ -109,7 +131,7 @@ def build(root: str) -> dict:
     base = git(repo, "rev-parse", "HEAD")
     _write(os.path.join(repo, "calc.sh"), CALC_FIXED, True)
     git(repo, "commit", "-qam", "the fix (a future commit no candidate may see)")
-    agent = os.path.join(tools, "agent.sh")
+    agent = os.path.join(tools, "agent.py")
     # The grader lives apart from the tools the candidate may read: its folder is hidden.
     grader = os.path.join(root, "graders", "grader.sh")
     os.makedirs(os.path.dirname(grader))

@@ -65,9 +65,11 @@ envelope succeeded
         "LANG",
         "TZ",
         "YYB_MAX_COST_MICROS",
+        "YYB_ENVELOPE_FD",
         "YYB_T_SECRET",
     }
     assert env["LANG"] == "C.UTF-8" and env["TZ"] == "UTC"
+    assert env["YYB_ENVELOPE_FD"].isdigit()
     # The attempt's spend ceiling, as planned, for the harness to stop itself at.
     attempt = bench.record(result.attempt)
     assert env["YYB_MAX_COST_MICROS"] == str(attempt["budget"]["ceiling_micros"])

@@ -62,3 +62,26 @@ def test_a_live_process_keeps_its_folder_and_a_normal_exit_removes_it(tmp_path):
         text=True,
     )
     assert done.returncode == 0 and not os.path.exists(done.stdout.strip())
+
+
+def test_another_users_run_folder_is_neither_judged_nor_removed(tmp_path, monkeypatch):
+    """A run folder another user's killed yyb left in the shared temp folder is not ours:
+    the sweep passes it by, instead of failing on its lock (unreadable to us) or, as root,
+    removing it."""
+    import tempfile
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    theirs = os.path.dirname(killed_with_a_folder(str(tmp_path / "store")))
+    assert scratch.leftovers() == [theirs]  # abandoned, and ours: it would be swept
+    other = os.geteuid() + 1 if os.geteuid() != 0 else 65534
+    if os.geteuid() == 0:
+        os.chown(theirs, other, other)
+        os.chown(os.path.join(theirs, scratch.LOCK), other, other)
+        os.chmod(os.path.join(theirs, scratch.LOCK), 0)
+    else:
+        # An unprivileged test cannot give a folder away: pretend to be another uid.
+        monkeypatch.setattr(os, "geteuid", lambda: other)
+    assert scratch.leftovers() == []
+    assert scratch.sweep() == []
+    assert os.path.isdir(theirs)

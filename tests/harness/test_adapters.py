@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
@@ -18,16 +17,9 @@ def test_command_placeholders(tmp_path):
         "kind": "command",
         "argv": ["/bin/echo", "--model={model}", "{workspace}", "{envelope}", "{prompt_file}"],
     }
-    argv, env_path = adapters.invocation(harness, "v/m", "/ws", str(control), b"do it")
-    assert argv == [
-        "/bin/echo",
-        "--model=v/m",
-        "/ws",
-        str(control / "envelope.json"),
-        str(control / "prompt.md"),
-    ]
+    argv = adapters.invocation(harness, "v/m", "/ws", str(control), "/dev/fd/9", b"do it")
+    assert argv == ["/bin/echo", "--model=v/m", "/ws", "/dev/fd/9", str(control / "prompt.md")]
     assert (control / "prompt.md").read_bytes() == b"do it"
-    assert env_path == str(control / "envelope.json")
 
 
 def test_yylo_pi_needs_yy(tmp_path, monkeypatch):
@@ -39,12 +31,12 @@ def test_yylo_pi_needs_yy(tmp_path, monkeypatch):
     fake.chmod(0o755)
     control = tmp_path / "c"
     control.mkdir()
-    argv, env_path = adapters.invocation({"kind": "yylo_pi"}, "v/m", "/ws", str(control), b"p")
+    argv = adapters.invocation({"kind": "yylo_pi"}, "v/m", "/ws", str(control), "/dev/fd/7", b"p")
     assert argv == [
         str(fake),
         "pi",
         "--execution-envelope",
-        env_path,
+        "/dev/fd/7",
         "--model",
         "v/m",
         "--prompt-file",
@@ -64,8 +56,16 @@ def test_workflow_runner_gets_workflow_and_variables(tmp_path):
         "n": {"type": "json", "value": "5"},
         "obj": {"type": "json", "value": '{"a":[1,null]}'},
     }
-    argv, _ = adapters.invocation(
-        harness, "v/m", "/ws", str(control), None, b"steps: []\n", variables, "candidate_model"
+    argv = adapters.invocation(
+        harness,
+        "v/m",
+        "/ws",
+        str(control),
+        "/dev/fd/3",
+        None,
+        b"steps: []\n",
+        variables,
+        "candidate_model",
     )
     assert argv[1:] == [
         str(control / "workflow.yaml"),
@@ -99,12 +99,7 @@ def test_normalize(provider, model, expected):
     assert envelope.normalize(provider, model) == expected
 
 
-def _write(path, value):
-    path.write_text(json.dumps(value))
-
-
-def test_envelope_read(tmp_path):
-    path = tmp_path / "e.json"
+def test_envelope_read():
     good = {
         "schema_version": "juno_execution_envelope.v1",
         "provider": "v",
@@ -115,8 +110,7 @@ def test_envelope_read(tmp_path):
         "elapsed_ms": 1,
         "cost": {"completeness": "partial", "currency": "USD", "micros": 12},
     }
-    _write(path, good)
-    value, problem = envelope.read(str(path), 1000, 1500)
+    value, problem = envelope.read(json.dumps(good).encode(), 1000, 1500)
     assert problem is None
     assert (value["started_ms"], value["ended_ms"], value["elapsed_ms"]) == (1000, 1500, 500)
     for broken, needle in [
@@ -130,10 +124,43 @@ def test_envelope_read(tmp_path):
         ),
         ({**good, "schema_version": "other.v1"}, "not juno_execution_envelope.v1"),
         ({**good, "status": "maybe"}, "invalid"),
+        ([good], "malformed"),
     ]:
-        _write(path, broken)
-        assert needle in envelope.read(str(path), 0, 0)[1]
-    path.write_text("{not json")
-    assert "malformed" in envelope.read(str(path), 0, 0)[1]
-    os.unlink(path)
-    assert "no execution envelope" in envelope.read(str(path), 0, 0)[1]
+        assert needle in envelope.read(json.dumps(broken).encode(), 0, 0)[1]
+    assert "malformed" in envelope.read(b"{not json", 0, 0)[1]
+    assert "no execution envelope" in envelope.read(None, 0, 0)[1]
+    assert "no execution envelope" in envelope.read(b"", 0, 0)[1]
+    assert "larger than 1 MiB" in envelope.read(b" " * (envelope.MAX_ENVELOPE + 1), 0, 0)[1]
+
+
+def test_channel_collects_what_a_child_writes_and_drains_past_its_limit():
+    """The child writes through its inherited descriptor and through /dev/fd/N; the
+    controller keeps limit + 1 bytes but drains everything, so the writer never blocks."""
+    import subprocess
+
+    from yyb.harness.channel import Channel
+
+    channel = Channel(limit=10)
+    script = "printf head >/dev/fd/$1; head -c 300000 /dev/zero >>/dev/fd/$1"
+    done = subprocess.run(
+        ["/bin/sh", "-c", script, "sh", str(channel.fd)], pass_fds=(channel.fd,), timeout=30
+    )
+    assert done.returncode == 0
+    assert channel.collect() == b"head" + b"\0" * 7
+    assert channel.total == 300004
+    silent = Channel(limit=10)
+    subprocess.run(["/bin/true"], pass_fds=(silent.fd,), check=True)
+    assert silent.collect() is None
+
+
+def test_a_child_not_given_the_channel_cannot_reach_it():
+    import subprocess
+
+    from yyb.harness.channel import Channel
+
+    channel = Channel(limit=100)
+    done = subprocess.run(
+        ["/bin/sh", "-c", f"echo forged >/dev/fd/{channel.fd}"], capture_output=True, timeout=30
+    )
+    assert done.returncode != 0
+    assert channel.collect() is None

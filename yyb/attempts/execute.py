@@ -24,7 +24,6 @@ from yyb.harness import (
     patch,
     sandbox,
     snapshot,
-    supervise,
 )
 from yyb.harness.environment import Folders, build
 from yyb.harness.redaction import Redactor
@@ -75,68 +74,72 @@ def execute(ctx, attempt_oid: str, intent_oid: str, folders: Folders) -> Early |
     base_listing = store.objects.put_record(manifest.listing_record(base))
     model = attempt["model"]["resolved"]
     workflow_plan = ctx.plan.get("workflow", {})
-    argv, envelope_path = adapters.invocation(
-        ctx.harness,
-        model,
-        folders.workspace,
-        folders.control,
-        prompt,
-        workflow,
-        workflow_plan.get("variables"),
-        workflow_plan.get("controlled_model_variable"),
-    )
-    read_only = ctx.plan["tool_policy"]["read_only_paths"]
-    env, policy = build(folders, read_only, sorted(ctx.secrets), ctx.secrets)
-    ceiling = planned.ceiling(attempt)
-    if ceiling is not None:
-        env[CEILING_ENV] = str(ceiling)
-        policy["variables"] = sorted(env)
-    network = ctx.plan["tool_policy"]["network"] == "allowed"
-    bounds = limits.resolve(ctx.plan["tool_policy"].get("limits"))
-    receipt = {
-        "schema_version": RECEIPT,
-        "base_commit": snap.base_commit,
-        "snapshot_commit": snap.commit,
-        "snapshot_tree": snap.tree,
-        "excluded_paths": list(ctx.plan["excluded_paths"]),
-        "excluded": snap.excluded,
-        "file_count": snap.file_count,
-        "sandbox": {
-            "kind": "bubblewrap",
-            "version": sandbox.version(),
-            "network": "allowed" if network else "denied",
-            "limits": bounds,
-        },
-        "environment": policy,
-        "links": {"intent": intent_oid, "listing": base_listing},
-    }
-    links["receipt"] = store.objects.put_record(receipt)
-    box = sandbox.Sandbox(
-        writable=[folders.workspace, *folders.private()],
-        hidden=ctx.protected(),
-        read_only=ctx.tools(),
-        network=network,
-        cwd=folders.workspace,
-        limits=bounds,
-    )
-    envelope.remove_stale(envelope_path)
-    sandbox.hand_over(folders.root)
-    with box.launch(argv) as launch:
-        outcome = supervise.run(
-            launch.argv, env, None, ctx.plan["timeout_ms"], ctx.cancel, pass_fds=launch.pass_fds
+    channel = envelope.channel()
+    try:
+        argv = adapters.invocation(
+            ctx.harness,
+            model,
+            folders.workspace,
+            folders.control,
+            channel.path,
+            prompt,
+            workflow,
+            workflow_plan.get("variables"),
+            workflow_plan.get("controlled_model_variable"),
         )
-    sandbox.take_back(folders.root)
+        read_only = ctx.plan["tool_policy"]["read_only_paths"]
+        env, policy = build(folders, read_only, sorted(ctx.secrets), ctx.secrets)
+        env[envelope.FD_ENV] = str(channel.fd)
+        ceiling = planned.ceiling(attempt)
+        if ceiling is not None:
+            env[CEILING_ENV] = str(ceiling)
+        policy["variables"] = sorted(env)
+        network = ctx.plan["tool_policy"]["network"] == "allowed"
+        bounds = limits.resolve(ctx.plan["tool_policy"].get("limits"))
+        receipt = {
+            "schema_version": RECEIPT,
+            "base_commit": snap.base_commit,
+            "snapshot_commit": snap.commit,
+            "snapshot_tree": snap.tree,
+            "excluded_paths": list(ctx.plan["excluded_paths"]),
+            "excluded": snap.excluded,
+            "file_count": snap.file_count,
+            "sandbox": {
+                "kind": "bubblewrap",
+                "version": sandbox.version(),
+                "network": "allowed" if network else "denied",
+                "limits": bounds,
+            },
+            "environment": policy,
+            "links": {"intent": intent_oid, "listing": base_listing},
+        }
+        links["receipt"] = store.objects.put_record(receipt)
+        box = sandbox.Sandbox(
+            writable=[folders.workspace, *folders.private()],
+            hidden=ctx.protected(),
+            read_only=ctx.tools(),
+            network=network,
+            cwd=folders.workspace,
+            limits=bounds,
+        )
+        outcome, resources = box.run(
+            argv, env, ctx.plan["timeout_ms"], ctx.cancel, folders.root, pass_fds=(channel.fd,)
+        )
+    finally:
+        written = channel.collect()
+    hit = [limits.hit_by(outcome.signal, outcome.exit_code, bounds)]
+    hit.append(limits.stopped_by(resources, bounds))
     facts = Facts(
         cancelled=outcome.cancelled,
         timed_out=outcome.timed_out,
         cleanup_confirmed=outcome.cleanup_confirmed,
         exit_code=outcome.exit_code,
         signal=outcome.signal,
-        limit=limits.hit_by(outcome.signal, outcome.exit_code, bounds),
+        limit="; ".join(filter(None, hit)) or None,
     )
     links["stdout"] = store.objects.put("blob", redactor.redact(outcome.stdout.data))
     links["stderr"] = store.objects.put("blob", redactor.redact(outcome.stderr.data))
-    value, observed = _envelope(ctx, envelope_path, outcome, model, facts, links, redactor)
+    value, observed = _envelope(ctx, written, outcome, model, facts, links, redactor)
 
     final = manifest.scan(store, folders.workspace, redactor)
     final_listing = store.objects.put_record(manifest.listing_record(final))
@@ -152,6 +155,7 @@ def execute(ctx, attempt_oid: str, intent_oid: str, folders: Folders) -> Early |
     links["manifest"] = store.objects.put_record(post)
     links["listing"] = final_listing
     execution = _record(ctx, attempt_oid, attempt, facts, links, outcome, value, observed)
+    execution["runtime"]["resources"] = resources
     execution_oid = store.objects.put_record(execution)
     store.refs.update(
         ctx.ref(attempt_oid, "execution"), execution_oid, old=None, reason="execution retained"
@@ -159,14 +163,15 @@ def execute(ctx, attempt_oid: str, intent_oid: str, folders: Folders) -> Early |
     return execution_oid, execution
 
 
-def _envelope(ctx, path: str, outcome, model: str, facts: Facts, links: dict, redactor):
-    """Read and retain the harness's envelope: (its value or None, the observed identity).
+def _envelope(ctx, written: bytes | None, outcome, model: str, facts: Facts, links, redactor):
+    """Read and retain what the harness wrote to its envelope channel: (the envelope's value
+    or None, the observed identity).
 
     Every key and value is redacted; an envelope that its schema refuses once redacted (a
     secret in a field of bounded length) is unusable, and so is retained as raw bytes only.
     """
     store = ctx.store
-    value, problem = envelope.read(path, outcome.started_ms, outcome.ended_ms)
+    value, problem = envelope.read(written, outcome.started_ms, outcome.ended_ms)
     observed = None
     if value is not None and redactor.holds(value):
         value = redactor.value(value)
@@ -179,17 +184,12 @@ def _envelope(ctx, path: str, outcome, model: str, facts: Facts, links: dict, re
             problem = f"the envelope observed {observed}, not the planned {model}"
         links["envelope"] = store.objects.put_record(value)
         facts.envelope_status = value["status"]
-    else:
-        try:
-            raw = envelope.read_regular(path, envelope.MAX_ENVELOPE)
-        except (envelope.NotRegular, OSError):
-            raw = None
-        if raw:
-            retained = redactor.redact(raw[: envelope.MAX_ENVELOPE])
-            if _escaped_secret(retained, redactor):
-                problem += " (its bytes are not retained: they hold a configured secret, escaped)"
-            else:
-                links["envelope_raw"] = store.objects.put("blob", retained)
+    elif written:
+        retained = redactor.redact(written[: envelope.MAX_ENVELOPE])
+        if _escaped_secret(retained, redactor):
+            problem += " (its bytes are not retained: they hold a configured secret, escaped)"
+        else:
+            links["envelope_raw"] = store.objects.put("blob", retained)
     facts.envelope_problem = redactor.text(problem) if problem else problem
     return value, observed
 

@@ -99,8 +99,9 @@ plan_option = click.option(
 def claim_scratch(store) -> None:
     """Remove run folders that processes now gone left behind (saying so on stderr), and tag
     this process's run folder with ``store`` so that its doctor can name it if it is left."""
-    from yyb.harness import scratch
+    from yyb.harness import cgroups, scratch
 
     for path in scratch.sweep():
         click.echo(f"yyb: removed {path}, left by a yyb process that is gone", err=True)
+    cgroups.sweep()
     scratch.run_folder(store.path)

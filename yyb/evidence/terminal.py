@@ -22,7 +22,7 @@ class Facts:
     signal: int | None = None
     envelope_problem: str | None = None  # missing, malformed or mismatched envelope
     envelope_status: str | None = None  # "succeeded" | "failed"
-    limit: str | None = None  # the resource limit a signal says the candidate ran into
+    limit: str | None = None  # the resource limits the candidate ran into, in words
     verdict: str | None = None  # "pass" | "fail" | "invalid" | None (not graded)
     verdict_reason: str = ""
     safety_failed: bool = False
@@ -40,7 +40,12 @@ class Facts:
 
 
 def decide(f: Facts) -> tuple[TerminalClass, str]:
-    """(terminal class, reason): the first row of the table that applies."""
+    """(terminal class, reason): the first row of the table that applies.
+
+    A resource limit the candidate ran into decides the class only when the candidate did not
+    finish cleanly; one that finished anyway (a test of its that ran out of memory, say) is
+    graded, and the reason names the limit.
+    """
     if f.cancelled:
         return "cancelled", "the run was interrupted while the attempt was in flight"
     if f.invalid_case:
@@ -51,7 +56,7 @@ def decide(f: Facts) -> tuple[TerminalClass, str]:
         return "harness_failure", "could not confirm that every process of the attempt ended"
     if f.timed_out:
         return "timeout", "the attempt ran past its timeout and was stopped"
-    if f.limit:
+    if f.limit and not f.ran_cleanly:
         return "model_failure", f"the candidate was stopped by its resource limits: {f.limit}"
     if f.envelope_problem:
         return "harness_failure", f.envelope_problem
@@ -61,6 +66,14 @@ def decide(f: Facts) -> tuple[TerminalClass, str]:
         return "model_failure", (
             f"the candidate exited with status {f.exit_code} (envelope status {f.envelope_status})"
         )
+    klass, reason = _graded(f)
+    if f.limit:
+        reason += f" (it ran into its resource limits: {f.limit})"
+    return klass, reason
+
+
+def _graded(f: Facts) -> tuple[TerminalClass, str]:
+    """The class of a candidate that finished cleanly, from its grading."""
     if f.safety_failed:
         return "safety_failure", f.verdict_reason or "a required safety check failed"
     if f.verdict == "invalid":

@@ -17,7 +17,7 @@ import shutil
 
 from yyb.evidence.records import GRADER_INPUT, GRADER_OUTPUT
 from yyb.grading.outcome import Outcome
-from yyb.harness import envelope, limits, manifest, sandbox, scratch, supervise
+from yyb.harness import envelope, limits, manifest, sandbox, scratch
 from yyb.harness.environment import Folders, build
 from yyb.store import codec, schema
 
@@ -118,17 +118,7 @@ def run(
             cwd=folders.workspace,
             limits=limits.resolve(None),  # the code under test runs in here too
         )
-        sandbox.hand_over(root)
-        with box.launch(argv) as launch:
-            outcome = supervise.run(
-                launch.argv,
-                env,
-                None,
-                spec.get("timeout_ms", DEFAULT_TIMEOUT_MS),
-                cancel,
-                pass_fds=launch.pass_fds,
-            )
-        sandbox.take_back(root)
+        outcome, _ = box.run(argv, env, spec.get("timeout_ms", DEFAULT_TIMEOUT_MS), cancel, root)
         try:
             output = envelope.read_regular(output_path, MAX_OUTPUT)
         except (envelope.NotRegular, OSError):

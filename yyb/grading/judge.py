@@ -17,7 +17,7 @@ import shutil
 from yyb.errors import UnsafeListing
 from yyb.evidence import cost
 from yyb.grading.outcome import Outcome
-from yyb.harness import adapters, envelope, limits, manifest, sandbox, scratch, supervise
+from yyb.harness import adapters, envelope, limits, manifest, sandbox, scratch
 from yyb.harness.environment import Folders, build
 
 DEFAULT_LIMIT = 64 * 1024
@@ -219,17 +219,21 @@ def _judge_once(
         folders = Folders(root)
         folders.create()
         os.makedirs(folders.workspace)
+        channel = envelope.channel()
         try:
-            argv, envelope_path = adapters.invocation(
-                harness, spec["model"], folders.workspace, folders.control, payload
+            argv = adapters.invocation(
+                harness, spec["model"], folders.workspace, folders.control, channel.path, payload
             )
         except UsageError as exc:
+            channel.collect()
             answer["problem"] = f"the judge harness cannot start: {exc}"
             return answer
         env, _ = build(folders, read_only, sorted(secrets), secrets)
+        env[envelope.FD_ENV] = str(channel.fd)
         try:
             tools = sandbox.tool_paths(read_only, protected)
         except UsageError as exc:
+            channel.collect()
             answer["problem"] = f"the judge harness cannot start: {exc}"
             return answer
         box = sandbox.Sandbox(
@@ -240,17 +244,11 @@ def _judge_once(
             cwd=folders.workspace,
             limits=limits.resolve(None),
         )
-        sandbox.hand_over(root)
-        with box.launch(argv) as launch:
-            ran = supervise.run(
-                launch.argv,
-                env,
-                None,
-                spec.get("timeout_ms", DEFAULT_TIMEOUT_MS),
-                cancel,
-                pass_fds=launch.pass_fds,
-            )
-        sandbox.take_back(root)
+        timeout_ms = spec.get("timeout_ms", DEFAULT_TIMEOUT_MS)
+        try:
+            ran, _ = box.run(argv, env, timeout_ms, cancel, root, pass_fds=(channel.fd,))
+        finally:
+            written = channel.collect()
         stdout = redact(ran.stdout.data, secrets)
         answer.update(
             stdout=stdout.decode("utf-8", "replace"),
@@ -261,7 +259,7 @@ def _judge_once(
         if ran.cancelled or ran.timed_out or not ran.cleanup_confirmed:
             answer["problem"] = "the judge timed out or was interrupted"
             return answer
-        value, problem = envelope.read(envelope_path, ran.started_ms, ran.ended_ms)
+        value, problem = envelope.read(written, ran.started_ms, ran.ended_ms)
         if value is None:
             answer["problem"] = f"judge identity or session missing: {problem}"
             return answer

@@ -62,13 +62,14 @@ def invocation(
     model: str,
     workspace: str,
     control: str,
+    envelope: str,
     prompt: bytes | None,
     workflow: bytes | None = None,
     variables: dict | None = None,
     model_variable: str | None = None,
 ) -> tuple[list[str], str]:
-    """(argv, envelope path) for one attempt; writes the prompt/workflow files into control."""
-    envelope = os.path.join(control, "envelope.json")
+    """The argv of one attempt, ``envelope`` the path of its envelope channel; writes the
+    prompt and workflow files into control."""
     values = {"workspace": workspace, "model": model, "envelope": envelope}
     if prompt is not None:
         values["prompt_file"] = os.path.join(control, "prompt.md")
@@ -86,7 +87,7 @@ def invocation(
             "--prompt-file",
             values["prompt_file"],
         ]
-        return argv, envelope
+        return argv
     if kind == "workflow_runner":
         values["workflow_file"] = os.path.join(control, "workflow.yaml")
         with open(values["workflow_file"], "wb") as handle:
@@ -103,4 +104,4 @@ def invocation(
             json.dump(resolved, handle, sort_keys=True)
     argv = _fill(harness["argv"], values)
     argv[0] = executable(harness)
-    return argv, envelope
+    return argv

@@ -1,9 +1,10 @@
 """The execution envelope (``juno_execution_envelope.v1``): the only execution evidence.
 
-The harness writes it outside the workspace. Its provider and model are observations that
-must normalize to the planned identity: ``provider/model`` lowercased, where a model that
-already starts with ``provider/`` is not prefixed twice. The launcher replaces its timing
-fields with its own measurements before it is stored.
+The harness writes it to a channel only it holds (yyb/harness/channel.py): the descriptor
+named by ``YYB_ENVELOPE_FD``, or ``/dev/fd/N`` as a path. Its provider and model are
+observations that must normalize to the planned identity: ``provider/model`` lowercased,
+where a model that already starts with ``provider/`` is not prefixed twice. The launcher
+replaces its timing fields with its own measurements before it is stored.
 """
 
 from __future__ import annotations
@@ -13,10 +14,19 @@ import os
 import stat
 
 from yyb.errors import YybError
+from yyb.harness.channel import Channel
 from yyb.store import codec, schema
 
 ENVELOPE = "juno_execution_envelope.v1"
 MAX_ENVELOPE = 1 << 20
+# The environment variable that names the envelope channel's descriptor (docs/attempts.md).
+FD_ENV = "YYB_ENVELOPE_FD"
+
+
+def channel() -> Channel:
+    """A new envelope channel; the harness inherits ``.fd`` (``FD_ENV``), ``.path`` is its
+    argument ``{envelope}``."""
+    return Channel(MAX_ENVELOPE)
 
 
 def normalize(provider: str, model: str) -> str:
@@ -62,15 +72,10 @@ def read_regular(path: str, limit: int) -> bytes | None:
         os.close(fd)
 
 
-def read(path: str, started_ms: int, ended_ms: int) -> tuple[dict | None, str | None]:
-    """(envelope value with the launcher's timing, None) or (None, why it is unusable)."""
-    try:
-        data = read_regular(path, MAX_ENVELOPE)
-    except NotRegular:
-        return None, "the execution envelope is not a regular file"
-    except OSError as exc:
-        return None, f"the execution envelope is unreadable ({exc.strerror})"
-    if data is None:
+def read(data: bytes | None, started_ms: int, ended_ms: int) -> tuple[dict | None, str | None]:
+    """(envelope value with the launcher's timing, None) or (None, why it is unusable), from
+    what the harness wrote to its channel (None: nothing)."""
+    if not data:
         return None, "the harness wrote no execution envelope"
     if len(data) > MAX_ENVELOPE:
         return None, "the execution envelope is larger than 1 MiB"
@@ -89,11 +94,3 @@ def read(path: str, started_ms: int, ended_ms: int) -> tuple[dict | None, str | 
 
 def observed(envelope: dict) -> str:
     return normalize(envelope["provider"], envelope["model"])
-
-
-def remove_stale(path: str) -> None:
-    """Nothing may pre-exist where the harness writes its envelope."""
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass

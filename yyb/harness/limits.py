@@ -1,11 +1,14 @@
-"""Resource limits of a sandboxed process, enforced by the kernel as rlimits.
+"""Resource limits of a sandboxed process, enforced by the kernel.
 
-Set with util-linux's ``prlimit`` around bubblewrap, so every process of the sandbox inherits
-them: memory (``RLIMIT_DATA``: heap and private mappings, the memory a process really uses,
-without refusing the large address-space reservations of JIT runtimes), processes
-(``RLIMIT_NPROC``, counted per uid by the kernel, so the limit given is added to what that uid
-already runs), the size of any one file written (``RLIMIT_FSIZE``) and open files
-(``RLIMIT_NOFILE``). cgroups are not used: they are not writable on every host.
+Memory and processes are held by a control group of the whole process tree
+(yyb/harness/cgroups.py) where the host lets yyb make one: the kernel then counts what it
+refused, and the terminal can name the limit. Elsewhere they fall back to rlimits, which stop
+a process but leave no count: memory (``RLIMIT_DATA``: heap and private mappings, the memory
+a process really uses, without refusing the large address-space reservations of JIT
+runtimes) and processes (``RLIMIT_NPROC``, counted per uid by the kernel, so the limit given
+is added to what that uid already runs). The size of any one file written (``RLIMIT_FSIZE``)
+and open files (``RLIMIT_NOFILE``) are rlimits everywhere. rlimits are set with util-linux's
+``prlimit`` around bubblewrap, so every process of the sandbox inherits them.
 """
 
 from __future__ import annotations
@@ -58,15 +61,30 @@ def _processes_of(uid: int) -> int:
     return count
 
 
-def prefix(limits: dict, uid: int) -> list[str]:
-    """``prlimit`` with ``limits`` for a sandbox whose processes run as ``uid``."""
+def prefix(limits: dict, uid: int, group=None) -> list[str]:
+    """The argv prefix that puts ``limits`` on a sandbox whose processes run as ``uid``:
+    joining ``group`` (a cgroups.Group holding memory and processes) when there is one, and
+    ``prlimit`` with the rest."""
     found = shutil.which("prlimit") or "/usr/bin/prlimit"
-    processes = _processes_of(uid) + limits["processes"]
-    return [
-        found,
-        f"--data={limits['memory_mib'] * MIB}",
-        f"--nproc={processes}",
-        f"--fsize={limits['file_mib'] * MIB}",
-        f"--nofile={limits['open_files']}",
-        "--",
-    ]
+    args = [f"--fsize={limits['file_mib'] * MIB}", f"--nofile={limits['open_files']}"]
+    if group is None:
+        processes = _processes_of(uid) + limits["processes"]
+        args = [f"--data={limits['memory_mib'] * MIB}", f"--nproc={processes}", *args]
+    return [*(group.join_prefix() if group is not None else []), found, *args, "--"]
+
+
+def stopped_by(usage: dict, limits: dict) -> str | None:
+    """The limit a control group's ``usage`` (cgroups.Group.usage) says was hit, in words;
+    None when the kernel refused nothing."""
+    found = []
+    if usage.get("oom_kills"):
+        found.append(
+            f"it ran out of memory (the {limits['memory_mib']} MiB memory limit): the kernel "
+            f"killed {usage['oom_kills']} of its processes"
+        )
+    if usage.get("refused_processes"):
+        found.append(
+            f"it reached the process limit ({limits['processes']} processes): "
+            f"{usage['refused_processes']} process creations were refused"
+        )
+    return "; ".join(found) or None

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from yyb.errors import UsageError, YybError
-from yyb.harness import seccomp
+from yyb.harness import cgroups, seccomp, supervise
 
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap)"
 # OS folders bound read-only (when they exist), and the top-level names that are links into
@@ -144,6 +144,14 @@ class Launch:
 
     argv: list[str]
     pass_fds: tuple[int, ...]
+    group: cgroups.Group | None = None  # the control group holding memory and processes
+
+    def resources(self) -> dict:
+        """What held the memory and process limits and what the kernel counted so far (read
+        it once the process has ended, before leaving ``launch``)."""
+        if self.group is None:
+            return {"enforced_by": "rlimit", **dict.fromkeys(cgroups.COUNTS)}
+        return {"enforced_by": self.group.enforced_by, **self.group.usage()}
 
 
 @dataclass
@@ -168,20 +176,57 @@ class Sandbox:
             SandboxUnavailable: the filter has no program for this host's machine.
         """
         fd = filter_pipe()
+        group = cgroups.create(self.limits) if self.limits is not None else None
         try:
-            yield Launch(self.argv(command, fd), (fd,))
+            yield Launch(self.argv(command, fd, group), (fd,), group)
         finally:
             os.close(fd)
+            if group is not None:
+                group.remove()
 
-    def argv(self, command: list[str], seccomp_fd: int) -> list[str]:
+    def run(
+        self,
+        command: list[str],
+        env: dict[str, str],
+        timeout_ms: int,
+        cancel=None,
+        owner: str | None = None,
+        pass_fds: tuple[int, ...] = (),
+    ) -> tuple[supervise.Outcome, dict]:
+        """Run ``command`` in this sandbox to its end (yyb/harness/supervise.py): the folder
+        ``owner`` (holding the writable folders) handed to the sandbox uid for the run and
+        taken back after, ``pass_fds`` inherited. Returns the outcome and what held the
+        memory and process limits and what the kernel counted (``Launch.resources``)."""
+        if owner is not None:
+            hand_over(owner)
+        try:
+            with self.launch(command) as launch:
+                outcome = supervise.run(
+                    launch.argv,
+                    env,
+                    None,
+                    timeout_ms,
+                    cancel,
+                    pass_fds=(*pass_fds, *launch.pass_fds),
+                )
+                resources = launch.resources()
+        finally:
+            if owner is not None:
+                take_back(owner)
+        return outcome, resources
+
+    def argv(
+        self, command: list[str], seccomp_fd: int, group: cgroups.Group | None = None
+    ) -> list[str]:
         """The bubblewrap command line, which loads the seccomp filter from ``seccomp_fd``
-        (a descriptor the process inherits); ``launch`` provides both."""
+        (a descriptor the process inherits) and joins ``group`` first, if any; ``launch``
+        provides both."""
         uid = sandbox_uid()
         args = []
         if self.limits is not None:
             from yyb.harness import limits
 
-            args += limits.prefix(self.limits, os.getuid() if uid is None else uid)
+            args += limits.prefix(self.limits, os.getuid() if uid is None else uid, group)
         args += [bwrap_path(), "--die-with-parent", "--new-session"]
         args += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
         if uid is None:  # unprivileged: a user namespace, every capability in it dropped,

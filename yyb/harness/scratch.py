@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import stat
 import tempfile
 import threading
 
@@ -82,7 +83,14 @@ def leftovers(store_path: str | None = None) -> list[str]:
     found = []
     for name in names:
         path = os.path.join(top, name)
-        if not os.path.isdir(path) or os.path.islink(path) or not _owned_by_nobody(path):
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        # Another user's run folder is neither ours to judge nor ours to remove.
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+            continue
+        if not _owned_by_nobody(path):
             continue
         if store_path is None or _store_of(path) == os.path.realpath(store_path):
             found.append(path)

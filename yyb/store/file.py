@@ -188,7 +188,8 @@ def parse_holder(data: bytes) -> dict | None:
     }
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this host (one of another user counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -204,7 +205,7 @@ def _judge(fd: int) -> tuple[str, dict | None]:
     if holder is None:
         return "unknown", None
     local = holder["host"] == os.uname().nodename and holder["boot"] == _boot_id()
-    if local and not _alive(holder["pid"]):
+    if local and not alive(holder["pid"]):
         return "abandoned", holder
     return ("held" if local else "unknown"), holder
 
