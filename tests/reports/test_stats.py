@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from yyb.evidence import cost as costs
 from yyb.reports import build, stats
@@ -145,3 +147,89 @@ def test_mcnemar_past_64_discordant_pairs_is_rounded_up_to_fit_a_record():
     codec.encode({"p": result})  # fits a record
     small = stats.mcnemar_exact(30, 33)["p_denominator"]
     assert small & (small - 1) == 0  # 63 discordant pairs: still the exact power of two
+
+
+@pytest.mark.parametrize(
+    "table, fraction",
+    [
+        # Fisher's lady tasting tea (1935; R's fisher.test(TeaTasting)): p = 0.4857.
+        ((3, 1, 1, 3), (17, 35)),
+        # Wikipedia's dieting example (men 1 of 10, women 11 of 14): p = 0.002759.
+        ((1, 9, 11, 3), (41, 14858)),
+        # scipy.stats.fisher_exact's documented example [[8, 2], [1, 5]]: p = 0.0349650.
+        ((8, 2, 1, 5), (5, 143)),
+        # Fisher's twins and convictions (1962; R's Convictions, two-sided): p = 0.0005367.
+        ((2, 15, 10, 3), (3571, 6653325)),
+        ((2, 16, 3, 15), (1, 1)),  # no table is less probable: capped at 1
+        ((0, 0, 0, 0), (1, 1)),  # no attempt at all
+        ((0, 5, 0, 7), (1, 1)),  # one column empty: one table only
+    ],
+)
+def test_fisher_exact_matches_published_values(table, fraction):
+    got = stats.fisher_exact(*table)
+    assert (got["p_numerator"], got["p_denominator"]) == fraction
+    assert got["p_ppm"] == -(-fraction[0] * 1_000_000 // fraction[1])
+    assert got["table"] == [list(table[:2]), list(table[2:])]
+    assert got["significant"] is (20 * fraction[0] < fraction[1])
+    assert not any(isinstance(v, float) for v in got.values())
+
+
+def test_fisher_exact_p_texts():
+    assert stats.p_text(stats.fisher_exact(3, 1, 1, 3)) == "0.485715"
+    assert stats.p_text(stats.fisher_exact(1, 9, 11, 3)) == "0.002760"
+
+
+def _fisher_by_definition(a: int, b: int, c: int, d: int):
+    """Two-sided Fisher p by its definition, one exact probability per table."""
+    from fractions import Fraction
+
+    first, second, column = a + b, c + d, a + c
+
+    def probability(x: int) -> Fraction:
+        return Fraction(
+            math.comb(first, x) * math.comb(second, column - x),
+            math.comb(first + second, column),
+        )
+
+    observed = probability(a)
+    tables = range(max(0, column - second), min(first, column) + 1)
+    return min(Fraction(1), sum(p for p in map(probability, tables) if p <= observed))
+
+
+counts = st.integers(min_value=0, max_value=40)
+
+
+@given(counts, counts, counts, counts)
+@example(0, 0, 0, 1)
+@example(40, 0, 0, 40)
+@example(20, 20, 20, 20)
+def test_fisher_exact_is_its_definition(a, b, c, d):
+    from fractions import Fraction
+
+    got = stats.fisher_exact(a, b, c, d)
+    exact = _fisher_by_definition(a, b, c, d)
+    stored = Fraction(got["p_numerator"], got["p_denominator"])
+    if exact.denominator < 2**63:
+        assert stored == exact
+    else:  # rounded up to 18 decimals to fit a record
+        assert got["p_denominator"] == 10**18 and exact <= stored < exact + Fraction(1, 10**18)
+    assert got["significant"] is (exact < Fraction(1, 20))
+    # Symmetric in rows and in columns.
+    assert stats.fisher_exact(c, d, a, b)["p_ppm"] == got["p_ppm"]
+    assert stats.fisher_exact(b, a, d, c)["p_ppm"] == got["p_ppm"]
+
+
+def test_fisher_exact_of_large_tables_is_rounded_up_to_fit_a_record():
+    from fractions import Fraction
+
+    from yyb.store import codec
+
+    got = stats.fisher_exact(300, 700, 250, 750)
+    exact = _fisher_by_definition(300, 700, 250, 750)
+    assert got["p_denominator"] == 10**18
+    assert exact <= Fraction(got["p_numerator"], got["p_denominator"]) < exact + Fraction(1, 10**18)
+    assert got["p_ppm"] == -(-exact.numerator * 10**6 // exact.denominator)
+    assert got["significant"] is (exact < Fraction(1, 20))
+    codec.encode({"p": got})
+    with pytest.raises(ValueError):
+        stats.fisher_exact(-1, 0, 0, 0)

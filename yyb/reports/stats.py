@@ -1,10 +1,10 @@
-"""Exact, float-free statistics for reports: Wilson intervals, McNemar's test, percentiles.
+"""Exact, float-free statistics for reports: Wilson intervals, exact tests, percentiles.
 
 Every figure is an integer (parts per million, milliseconds, micro-USD) or a fraction of two
 integers, so a report record has one encoding on every machine. Wilson bounds are computed
 with 50-digit decimals and rounded outwards (the low bound down, the high bound up), so a
-stored interval never claims more precision than it has; the McNemar p-value is an exact
-fraction from integer binomial coefficients, shown rounded up.
+stored interval never claims more precision than it has; the McNemar and Fisher p-values are
+exact fractions from integer binomial coefficients, shown rounded up.
 """
 
 from __future__ import annotations
@@ -69,24 +69,62 @@ def mcnemar_exact(only_first: int, only_second: int) -> dict:
         raise ValueError("discordant counts are never negative")
     n = only_first + only_second
     tail = sum(math.comb(n, k) for k in range(min(only_first, only_second) + 1))
-    numerator, denominator = 2 * tail, 2**n
+    # Past 63 discordant pairs the exact denominator 2**n does not fit; the rounded form's
+    # 10**18 is never a power of two, so a reader can tell the two apart.
+    return {"b": only_first, "c": only_second, "discordant": n, **_stored_p(2 * tail, 2**n)}
+
+
+def _stored_p(numerator: int, denominator: int) -> dict:
+    """``{"p_numerator", "p_denominator", "p_ppm"}`` of p = min(1, numerator / denominator):
+    reduced, rounded up to a fraction over 10**18 when the reduced denominator would not fit
+    in a record's 64-bit integers, and rounded up to parts per million (from the exact value)."""
     if numerator >= denominator:
         numerator, denominator = 1, 1
     common = math.gcd(numerator, denominator)
     numerator, denominator = numerator // common, denominator // common
     p_ppm = -(-numerator * PPM // denominator)
     if denominator > MAX_STORED:
-        # A record holds integers below 2**64; past 63 discordant pairs the exact denominator
-        # 2**n does not fit. Store p rounded up to 18 decimals instead: its denominator 10**18
-        # is never a power of two, so a reader can tell the rounded form from an exact one.
+        # A record holds integers below 2**64: store p rounded up to 18 decimals instead.
         numerator, denominator = -(-numerator * ROUNDED // denominator), ROUNDED
+    return {"p_numerator": numerator, "p_denominator": denominator, "p_ppm": p_ppm}
+
+
+def fisher_exact(a: int, b: int, c: int, d: int) -> dict:
+    """The exact two-sided Fisher test of a 2x2 table of counts.
+
+    Args:
+        a, b: the first row (for a report: the first model's invalid and valid attempts).
+        c, d: the second row (the second model's).
+
+    Returns:
+        ``{"table": [[a, b], [c, d]], "p_numerator", "p_denominator", "p_ppm",
+        "significant"}``. With the margins fixed, the top-left cell x has the hypergeometric
+        weight C(a+b, x) * C(c+d, a+c-x) out of C(n, a+c); p is the total weight of every
+        table no more probable than the observed one (R's ``fisher.test``, without its
+        floating-point tolerance: the weights are exact integers), stored as
+        ``mcnemar_exact`` stores its p. ``significant``: p < 0.05, decided on the exact
+        fraction.
+
+    Raises:
+        ValueError: a negative count.
+    """
+    if min(a, b, c, d) < 0:
+        raise ValueError(f"fisher_exact({a}, {b}, {c}, {d}): counts are never negative")
+    first, second, column = a + b, c + d, a + c
+    low, high = max(0, column - second), min(first, column)
+    # w(x) = C(first, x) * C(second, column - x), stepped from w(low) by the exact ratio
+    # w(x+1)/w(x): each step is an exact integer division, so no factorial is recomputed.
+    weight = math.comb(first, low) * math.comb(second, column - low)
+    observed, tail, total = math.comb(first, a) * math.comb(second, c), 0, 0
+    for x in range(low, high + 1):
+        total += weight
+        if weight <= observed:
+            tail += weight
+        weight = weight * (first - x) * (column - x) // ((x + 1) * (second - column + x + 1))
     return {
-        "b": only_first,
-        "c": only_second,
-        "discordant": n,
-        "p_numerator": numerator,
-        "p_denominator": denominator,
-        "p_ppm": p_ppm,
+        "table": [[a, b], [c, d]],
+        **_stored_p(tail, total),
+        "significant": 20 * tail < total,  # p < 1/20, on the exact fraction
     }
 
 
