@@ -2,10 +2,15 @@
 """Per-attempt overhead of `yyb run` with a no-op candidate, against plain git, run by hand.
 
 Builds a repository of --files files totalling --mib MiB, then measures in the same run:
-  baseline: git archive BASE | tar -x; git init; git add -A; git commit   (per attempt)
+  baseline: git archive BASE | tar -x; git init; git add -A; git commit   (best of 3)
   yyb:      one attempt end to end (intent, snapshot, receipt, sandbox start, no-op candidate,
-            manifest, grading on a rebuilt workspace, terminal), sequentially
+            manifest, grading on a rebuilt workspace, terminal, its folders removed), in sequence
   yyb -j2:  attempts per minute with --jobs 2
+Each run's time is printed too. What a file creation costs depends on what was deleted shortly
+before: on ext4 without a journal (this project's machines), a new inode is looked for past
+every inode freed in the last minute or more (``recently_deleted`` in the kernel's
+``find_inode_bit``), so each baseline or attempt removing its 10,000 files slows the
+creations of the next. The first baseline follows none; every attempt follows some.
 Usage: python tools/bench_attempt.py [--files 5000] [--mib 50] [--attempts 4]
 
 With --sparse MIB it measures instead what retaining a hostile workspace costs the controller:
@@ -123,7 +128,8 @@ def setup(root: str, repo: str, base: str, attempts: int):
     return config, build.task_plan(config, [task], "bench/noop", attempts, None)
 
 
-def run_attempts(root: str, config, plan, jobs: int) -> float:
+def prepare(root: str, config, plan):
+    """A run context for ``plan`` in a new store, the plan granted as `yyb authorize` does."""
     from yyb.attempts import run as attempts
     from yyb.evidence import names
     from yyb.plans import build, grant
@@ -131,18 +137,36 @@ def run_attempts(root: str, config, plan, jobs: int) -> float:
 
     store, _ = Store.init(os.path.join(tempfile.mkdtemp(dir=root), "store"))
     build.write(store, plan)
-    now = grant.now_ms()  # as `yyb authorize` does: a live run needs a grant
+    now = grant.now_ms()
     record = grant.grant_for(plan.oid, plan.experiment, now + 3_600_000, now)
     store.refs.update(names.grant(plan.oid), store.objects.put_record(record), reason="authorize")
     chosen = {oid: plan.records[oid] for oid in plan.attempt_oids}
-    ctx = attempts.prepare(store, config, plan.oid, plan.experiment, chosen, dict(os.environ))
-    start = time.perf_counter()
-    results = attempts.run_plan(ctx, jobs)
-    elapsed = time.perf_counter() - start
+    return attempts.prepare(store, config, plan.oid, plan.experiment, chosen, dict(os.environ))
+
+
+def check(results) -> None:
     classes = {r.terminal_class for r in results}
     if classes != {"resolved"}:
         sys.exit(f"unexpected terminals: {classes} ({results[0].reason})")
-    return elapsed
+
+
+def run_attempts(root: str, config, plan, jobs: int) -> list[float]:
+    """Each attempt's time in a run of ``plan`` with ``jobs`` at once (with more than one job
+    at once, the whole run's time, once)."""
+    from yyb.attempts import run as attempts
+
+    ctx = prepare(root, config, plan)
+    if jobs > 1:
+        start = time.perf_counter()
+        check(attempts.run_plan(ctx, jobs))
+        return [time.perf_counter() - start]
+    attempts.authorize(ctx.store, ctx.plan_oid, ctx.plan)
+    times = []
+    for oid in sorted(ctx.attempts, key=lambda oid: ctx.attempts[oid]["ordinal"]):
+        start = time.perf_counter()
+        check([attempts.run_attempt(ctx, oid)])  # what run_plan does, attempt by attempt
+        times.append(time.perf_counter() - start)
+    return times
 
 
 SPARSE_CHILD = """
@@ -219,10 +243,10 @@ def main() -> None:
         repo, base = make_repo(root, args.files, args.mib)
         base_times = [baseline(repo, base, root) for _ in range(3)]
         config, plan = setup(root, repo, base, args.attempts)
-        sequential = run_attempts(root, config, plan, 1)
-        parallel = run_attempts(root, config, plan, 2)
+        yyb_times = run_attempts(root, config, plan, 1)
+        (parallel,) = run_attempts(root, config, plan, 2)
     per_base = min(base_times)
-    per_yyb = sequential / args.attempts
+    per_yyb = sum(yyb_times) / len(yyb_times)
     print(f"| measure ({args.files} files, {args.mib} MiB) | value |")
     print("|---|---|")
     print(f"| baseline: git archive + tar + init + add + commit (best of 3) | {per_base:.2f} s |")
@@ -232,6 +256,8 @@ def main() -> None:
     )
     print(f"| ratio yyb / baseline | {per_yyb / per_base:.2f}x |")
     print(f"| attempts per minute, --jobs 2 | {args.attempts / parallel * 60:.1f} |")
+    print(f"| each baseline, in order | {' '.join(f'{t:.2f}' for t in base_times)} s |")
+    print(f"| each attempt, in order | {' '.join(f'{t:.2f}' for t in yyb_times)} s |")
 
 
 if __name__ == "__main__":
