@@ -87,6 +87,11 @@ UNGRADEABLE: tuple[TerminalClass, ...] = (
     "environment_failure",
 )
 
+# Who could have caused an invalid attempt (yyb/evidence/invalidity.py decides it): the
+# candidate (its envelope, the grader its code runs in), or the infrastructure around it.
+InvalidityCause = Literal["candidate", "infrastructure"]
+INVALIDITY_CAUSES: tuple[InvalidityCause, ...] = get_args(InvalidityCause)
+
 Verdict = Literal["pass", "fail", "invalid"]
 VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
 # What the required evaluators of one attempt conclude together: a safety failure is its own.
@@ -94,6 +99,17 @@ Conclusion = Literal["pass", "fail", "invalid", "safety"]
 
 CostCompleteness = Literal["complete", "partial", "unavailable", "not_applicable", "genuine_zero"]
 COST_COMPLETENESS: tuple[CostCompleteness, ...] = get_args(CostCompleteness)
+
+# What made an evaluation invalid, as its receipt records it (``problem``; absent on a pass or
+# a fail, on a judge's receipt, and on receipts written before it was recorded).
+EvaluationProblem = Literal[
+    "not_started",  # the evaluator could not start: its pinned bytes, harness or secrets
+    "interrupted",  # the run was cancelled while it graded
+    "cleanup_unconfirmed",  # its processes could not be confirmed ended
+    "timed_out",  # it ran past its timeout
+    "no_verdict",  # it ended without a usable verdict (no output, malformed or invalid output)
+]
+EVALUATION_PROBLEMS: tuple[EvaluationProblem, ...] = get_args(EvaluationProblem)
 
 EvaluatorKind = Literal["command", "llm_judge"]
 Purpose = Literal["correctness", "safety", "quality"]

@@ -132,16 +132,18 @@ def run(
             exit_code=outcome.exit_code,
         )
         if outcome.cancelled:
-            return result.with_verdict("invalid", "the evaluation was interrupted")
+            return result.with_verdict("invalid", "the evaluation was interrupted", "interrupted")
         if not outcome.cleanup_confirmed:
             return result.with_verdict(
-                "invalid", "could not confirm the evaluator's processes ended"
+                "invalid",
+                "could not confirm the evaluator's processes ended",
+                "cleanup_unconfirmed",
             )
         if outcome.timed_out:
-            return result.with_verdict("invalid", "the evaluator timed out")
+            return result.with_verdict("invalid", "the evaluator timed out", "timed_out")
         value, problem = parse_output(output)
         if problem is not None:
-            return result.with_verdict("invalid", problem)
+            return result.with_verdict("invalid", problem, "no_verdict")
         result.details = {"checks": value.get("checks", []), "summary": value.get("summary", "")}
         if value["passed"]:
             return result.with_verdict("pass", value.get("summary") or "the grader passed")

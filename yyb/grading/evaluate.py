@@ -220,6 +220,8 @@ def evaluate(
         "judge_cost": outcome.judge_cost,
         "links": links,
     }
+    if outcome.verdict == "invalid" and outcome.problem is not None:
+        receipt["problem"] = outcome.problem
     oid = store.objects.put_record(receipt)
     _publish(store, ref, old, oid, receipt, signer)
     return oid, receipt

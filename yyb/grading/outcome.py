@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from yyb.evidence.records import EvaluationProblem
+
 VERDICTS = ("pass", "fail", "invalid")
 
 
@@ -18,11 +20,18 @@ class Outcome:
     exit_code: int | None = None
     details: dict = field(default_factory=dict)
     judge_cost: dict | None = None
+    # What made an invalid verdict invalid, kept on the receipt: the report tells invalidity a
+    # candidate can cause from the infrastructure's by it (yyb/evidence/invalidity.py).
+    problem: EvaluationProblem | None = None
 
     @classmethod
     def invalid(cls, reason: str) -> Outcome:
-        return cls("invalid", reason)
+        """An evaluation that could not start (nothing was run)."""
+        return cls("invalid", reason, problem="not_started")
 
-    def with_verdict(self, verdict: str, reason: str) -> Outcome:
-        self.verdict, self.reason = verdict, reason
+    def with_verdict(
+        self, verdict: str, reason: str, problem: EvaluationProblem | None = None
+    ) -> Outcome:
+        """This outcome with ``verdict``; an invalid one names its ``problem``."""
+        self.verdict, self.reason, self.problem = verdict, reason, problem
         return self
