@@ -36,7 +36,10 @@ class Spec:
     per_attempt_micros: int = 2_000_000
     grader_version: str = "1"
     harness_argv: list[str] = field(default_factory=lambda: ["agent", "{model}"])
-    # outcome(ordinal) -> (terminal class, verdict or None, wall_ms)
+    # outcome(ordinal) -> (terminal class, verdict or None, wall_ms[, problem]). A verdict of
+    # None closes the attempt before its workspace existed, unless a problem is given: then
+    # the candidate ran and ``problem`` is its envelope problem (a harness_failure with no
+    # envelope and no evaluation). With verdict "invalid", ``problem`` is the receipt's.
     outcome: object = None
     salt: str = ""
 
@@ -151,7 +154,9 @@ def fabricate(store, spec: Spec) -> str:
 
 
 def _attempt(store, plan_oid, attempt_oid, attempt, result, grader) -> None:
-    cls, verdict, wall_ms = result
+    cls, verdict, wall_ms, *rest = result
+    problem = rest[0] if rest else None
+    envelope_problem = problem if verdict is None else None
     ordinal, model = attempt["ordinal"], attempt["model"]["resolved"]
     start = T0 + ordinal * 100_000
     base = {"plan": plan_oid, "attempt": attempt_oid}
@@ -174,7 +179,7 @@ def _attempt(store, plan_oid, attempt_oid, attempt, result, grader) -> None:
     runtime = {"wall_ms": 0, "started_ms": start, "ended_ms": start}
     exit_info = {"code": None, "signal": None, "timed_out": False, "cleanup_confirmed": True}
     outputs: dict = {}
-    if verdict is not None:
+    if verdict is not None or envelope_problem is not None:
         listing = _put(
             store,
             {
@@ -205,19 +210,22 @@ def _attempt(store, plan_oid, attempt_oid, attempt, result, grader) -> None:
         )
         cost = {"completeness": "complete", "currency": "USD", "micros": 1000 + ordinal}
         runtime = {"wall_ms": wall_ms, "started_ms": start + 10, "ended_ms": start + 10 + wall_ms}
-        links["envelope"] = _put(
-            store,
-            {
-                "schema_version": "juno_execution_envelope.v1",
-                "provider": model.partition("/")[0] or "bench",
-                "model": model,
-                "status": "succeeded",
-                "cost": cost,
-                "started_ms": runtime["started_ms"],
-                "ended_ms": runtime["ended_ms"],
-                "elapsed_ms": wall_ms,
-            },
-        )
+        if envelope_problem is None:
+            links["envelope"] = _put(
+                store,
+                {
+                    "schema_version": "juno_execution_envelope.v1",
+                    "provider": model.partition("/")[0] or "bench",
+                    "model": model,
+                    "status": "succeeded",
+                    "cost": cost,
+                    "started_ms": runtime["started_ms"],
+                    "ended_ms": runtime["ended_ms"],
+                    "elapsed_ms": wall_ms,
+                },
+            )
+        else:  # no envelope: no observed identity, no reported cost
+            cost = {"completeness": "unavailable", "currency": "USD", "micros": None}
         links["manifest"] = _put(
             store,
             {
@@ -231,7 +239,8 @@ def _attempt(store, plan_oid, attempt_oid, attempt, result, grader) -> None:
                 "links": {"receipt": links["receipt"], "listing": listing, "patch": links["patch"]},
             },
         )
-        identity = {**identity, "observed": model.lower()}
+        if envelope_problem is None:
+            identity = {**identity, "observed": model.lower()}
         exit_info = {**exit_info, "code": 0}
         outputs = {"stdout": {"bytes": len(out), "retained": len(out), "truncated": False}}
         facts = {"exit_code": 0, "signal": None, "cancelled": False, "timed_out": False}
@@ -241,8 +250,8 @@ def _attempt(store, plan_oid, attempt_oid, attempt, result, grader) -> None:
             "facts": {
                 **facts,
                 "cleanup_confirmed": True,
-                "envelope_problem": None,
-                "envelope_status": "succeeded",
+                "envelope_problem": envelope_problem,
+                "envelope_status": None if envelope_problem else "succeeded",
             },
             "identity": identity,
             "runtime": runtime,
@@ -257,6 +266,7 @@ def _attempt(store, plan_oid, attempt_oid, attempt, result, grader) -> None:
             links["execution"],
             "execution retained",
         )
+    if verdict is not None:
         grader_output = store.objects.put(
             "blob", f'{{"passed": {str(verdict == "pass").lower()}}}\n'.encode()
         )
@@ -264,7 +274,7 @@ def _attempt(store, plan_oid, attempt_oid, attempt, result, grader) -> None:
         result = {
             "schema_version": "yylo_benchmark_evaluation_result.v2",
             "verdict": verdict,
-            "quality": verdict,
+            "quality": verdict if verdict in ("pass", "fail") else "unknown",
             "reason": "fabricated",
             "exit_code": 0 if verdict == "pass" else 1,
             "details": {},
@@ -294,6 +304,8 @@ def _attempt(store, plan_oid, attempt_oid, attempt, result, grader) -> None:
                 "result": _put(store, result),
             },
         }
+        if problem is not None:
+            evaluation["problem"] = problem
         evaluation_oid = _put(store, evaluation)
         _ref(
             store,
@@ -302,13 +314,13 @@ def _attempt(store, plan_oid, attempt_oid, attempt, result, grader) -> None:
             "evaluation tests generation 1",
         )
         links["evaluations"] = [evaluation_oid]
-    else:
+    elif envelope_problem is None:
         cost = {"completeness": "unavailable", "currency": "USD", "micros": None}
-        cls_reason = "dispatched earlier without a terminal (fabricated)"
+    closed = "dispatched earlier without a terminal (fabricated)"
     terminal = {
         "schema_version": "yylo_benchmark_terminal.v2",
         "class": cls,
-        "reason": f"fabricated {cls}" if verdict is not None else cls_reason,
+        "reason": f"fabricated {cls}" if "receipt" in links else closed,
         **base,
         "ordinal": ordinal,
         "identity": identity,

@@ -112,7 +112,10 @@ def _as_v2(report: dict) -> dict:
     """The shape yyb wrote before report_layer.v3 (schemas/...report_layer.v2.schema.json)."""
     old = copy.deepcopy(report)
     del old["doctor"]["gate"]
+    for comparison in old["comparisons"]:
+        del comparison["invalidity_fisher_exact"]
     for summary in [old["totals"], *old["models"], *[c for m in old["models"] for c in m["cases"]]]:
+        del summary["intent_to_treat"], summary["invalidity"]
         for name in ("candidate", "evaluator", "combined"):
             d = summary["runtime"][name]
             ids = sorted({d.pop("median_id"), d.pop("p90_id")} - {None})

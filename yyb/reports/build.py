@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 from yyb.errors import UsageError, YybError
 from yyb.evidence import check as verify
-from yyb.evidence import cost, experiment
-from yyb.evidence.records import COST_COMPLETENESS, PLAN, VALID_CLASSES
+from yyb.evidence import cost, experiment, invalidity
+from yyb.evidence.records import COST_COMPLETENESS, INVALIDITY_CAUSES, PLAN, VALID_CLASSES
 from yyb.evidence.terminal import gradeable
 from yyb.evidence.verdict import conclude
 from yyb.reports import stats
@@ -38,6 +38,7 @@ class Facts:
     verdict: str | None = None  # pass | fail | safety | invalid; None when not graded
     verdict_reason: str = ""
     outcome: str = "missing"  # resolved | failed | invalid | missing
+    invalid_cause: str | None = None  # candidate | infrastructure, for an invalid outcome
     wall_ms: int | None = None  # measured candidate wall time (None: not measured)
     candidate_cost: dict | None = None
     evaluations: list[tuple[str, dict]] = field(default_factory=list)
@@ -93,12 +94,16 @@ def collect(plan: dict, attempt: dict, check: verify.AttemptCheck, version: str 
     if graded:
         facts.verdict, facts.verdict_reason = conclude(histories)
         facts.outcome = VERDICT_OUTCOME[facts.verdict]
+        if facts.outcome == "invalid":
+            facts.invalid_cause = invalidity.of_verdict(histories)
     elif terminal["class"] == "resolved":
         facts.outcome = "resolved"
     elif terminal["class"] in VALID_CLASSES:
         facts.outcome = "failed"
     else:
         facts.outcome = "invalid"
+        execution = check.execution and check.execution["facts"]
+        facts.invalid_cause = invalidity.of_terminal(terminal["class"], execution)
     return facts
 
 
@@ -125,6 +130,7 @@ class Tally:
     def __init__(self) -> None:
         self.attempts = self.pinned_out = self.unmeasured = self.over_ceiling = 0
         self.outcomes = dict.fromkeys(("resolved", "failed", "invalid", "missing"), 0)
+        self.causes = dict.fromkeys(INVALIDITY_CAUSES, 0)
         self.classes: dict[str, int] = {}
         self.generations: dict[str, dict[str, int]] = {}
         self.candidate: list[tuple[int, str]] = []  # (wall ms, terminal)
@@ -148,6 +154,8 @@ class Tally:
         self.attempts += 1
         self.over_ceiling += f.over_ceiling
         self.outcomes[f.outcome] += 1
+        if f.invalid_cause:
+            self.causes[f.invalid_cause] += 1
         if f.terminal_class:
             self.classes[f.terminal_class] = self.classes.get(f.terminal_class, 0) + 1
         for profile, generation in f.generations.items():
@@ -173,6 +181,7 @@ class Tally:
         self.unmeasured += other.unmeasured
         for mine, theirs in (
             (self.outcomes, other.outcomes),
+            (self.causes, other.causes),
             (self.classes, other.classes),
             (self.candidate_costs, other.candidate_costs),
             (self.judge_costs, other.judge_costs),
@@ -192,6 +201,8 @@ class Tally:
     def summary(self) -> dict:
         resolved, failed = self.outcomes["resolved"], self.outcomes["failed"]
         valid = resolved + failed
+        invalid = self.outcomes["invalid"]
+        dispatched = valid + invalid
         candidate = cost.total(self.candidate_costs, self.candidate_micros)
         judge = cost.total(self.judge_costs, self.judge_micros)
         return {
@@ -203,12 +214,19 @@ class Tally:
             "missing": self.outcomes["missing"],
             "not_graded_by_pin": self.pinned_out,
             "over_ceiling": self.over_ceiling,
-            "rate": {
-                "numerator": resolved,
-                "denominator": valid,
-                "ppm": stats.rate_ppm(resolved, valid),
-            },
+            "rate": _rate(resolved, valid),
             "interval": stats.wilson(resolved, valid),
+            # Over every attempt with a terminal: an invalid attempt counts as not resolved,
+            # so making failures invalid cannot raise it.
+            "intent_to_treat": {
+                "rate": _rate(resolved, dispatched),
+                "interval": stats.wilson(resolved, dispatched),
+            },
+            "invalidity": {
+                "rate": _rate(invalid, dispatched),
+                "interval": stats.wilson(invalid, dispatched),
+                "causes": dict(self.causes),
+            },
             "terminal_classes": dict(sorted(self.classes.items())),
             "generations": {
                 p: dict(sorted(g.items())) for p, g in sorted(self.generations.items())
@@ -229,9 +247,18 @@ class Tally:
         }
 
 
+def _rate(numerator: int, denominator: int) -> dict:
+    return {
+        "numerator": numerator,
+        "denominator": denominator,
+        "ppm": stats.rate_ppm(numerator, denominator),
+    }
+
+
 def summarize(group: list[Facts]) -> dict:
-    """Counts, the valid resolved rate with its Wilson interval, classes, generations, runtime
-    and cost of a group of attempts (a model, or a model on one case)."""
+    """Counts, the valid and intent-to-treat resolved rates and the invalidity rate with their
+    Wilson intervals, invalid attempts by cause, classes, generations, runtime and cost of a
+    group of attempts (a model, or a model on one case)."""
     return Tally.of(group).summary()
 
 
@@ -243,6 +270,16 @@ def case_outcome(group: list[Facts]) -> str | None:
         return None
     resolved = sum(1 for f in valid if f.outcome == "resolved")
     return "resolved" if 2 * resolved > len(valid) else "failed"
+
+
+def invalidity_test(first: dict, second: dict) -> dict:
+    """Whether two models' invalidity rates differ: the exact two-sided Fisher test of their
+    invalid and valid attempt counts (``summarize`` results), significant below p = 0.05.
+
+    A model whose failures are made invalid more often than another's would win a comparison
+    of valid attempts only; the report warns when this test is significant.
+    """
+    return stats.fisher_exact(first["invalid"], first["valid"], second["invalid"], second["valid"])
 
 
 def paired(first: dict[str, str | None], second: dict[str, str | None]) -> dict:
@@ -417,7 +454,10 @@ def build(
     for i, first in enumerate(models):
         for second in models[i + 1 :]:
             comparison = paired(outcomes[first], outcomes[second])
-            comparisons.append({"first": first, "second": second, **comparison})
+            test = invalidity_test(by_model[first], by_model[second])
+            comparisons.append(
+                {"first": first, "second": second, **comparison, "invalidity_fisher_exact": test}
+            )
     complete = doctor["status"] == "complete"
     report = {
         "plan": plan_oid,

@@ -166,12 +166,16 @@ def document(report: dict, layer: dict) -> str:
             str(c["neither"]),
             f"{p_text(c['mcnemar_exact'])} "
             f"({c['mcnemar_exact']['p_numerator']}/{c['mcnemar_exact']['p_denominator']})",
+            p_text(c["invalidity_fisher_exact"]),
         ]
         for c in report["comparisons"]
     ]
     header = ["first", "second", "paired", "unpaired", "both", "only first", "only second"]
-    header += ["neither", "exact McNemar p"]
+    header += ["neither", "exact McNemar p", "invalidity: exact Fisher p"]
     parts.append(_table(header, comparisons) if comparisons else "<p>one model: no pair</p>")
+    warnings = render.invalidity_warnings(report)
+    if warnings:
+        parts.append('<p class="banner">' + "<br>".join(escape(w) for w in warnings) + "</p>")
     parts.append("<h2>Attempts</h2>")
     rows = [
         [

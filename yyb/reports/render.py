@@ -7,15 +7,20 @@ import json
 from yyb.reports.stats import p_text, ppm_text
 
 
-def rate_text(entry: dict) -> str:
+def rate_text(entry: dict, none: str = "- (no valid attempt)") -> str:
+    """``n/d rate [low, high]`` of an entry with ``rate`` and ``interval``; ``none`` for 0/0."""
     rate = entry["rate"]
     if rate["denominator"] == 0:
-        return "- (no valid attempt)"
+        return none
     interval = entry["interval"]
     return (
         f"{rate['numerator']}/{rate['denominator']} {ppm_text(rate['ppm'])} "
         f"[{ppm_text(interval['low_ppm'])}, {ppm_text(interval['high_ppm'])}]"
     )
+
+
+def _causes(entry: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in entry["invalidity"]["causes"].items() if v) or "-"
 
 
 def _usd(cost: dict) -> str:
@@ -51,7 +56,10 @@ def _rows(report: dict) -> list[list[str]]:
                     str(entry["valid"]),
                     str(entry["resolved"]),
                     rate_text(entry),
+                    rate_text(entry["intent_to_treat"], "-"),
                     str(entry["invalid"]),
+                    rate_text(entry["invalidity"], "-"),
+                    _causes(entry),
                     str(entry["missing"]),
                     ", ".join(f"{k} {v}" for k, v in entry["terminal_classes"].items()) or "-",
                     "; ".join(f"{p} g{','.join(g)}" for p, g in entry["generations"].items())
@@ -73,7 +81,10 @@ HEADER = [
     "valid",
     "resolved",
     "valid resolved rate [95% Wilson]",
+    "intent-to-treat rate [95% Wilson]",
     "invalid",
+    "invalidity rate [95% Wilson]",
+    "invalid by cause",
     "missing",
     "terminal classes",
     "generations",
@@ -119,6 +130,26 @@ def _spend(report: dict) -> list[str]:
         for m in report["models"]
         if m.get("over_ceiling")
     ]
+
+
+def _rate_of(report: dict, model: str) -> str:
+    entry = next(m for m in report["models"] if m["model"] == model)
+    return rate_text(entry["invalidity"], "- (no attempt)")
+
+
+def invalidity_warnings(report: dict) -> list[str]:
+    """A warning for every pair of models whose invalidity rates differ significantly."""
+    lines = []
+    for c in report["comparisons"]:
+        test = c["invalidity_fisher_exact"]
+        if test["significant"]:
+            lines.append(
+                f"!! invalidity differs: {c['first']} {_rate_of(report, c['first'])} vs "
+                f"{c['second']} {_rate_of(report, c['second'])} invalid; exact Fisher "
+                f"p = {p_text(test)} < 0.05: compare their intent-to-treat rates, not only "
+                "their valid ones !!"
+            )
+    return lines
 
 
 def _comparisons(report: dict) -> list[str]:
@@ -169,6 +200,7 @@ def text(report: dict, layer: dict) -> str:
     if report["comparisons"]:
         lines += ["", "paired comparison (per case: majority of valid attempts resolved)"]
         lines += ["  " + line for line in _comparisons(report)]
+        lines += invalidity_warnings(report)
     changes = _changes(report)
     if changes:
         lines += ["", "verdicts changed by a regrade since an earlier layer"]
@@ -193,6 +225,8 @@ def markdown(report: dict, layer: dict) -> str:
     if report["comparisons"]:
         lines += ["", "**Paired comparison** (per case: majority of valid attempts resolved)", ""]
         lines += [f"- {line}" for line in _comparisons(report)]
+        warnings = [f"> **{line.strip('! ')}**" for line in invalidity_warnings(report)]
+        lines += [""] + warnings if warnings else []
     changes = _changes(report)
     if changes:
         lines += ["", "**Verdicts changed by a regrade**", ""] + [f"- {c}" for c in changes]
