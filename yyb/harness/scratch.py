@@ -35,6 +35,7 @@ def run_folder(store_path: str | None = None) -> str:
         if made is not None and os.path.isdir(made[0]):
             return made[0]
         folder = tempfile.mkdtemp(prefix=PREFIX)
+        worktree.spread(folder)  # each attempt's and grading's folder in a block group of its own
         fd, _ = file.acquire_lock(os.path.join(folder, LOCK), 0)
         if store_path:
             with open(os.path.join(folder, STORE), "w") as handle:

@@ -9,8 +9,10 @@ whatever lies past a limit is reported to ``omit`` with the reason, never read.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import stat
+import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -137,6 +139,36 @@ def _names(fd: int, path: str, omit) -> list[str]:
     except OSError as exc:
         omit(path or ".", f"the folder could not be listed ({exc.strerror})")
     return sorted(names)
+
+
+# ext2/3/4's inode flags (linux/fs.h): _IOR/_IOW('f', 1/2, long) and the "top of directory
+# hierarchies" flag, which `chattr +T` sets.
+_LONG = struct.calcsize("l")
+FS_IOC_GETFLAGS = (2 << 30) | (_LONG << 16) | (ord("f") << 8) | 1
+FS_IOC_SETFLAGS = (1 << 30) | (_LONG << 16) | (ord("f") << 8) | 2
+FS_TOPDIR_FL = 0x00020000
+
+
+def spread(folder: str) -> None:
+    """Ask the file system to place each folder made in ``folder`` away from the others
+    (ext2/3/4's top-of-hierarchy flag, ``chattr +T``); elsewhere this does nothing.
+
+    The measured reason: ext4 without a journal (this project's machines) looks for a new
+    inode past every inode of the block group freed in the last minute or more, and a folder
+    is made in its parent's group, so 5,000 files made in a folder beside one just removed
+    took 2 to 2.7 s, and 0.1 s in a folder placed in a group of its own.
+    """
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        flags = struct.unpack("i", fcntl.ioctl(fd, FS_IOC_GETFLAGS, struct.pack("i", 0)))[0]
+        fcntl.ioctl(fd, FS_IOC_SETFLAGS, struct.pack("i", flags | FS_TOPDIR_FL))
+    except OSError:
+        pass  # not ext2/3/4, or the flag refused: where folders go is only a hint
+    finally:
+        os.close(fd)
 
 
 def remove(root: str) -> None:
