@@ -67,14 +67,29 @@ channel.write(
 )
 channel.close()
 '''
-GRADER = """#!/bin/sh
-# The grader: run the case's test in the rebuilt final workspace and answer with the grader
-# output protocol (the file named by $YYB_GRADER_OUTPUT).
-if out=$(sh ./test_calc.sh 2>&1); then passed=true; else passed=false; fi
-summary=$(printf '%s' "$out" | head -n 1 | tr -d '"\\\\')
-printf '{"schema_version": "yylo_benchmark_grader_output.v2", "passed": %s, "summary": "%s"}\\n' \\
-  "$passed" "$summary" > "$YYB_GRADER_OUTPUT"
-"""
+GRADER = r'''#!/usr/bin/env python3
+"""The grader: run the case's test in the rebuilt final workspace and answer through the
+verdict channel (docs/grading.md). It keeps the channel from the code it tests: it makes itself
+non-dumpable and starts the test without the descriptor."""
+import ctypes
+import json
+import os
+import subprocess
+
+PR_SET_DUMPABLE = 4
+ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+channel = os.fdopen(int(os.environ["YYB_GRADER_OUTPUT_FD"]), "w")
+os.set_inheritable(channel.fileno(), False)
+done = subprocess.run(["sh", "./test_calc.sh"], capture_output=True, text=True)
+first = (done.stdout + done.stderr).splitlines()[:1]
+answer = {
+    "schema_version": "yylo_benchmark_grader_output.v2",
+    "passed": done.returncode == 0,
+    "summary": first[0] if first else "",
+}
+channel.write(json.dumps(answer) + "\n")
+channel.close()
+'''
 TASK = """---
 id: calc-add
 title: Make add add
@@ -133,7 +148,7 @@ def build(root: str) -> dict:
     git(repo, "commit", "-qam", "the fix (a future commit no candidate may see)")
     agent = os.path.join(tools, "agent.py")
     # The grader lives apart from the tools the candidate may read: its folder is hidden.
-    grader = os.path.join(root, "graders", "grader.sh")
+    grader = os.path.join(root, "graders", "grader.py")
     os.makedirs(os.path.dirname(grader))
     _write(agent, AGENT, True)
     _write(grader, GRADER, True)

@@ -157,26 +157,56 @@ def test_a_grader_that_times_out_is_invalid_even_after_writing_a_pass(bench):
 
 
 CRASHES = {
-    "killed by SIGSEGV": "#!/bin/sh\necho 'about to crash' >&2\nkill -SEGV $$\n",
     "exits 70 with a traceback": "#!/bin/sh\necho 'Traceback: boom' >&2\nexit 70\n",
-    "killed mid-write": (
-        '#!/bin/sh\nprintf \'{"schema_version": "yylo_benchmark_grader_output.v2", "pa\' '
-        '> "$YYB_GRADER_OUTPUT"\nkill -KILL $$\n'
-    ),
     "a broken interpreter line": "#!/nonexistent/interpreter\nexit 0\n",
 }
 
 
 @pytest.mark.parametrize("crash", sorted(CRASHES))
-def test_a_grader_that_crashes_is_invalid(bench, crash):
+def test_a_grader_that_crashes_without_a_verdict_is_invalid(bench, crash):
     bench.configure({"tests": bench.command("crash", CRASHES[crash])})
     plan, (fixer, idler) = bench.run(["zz/fixer", "zz/idler"])
     for result in (fixer, idler):
         e = assert_invalid(bench, plan, result, "grader", ran=True)
-        assert e["_result"]["exit_code"] != 0
+        assert e["_result"]["exit_code"] != 0 and "signal" not in e["_result"]
+        assert e["problem"] == "no_verdict"
         if crash == "exits 70 with a traceback":
             assert e["_result"]["exit_code"] == 70
             assert b"Traceback: boom" in e["_log"]
+
+
+KILLED = {
+    "killed by SIGSEGV": ("#!/bin/sh\necho 'about to crash' >&2\nkill -SEGV $$\n", 11),
+    "killed mid-write": (
+        '#!/bin/sh\nprintf \'{"schema_version": "yylo_benchmark_grader_output.v2", "pa\' '
+        '> "$YYB_GRADER_OUTPUT"\nkill -KILL $$\n',
+        9,
+    ),
+    "killed after writing a pass": (writing(PASSING, "kill -KILL $$"), 9),
+}
+
+
+@pytest.mark.parametrize("death", sorted(KILLED))
+def test_a_grader_killed_by_a_signal_yyb_did_not_send_fails(bench, death):
+    """Whatever its channel holds, an evaluator that did not finish cannot pass: the code
+    under test would otherwise win by killing it (a fail, not an exclusion)."""
+    script, number = KILLED[death]
+    bench.configure({"tests": bench.command("killed", script)})
+    plan, (fixer, idler) = bench.run(["zz/fixer", "zz/idler"])
+    for result in (fixer, idler):
+        e = bench.evaluation(plan, result, "tests")
+        assert e["verdict"] == "fail" and "problem" not in e
+        assert e["_result"]["signal"] == number
+        assert f"killed by signal {number}, which yyb did not send" in e["_result"]["reason"]
+        assert result.terminal_class == "grader_failure", result.reason
+
+
+def test_a_pass_needs_exit_status_zero(bench):
+    bench.configure({"tests": bench.command("passexit", writing(PASSING, "exit 3"))})
+    plan, (fixer,) = bench.run(["zz/fixer"])
+    e = bench.evaluation(plan, fixer, "tests")
+    assert e["verdict"] == "fail" and e["_result"]["exit_code"] == 3
+    assert "answered pass but exited with status 3" in e["_result"]["reason"]
 
 
 V2 = f'"schema_version": "{OUTPUT_V2}"'
@@ -192,7 +222,6 @@ MALFORMED = {
     "trailing prose": PASSING + " and that is final",
     "a float": f'{{{V2}, "passed": true, "checks": [{{"name": "x", "passed": true, '
     '"detail": 1.5}]}',
-    "an empty file": "",
     "a bad check": f'{{{V2}, "passed": true, "checks": [{{"name": "x"}}]}}',
 }
 
@@ -219,6 +248,7 @@ def test_grader_output_over_one_mebibyte_is_invalid(bench):
 
 SILENT = {
     "prints nothing": "#!/bin/sh\nexit 0\n",
+    "opens its channel and writes nothing": "#!/bin/sh\nprintf '' > \"$YYB_GRADER_OUTPUT\"\n",
     "prints PASSED on stdout only": (
         f"#!/bin/sh\necho PASSED\necho '{PASSING}'\necho '{PASSING}' >&2\nexit 0\n"
     ),
@@ -226,12 +256,12 @@ SILENT = {
 
 
 @pytest.mark.parametrize("kind", sorted(SILENT))
-def test_a_grader_that_writes_no_output_file_is_invalid(bench, kind):
+def test_a_grader_that_writes_no_verdict_is_invalid(bench, kind):
     bench.configure({"tests": bench.command("silent", SILENT[kind])})
     plan, (fixer,) = bench.run(["zz/fixer"])
-    e = assert_invalid(bench, plan, fixer, "wrote no output file", ran=True)
+    e = assert_invalid(bench, plan, fixer, "wrote no verdict to its channel", ran=True)
     assert "output" not in e["links"]
-    if kind != "prints nothing":
+    if kind == "prints PASSED on stdout only":
         assert b"PASSED" in e["_log"]
 
 
@@ -261,14 +291,16 @@ def test_grader_output_that_is_not_a_regular_file_is_invalid_and_never_hangs(ben
     assert PASSING.encode() not in (e["_output"] or b"")
 
 
-@pytest.mark.parametrize(("passed", "code", "verdict"), [("true", 3, "pass"), ("false", 0, "fail")])
-def test_the_exit_status_is_recorded_but_the_output_decides(bench, passed, code, verdict):
+@pytest.mark.parametrize(
+    ("passed", "code", "verdict"), [("false", 3, "fail"), ("false", 0, "fail")]
+)
+def test_the_exit_status_is_recorded_and_a_fail_stays_a_fail(bench, passed, code, verdict):
     script = writing(f'{{"schema_version": "{OUTPUT_V2}", "passed": {passed}}}', f"exit {code}")
     bench.configure({"tests": bench.command("status", script)})
     plan, (fixer,) = bench.run(["zz/fixer"])
     e = bench.evaluation(plan, fixer, "tests")
     assert (e["verdict"], e["_result"]["exit_code"]) == (verdict, code)
-    assert fixer.terminal_class == {"pass": "resolved", "fail": "grader_failure"}[verdict]
+    assert fixer.terminal_class == "grader_failure"
 
 
 # A candidate that fixes nothing but plants passing verdicts everywhere it can reach.

@@ -58,6 +58,7 @@ def _grade(ctx, attempt_oid: str, execution: dict, facts: Facts, links: dict) ->
         links.get("stdout"),
         links.get("stderr"),
         prompt or b"",
+        receipt=links.get("receipt"),
     )
     names = identities(execution["identity"])
     histories, receipts = {}, []

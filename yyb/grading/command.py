@@ -1,11 +1,17 @@
-"""Deterministic command evaluators: pinned bytes, a rebuilt workspace, a JSON protocol.
+"""Deterministic command evaluators: pinned bytes, a rebuilt workspace, a verdict channel.
 
 Before every use the executable and each asset are re-hashed against the plan's bound SHA-256
 and the verified bytes (not the paths) are copied into the evaluator's private folder, so
 nothing can swap them afterwards; missing or tampered bytes make the evaluation invalid. The
 final workspace is rebuilt from the store alone into a fresh folder. The evaluator runs in
-the sandbox like a candidate, with its assets visible only to it. It reads the grader input
-JSON file and writes the grader output JSON file (docs/grading.md).
+the sandbox like a candidate, with its assets visible only to it and the tool policy's
+read-only paths. It reads the grader input JSON file and answers through its verdict channel,
+a pipe only it inherits (yyb/harness/channel.py): ``$YYB_GRADER_OUTPUT`` is ``/dev/fd/N``.
+
+The code under test runs inside the evaluator and can try to forge or suppress its verdict,
+so the rule (docs/grading.md) never lets an irregular end pass: killed by a signal yyb did not
+send, the evaluation fails; no usable verdict, it is invalid (a cause the report attributes
+to the candidate); a pass also needs exit status 0.
 """
 
 from __future__ import annotations
@@ -15,9 +21,12 @@ import json
 import os
 import shutil
 
+from yyb.errors import UsageError
 from yyb.evidence.records import GRADER_INPUT, GRADER_OUTPUT
+from yyb.grading import protect
 from yyb.grading.outcome import Outcome
-from yyb.harness import envelope, limits, manifest, sandbox, scratch
+from yyb.harness import limits, manifest, sandbox, scratch
+from yyb.harness.channel import Channel
 from yyb.harness.environment import Folders, build
 from yyb.store import codec, schema
 
@@ -45,8 +54,8 @@ def verified_copy(path: str, expected: str, dest: str) -> str | None:
 
 def parse_output(data: bytes | None) -> tuple[dict | None, str | None]:
     """(grader output value, None) or (None, why the output is not usable)."""
-    if data is None:
-        return None, "the grader wrote no output file"
+    if not data:
+        return None, "the grader wrote no verdict to its channel"
     if len(data) > MAX_OUTPUT:
         return None, "the grader output is larger than 1 MiB"
     try:
@@ -61,6 +70,11 @@ def parse_output(data: bytes | None) -> tuple[dict | None, str | None]:
     return value, None
 
 
+# Exit statuses above this are read as death by signal 128 + N: bubblewrap reports a command
+# killed inside it that way.
+SIGNAL_EXIT = 128
+
+
 def run(
     store,
     spec: dict,
@@ -69,9 +83,18 @@ def run(
     grader_input: dict,
     protected: list[str],
     cancel=None,
+    read_only: list[str] | None = None,
+    base_listing: str | None = None,
 ) -> Outcome:
-    """Run one command evaluator on the final workspace named by ``listing_oid``."""
+    """Run one command evaluator on the final workspace named by ``listing_oid``, with the
+    tool policy's ``read_only`` paths visible (and on its PATH) as a candidate has them, and
+    the profile's ``protected_paths`` put back as ``base_listing`` has them."""
+    try:
+        tools = sandbox.tool_paths(read_only or [], protected)
+    except UsageError as exc:
+        return Outcome.invalid(f"the evaluator cannot start: {exc}")
     root = scratch.folder("grade")
+    channel = None
     try:
         folders = Folders(root)
         folders.create()
@@ -83,11 +106,15 @@ def run(
             if problem is None:
                 target = os.path.join(assets, os.path.basename(asset["path"]))
                 problem = verified_copy(asset["path"], asset["sha256"], target)
+        if problem is None and spec.get("protected_paths") and base_listing is None:
+            problem = "its protected paths cannot be put back: the base listing is not known"
         if problem is not None:
             return Outcome.invalid(problem)
-        manifest.rebuild(store, store.objects.get_record(listing_oid), folders.workspace)
+        graded, protected_record = _graded(store, spec, listing_oid, base_listing)
+        manifest.rebuild(store, graded, folders.workspace)
         input_path = os.path.join(folders.control, "grader-input.json")
-        output_path = os.path.join(folders.control, "grader-output.json")
+        channel = Channel(MAX_OUTPUT)
+        output_path = channel.path
         patch_path = os.path.join(folders.control, "patch.diff")
         with open(patch_path, "wb") as handle:
             handle.write(store.objects.get(patch_oid).body if patch_oid else b"")
@@ -101,9 +128,12 @@ def run(
         input_bytes = (json.dumps(document, indent=2, sort_keys=True) + "\n").encode()
         with open(input_path, "wb") as handle:
             handle.write(input_bytes)
-        env, _ = build(folders, [], [], {})
+        env, _ = build(folders, read_only or [], [], {})
         env.update(
-            YYB_GRADER_INPUT=input_path, YYB_GRADER_OUTPUT=output_path, YYB_GRADER_ASSETS=assets
+            YYB_GRADER_INPUT=input_path,
+            YYB_GRADER_OUTPUT=output_path,
+            YYB_GRADER_OUTPUT_FD=str(channel.fd),
+            YYB_GRADER_ASSETS=assets,
         )
         values = {
             "workspace": folders.workspace,
@@ -115,21 +145,26 @@ def run(
         box = sandbox.Sandbox(
             writable=[folders.workspace, *folders.private()],
             hidden=protected,
+            read_only=tools,
             cwd=folders.workspace,
             limits=limits.resolve(None),  # the code under test runs in here too
         )
-        outcome, _ = box.run(argv, env, spec.get("timeout_ms", DEFAULT_TIMEOUT_MS), cancel, root)
+        timeout_ms = spec.get("timeout_ms", DEFAULT_TIMEOUT_MS)
         try:
-            output = envelope.read_regular(output_path, MAX_OUTPUT)
-        except (envelope.NotRegular, OSError):
-            output = b"(the output path is not a readable regular file)"
-        log = outcome.stdout.data + outcome.stderr.data
+            outcome, _ = box.run(argv, env, timeout_ms, cancel, root, pass_fds=(channel.fd,))
+        finally:
+            output = channel.collect()
+        signal = outcome.signal
+        if signal is None and outcome.exit_code is not None and outcome.exit_code > SIGNAL_EXIT:
+            signal = outcome.exit_code - SIGNAL_EXIT
         result = Outcome(
             input_bytes=input_bytes,
             output_bytes=output,
-            log=log,
+            log=outcome.stdout.data + outcome.stderr.data,
             wall_ms=outcome.wall_ms,
             exit_code=outcome.exit_code,
+            signal=signal,
+            protected=protected_record,
         )
         if outcome.cancelled:
             return result.with_verdict("invalid", "the evaluation was interrupted", "interrupted")
@@ -141,15 +176,45 @@ def run(
             )
         if outcome.timed_out:
             return result.with_verdict("invalid", "the evaluator timed out", "timed_out")
+        if signal is not None:
+            # yyb sends signals only on a timeout or a cancellation, handled above: this one
+            # came from inside, where the code under test runs. Whatever the channel holds,
+            # an evaluator that did not finish cannot pass.
+            return result.with_verdict(
+                "fail",
+                f"the evaluator was killed by signal {signal}, which yyb did not send; "
+                "an evaluator that did not finish cannot pass",
+            )
         value, problem = parse_output(output)
         if problem is not None:
             return result.with_verdict("invalid", problem, "no_verdict")
         result.details = {"checks": value.get("checks", []), "summary": value.get("summary", "")}
+        if value["passed"] and outcome.exit_code != 0:
+            return result.with_verdict(
+                "fail",
+                f"the evaluator answered pass but exited with status {outcome.exit_code}; "
+                "a pass needs exit status 0",
+            )
         if value["passed"]:
             return result.with_verdict("pass", value.get("summary") or "the grader passed")
         return result.with_verdict("fail", value.get("summary") or "the grader failed")
     finally:
+        if channel is not None:
+            channel.collect()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _graded(store, spec: dict, listing_oid: str, base_oid) -> tuple[dict, dict | None]:
+    """(the listing to rebuild for the evaluator, what protecting its paths did: the stored
+    graded listing's oid and the protected paths the candidate touched, or None)."""
+    final = store.objects.get_record(listing_oid)
+    patterns = spec.get("protected_paths") or []
+    if not patterns:
+        return final, None
+    base = manifest.entries_of(store.objects.get_record(base_oid))
+    entries, touched = protect.restore(base, manifest.entries_of(final), patterns)
+    graded = manifest.listing_of(entries)
+    return graded, {"listing": store.objects.put_record(graded), "touched": touched}
 
 
 def _fill(arg: str, values: dict[str, str]) -> str:

@@ -55,6 +55,13 @@ class Truth:
     stderr: str | None
     prompt: bytes
     evidence: str | None = None
+    receipt: str | None = None  # the workspace receipt (whose listing is the base's)
+
+    def base_listing(self, store) -> str | None:
+        """The oid of the listing of the workspace the candidate started from."""
+        if self.receipt is None:
+            return None
+        return store.objects.get_record(self.receipt)["links"].get("listing")
 
     @classmethod
     def of(cls, store, terminal: dict, evidence: str | None = None) -> Truth:
@@ -73,6 +80,7 @@ class Truth:
             links.get("stderr"),
             prompt,
             evidence,
+            post["links"].get("receipt"),
         )
 
 
@@ -98,7 +106,17 @@ def run_evaluator(
             "generation": generation,
             "case_id": attempt.get("case_id"),
         }
-        return command.run(store, spec, truth.listing, truth.patch, grader_input, protected, cancel)
+        return command.run(
+            store,
+            spec,
+            truth.listing,
+            truth.patch,
+            grader_input,
+            protected,
+            cancel,
+            read_only=plan["tool_policy"]["read_only_paths"],
+            base_listing=truth.base_listing(store) if spec.get("protected_paths") else None,
+        )
     harnesses = plan["evaluators"].get("harnesses", {})
     harness = harnesses.get(spec.get("harness"))
     if harness is None:
@@ -202,6 +220,8 @@ def evaluate(
         "exit_code": outcome.exit_code,
         "details": codec.from_json(_json(outcome.details)),
     }
+    if outcome.signal is not None:
+        result["signal"] = outcome.signal
     links["result"] = store.objects.put_record(result)
     if old is not None:
         links["previous"] = old
@@ -222,6 +242,9 @@ def evaluate(
     }
     if outcome.verdict == "invalid" and outcome.problem is not None:
         receipt["problem"] = outcome.problem
+    if outcome.protected is not None:
+        receipt["protected"] = outcome.protected["touched"]
+        links["graded_listing"] = outcome.protected["listing"]
     oid = store.objects.put_record(receipt)
     _publish(store, ref, old, oid, receipt, signer)
     return oid, receipt

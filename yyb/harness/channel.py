@@ -39,6 +39,7 @@ class Channel:
         self._limit = limit
         self._kept = bytearray()
         self._total = 0
+        self._collected: tuple[bytes | None] | None = None  # collect()'s answer, once given
         self._thread = threading.Thread(target=self._drain, daemon=True)
         self._thread.start()
 
@@ -55,17 +56,21 @@ class Channel:
 
     def collect(self, wait_s: float = 5.0) -> bytes | None:
         """What was written (at most ``limit`` + 1 bytes; None when nothing was), once the
-        controller's copy of the write end is closed and every other holder is gone.
+        controller's copy of the write end is closed and every other holder is gone; a second
+        call gives the same answer.
 
         Call it after the process and everything it started have ended; a holder that
         somehow outlives them gets ``wait_s`` before what has arrived is taken as the whole.
         """
+        if self._collected is not None:
+            return self._collected[0]
         self.close_writer()
         self._thread.join(wait_s)
-        data = bytes(self._kept)
+        data = bytes(self._kept) if self._total else None
         if not self._thread.is_alive():
             os.close(self._read)
-        return data if self._total else None
+        self._collected = (data,)
+        return data
 
     def close_writer(self) -> None:
         if self.fd >= 0:

@@ -9,10 +9,6 @@ replaces its timing fields with its own measurements before it is stored.
 
 from __future__ import annotations
 
-import errno
-import os
-import stat
-
 from yyb.errors import YybError
 from yyb.harness.channel import Channel
 from yyb.store import codec, schema
@@ -32,44 +28,6 @@ def channel() -> Channel:
 def normalize(provider: str, model: str) -> str:
     provider, model = provider.strip().lower(), model.strip().lower()
     return model if model.startswith(provider + "/") else f"{provider}/{model}"
-
-
-class NotRegular(Exception):
-    """A path a sandboxed process controls that is not a plain file (link, folder, FIFO...)."""
-
-
-def read_regular(path: str, limit: int) -> bytes | None:
-    """Read at most ``limit`` + 1 bytes of a file a sandboxed process wrote; None if absent.
-
-    The file is opened without following a symlink and without blocking, and must be a
-    regular file: a candidate must not be able to point the controller at a host file, a FIFO
-    that never answers, or a folder.
-
-    Raises:
-        NotRegular: the path is something other than a regular file.
-        OSError: it could not be read.
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO):
-            raise NotRegular(path) from None
-        raise
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise NotRegular(path)
-        chunks, left = [], limit + 1
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
 
 
 def read(data: bytes | None, started_ms: int, ended_ms: int) -> tuple[dict | None, str | None]:

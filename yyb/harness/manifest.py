@@ -223,23 +223,31 @@ class _SparseWriter:
             os.ftruncate(self.fd, size)  # a trailing hole has to be made part of the file
 
 
-def listing_record(scan_result: Scan) -> dict:
-    files = sorted({oid for _, oid in scan_result.entries.values()})
+def listing_of(entries: dict[str, tuple[int, str]], omitted=()) -> dict:
+    """A listing record of ``entries`` (path -> (mode, blob oid)), paths in byte order and
+    each distinct blob listed once in ``links.files``."""
+    files = sorted({oid for _, oid in entries.values()})
     index = {oid: i for i, oid in enumerate(files)}
-    entries = [
+    rows = [
         [path, mode, index[oid]]
-        for path, (mode, oid) in sorted(
-            scan_result.entries.items(), key=lambda item: item[0].encode()
-        )
+        for path, (mode, oid) in sorted(entries.items(), key=lambda item: item[0].encode())
     ]
-    record = {"schema_version": LISTING, "entries": entries, "omitted": sorted(scan_result.omitted)}
+    return {
+        "schema_version": LISTING,
+        "entries": rows,
+        "omitted": sorted(omitted),
+        "links": {"files": files},
+    }
+
+
+def listing_record(scan_result: Scan) -> dict:
+    record = listing_of(scan_result.entries, scan_result.omitted)
     if scan_result.redacted:
         record["redacted"] = [
             [path, names]
             for path, names in sorted(scan_result.redacted.items(), key=lambda i: i[0].encode())
             if path in scan_result.entries
         ]
-    record["links"] = {"files": files}
     return record
 
 

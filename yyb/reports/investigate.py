@@ -161,7 +161,19 @@ def grader_answer(store, plan_oid: str, plan: dict, attempt_oid: str, each: int)
             )
             result = receipt["links"].get("result")
             if result:
-                lines.append(f"  reason: {store.objects.get_record(result)['reason']}")
+                value = store.objects.get_record(result)
+                lines.append(f"  reason: {value['reason']}")
+                ended = f"  exit status: {value['exit_code']}"
+                if value.get("signal") is not None:
+                    ended += f" (killed by signal {value['signal']})"
+                lines.append(ended)
+            if receipt.get("problem"):
+                lines.append(f"  invalid because: {receipt['problem']}")
+            log = receipt["links"].get("log")
+            if log:
+                tail = store.objects.get(log).body[-each:]
+                lines.append(f"  log {log} (last {len(tail)} bytes):")
+                lines += ["    " + line for line in tail.decode(errors="replace").splitlines()]
             output = receipt["links"].get("output")
             if output:
                 body = bound(store.objects.get(output).body, each)
