@@ -152,3 +152,37 @@ def test_a_base_is_exported_once_and_a_candidate_cannot_touch_the_export(
     third = snapshot.create(str(project.root), project.base, [], str(tmp_path / "three"))
     assert len(built) == 2 and third.commit == first.commit
     assert git(tmp_path / "three", "status", "--porcelain") == ""
+
+
+def test_a_fresh_snapshot_is_listed_without_reading_it_back(project, tmp_path, monkeypatch):
+    """``Snapshot.known`` lists the files yyb wrote as a full read lists them; a file that is
+    not as written, or a run with secrets to redact, is read."""
+    from yyb.harness import manifest
+    from yyb.harness.redaction import Redactor
+    from yyb.store.repo import Store
+
+    (project.root / "run.sh").write_text("#!/bin/sh\n")
+    (project.root / "run.sh").chmod(0o755)
+    (project.root / "link").symlink_to("calc.py")
+    git(project.root, "add", "-A")
+    git(project.root, "commit", "-qm", "more kinds")
+    dest = tmp_path / "snap"
+    snap = snapshot.create(str(project.root), git(project.root, "rev-parse", "HEAD"), [], str(dest))
+    assert sorted(snap.known) == sorted(p for p in snap.known if p != "link")
+    store = Store.memory()
+    read = manifest.listing_record(manifest.scan(store, str(dest), known=snap.known))
+    assert read == manifest.listing_record(manifest.scan(Store.memory(), str(dest)))
+    retained = manifest._retain_file
+    reads = []
+    monkeypatch.setattr(
+        manifest,
+        "_retain_file",
+        lambda s, r, b, item: reads.append(item.path) or retained(s, r, b, item),
+    )
+    assert manifest.listing_record(manifest.scan(store, str(dest), known=snap.known)) == read
+    assert reads == []
+    (dest / "calc.py").write_text("def add(a, b):\n    return a * b\n")  # the same size
+    manifest.scan(store, str(dest), known=snap.known)
+    assert reads == ["calc.py"]
+    manifest.scan(store, str(dest), Redactor({"TOKEN": "s3cret-value"}), known=snap.known)
+    assert len(reads) == 1 + len(snap.known)

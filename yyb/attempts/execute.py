@@ -70,7 +70,7 @@ def execute(ctx, attempt_oid: str, intent_oid: str, folders: Folders) -> Early |
 
     links = {"intent": intent_oid}
     redactor = Redactor(ctx.secrets)
-    base = manifest.scan(store, folders.workspace, redactor)
+    base = manifest.scan(store, folders.workspace, redactor, known=snap.known)
     base_listing = store.objects.put_record(manifest.listing_record(base))
     model = attempt["model"]["resolved"]
     workflow_plan = ctx.plan.get("workflow", {})

@@ -25,7 +25,7 @@ import contextlib
 import os
 import stat
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from yyb.errors import ChecksumMismatch, CorruptObject, InvalidRecord, UnsafeListing
@@ -100,16 +100,29 @@ class _Batch:
         self.items, self.size = [], 0
 
 
-def scan(store, root: str, redactor: Redactor | None = None) -> Scan:
+def scan(
+    store,
+    root: str,
+    redactor: Redactor | None = None,
+    known: Mapping[str, tuple[tuple, str]] | None = None,
+) -> Scan:
     """Store every file under ``root`` (except the top-level ``.git``) and list it.
 
     Args:
         store: where the blobs go.
         root: the workspace.
         redactor: the secrets to redact from what is stored (none when omitted).
+        known: path -> (``worktree.stat_key`` as written, blob oid) of files the controller
+            itself has just written under ``root`` (a fresh snapshot's, before any other
+            process could reach it): such a file, walked and counted like any other, is listed
+            with that blob unread if its stat is unchanged and the blob is stored. Only with
+            no secret to redact, whose search needs the bytes. Never for a workspace a
+            candidate has had: it can give a file back the size and mtime it had, not its
+            ctime, but a listing would then rest on the clock (docs/performance.md).
     """
     result = Scan(redactor=redactor or Redactor({}))
     batch = _Batch(store, result)
+    trusted = known if known and not result.redactor else {}
     total = 0
     for item in worktree.walk(root, result.omit):
         path, info = item.path, item.info
@@ -139,6 +152,10 @@ def scan(store, root: str, redactor: Redactor | None = None) -> Scan:
             result.omit(path, f"retaining it would take the workspace over {MAX_TOTAL} bytes")
             continue
         total += info.st_size
+        listed = trusted.get(path)
+        if listed and listed[0] == worktree.stat_key(info) and store.objects.contains(listed[1]):
+            result.entries[path] = (_mode(info), listed[1])
+            continue
         try:
             _retain_file(store, result, batch, item)
         except (OSError, CorruptObject, _Changed) as exc:

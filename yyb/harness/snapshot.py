@@ -18,9 +18,12 @@ import os
 import shutil
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 
-from yyb.harness import gitfiles, scratch
+from yyb.harness import gitfiles, scratch, worktree
+from yyb.store.objects import hash_object
 
 SNAPSHOT_AUTHOR = ("yyb", "yyb@snapshot.invalid")
 GITLINK = 0o160000
@@ -39,6 +42,9 @@ class Snapshot:
     tree: str
     file_count: int
     excluded: list[str]  # paths that were present at the base commit and left out
+    # path -> (its stat as written, blob oid in the store's naming) of every regular file
+    # written, for ``manifest.scan`` to list the fresh workspace without reading it back
+    known: Mapping[str, tuple[tuple, str]] = field(default_factory=dict, repr=False, compare=False)
 
 
 def is_excluded(path: str, patterns: list[str]) -> bool:
@@ -65,6 +71,7 @@ class _Export:
     folders: list[str]  # parents first
     files: list[tuple[str, int, bytes, int, int, int]]  # path, mode, sha1, offset, length, size
     excluded: list[str]
+    named: Mapping[bytes, str]  # a blob's sha1 -> its oid in the store's naming
 
 
 class _Walk:
@@ -119,9 +126,11 @@ def _build(src, commit, patterns: list[str], base_commit: str) -> _Export:
             os.path.join(folder, "snapshot.pack"), len(blobs) + len(walk.trees) + 1
         )
         where: dict[bytes, tuple[int, int, int]] = {}
+        named: dict[bytes, str] = {}  # sha1 -> the blob's oid in the store
         for oid in blobs:
             _, data = src.odb.read(oid.hex())
             where[oid] = (*pack.add(gitfiles.OBJ_BLOB, oid, data), len(data))
+            named[oid] = hash_object("blob", data)
         for oid, tree_body in walk.trees.items():
             pack.add(gitfiles.OBJ_TREE, oid, tree_body)
         pack.add(gitfiles.OBJ_COMMIT, commit_id, body)
@@ -137,6 +146,7 @@ def _build(src, commit, patterns: list[str], base_commit: str) -> _Export:
         sorted(walk.folders, key=lambda path: path.count("/")),
         [(path, mode, oid, *where[oid]) for path, mode, oid in walk.files],
         sorted(walk.excluded),
+        MappingProxyType(named),
     )
 
 
@@ -293,8 +303,19 @@ def create(source_path: str, base_commit: str, excluded_paths: list[str], dest: 
         os.close(index)
     with open(os.path.join(gitdir, "index"), "wb") as handle:
         handle.write(gitfiles.index_file(entries))
+    known = {
+        os.fsdecode(path): (worktree.stat_key(info), export.named[oid])
+        for path, info, mode, oid in entries
+        if mode != SYMLINK
+    }
     return Snapshot(
-        dest, base_commit, export.commit, export.tree, len(export.files), export.excluded
+        dest,
+        base_commit,
+        export.commit,
+        export.tree,
+        len(export.files),
+        export.excluded,
+        known,
     )
 
 

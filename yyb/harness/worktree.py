@@ -36,6 +36,11 @@ class Item:
     info: os.stat_result  # lstat: a link is a link
 
 
+def stat_key(info: os.stat_result) -> tuple[int, int, int, int, int]:
+    """What changes whenever a file's bytes do: device, inode, size, mtime and ctime."""
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
 def is_git_name(name: str) -> bool:
     return name.lower() == ".git"
 
