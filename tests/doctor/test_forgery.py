@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from tests.conftest import Yyb
 from tests.doctor.forge import attempt_of, forge, leaf, move, plant
+from yyb.evidence import names
 from yyb.evidence.experiment import verify_experiment
 
 
@@ -183,3 +184,26 @@ def test_a_listing_that_climbs_out_of_its_folder_is_refused(copy):
         plant(store, leaf(store, plan_oid, attempt_oid, which), oid)
     found, _ = errors(store, plan_oid)
     assert "unsafe-listing" in found
+
+
+def test_an_evaluation_that_graded_a_tampered_test_is_refused(copy):
+    """The example's grader protects test_calc.sh. A forged generation 1 that claims to have
+    graded a listing in which the candidate's own test_calc.sh stands (instead of the base's)
+    fails doctor: the graded listing is recomputed from the final and base listings."""
+    from yyb.harness import manifest
+
+    store, plan_oid = copy[:2]
+    attempt_oid, terminal = attempt_of(store, plan_oid, "example/idler")
+    receipt_oid = terminal["links"]["evaluations"][0]
+    receipt = store.objects.get_record(receipt_oid)
+    graded = manifest.entries_of(store.objects.get_record(receipt["links"]["graded_listing"]))
+    tampered = dict(graded, **{"test_calc.sh": (0o100755, store.objects.put("blob", b"exit 0\n"))})
+    forged_listing = store.objects.put_record(manifest.listing_of(tampered))
+    forged = forge(store, receipt_oid, links={"graded_listing": forged_listing})
+    plant(store, names.evaluation(plan_oid, attempt_oid, receipt["profile"]), forged)
+    codes, _ = errors(store, plan_oid)
+    assert "wrong-graded-listing" in codes, codes
+    # The control: the real receipt, planted back the same way, raises no such finding.
+    plant(store, names.evaluation(plan_oid, attempt_oid, receipt["profile"]), receipt_oid)
+    codes, _ = errors(store, plan_oid)
+    assert "wrong-graded-listing" not in codes, codes

@@ -319,10 +319,13 @@ envelope succeeded
 """
 # Reports what it sees (its folder, the files there, whether .git exists), then fails.
 SNOOP = r"""#!/bin/sh
-seen=$(ls -A | tr '\n' ' ')
+seen=$(ls -A | grep -v '^.git$' | tr '\n' ' ')
 git=absent; [ -e .git ] && git=present
 where=$(cat where.txt 2>/dev/null)
-summary="pwd=$PWD where=$where git=$git seen=$seen"
+head=$(git log --format=%s -1 2>/dev/null)
+changed=$(git status --porcelain 2>/dev/null | tr '\n' ',' | tr -d ' ')
+planted=absent; [ -e .git/grader-output.json ] && planted=present
+summary="pwd=$PWD where=$where git=$git head=$head planted=$planted changed=$changed seen=$seen"
 printf '{"schema_version": "yylo_benchmark_grader_output.v2", "passed": false, "summary": "%s"}\n' \
   "$summary" > "$YYB_GRADER_OUTPUT"
 """
@@ -355,7 +358,11 @@ def test_the_grader_sees_a_fresh_rebuild_of_the_final_workspace(bench):
     e = bench.evaluation(plan, planter, "tests")
     summary = e["_result"]["details"]["summary"]
     fields = dict(part.split("=", 1) for part in summary.split(" ") if "=" in part)
-    assert fields["git"] == "absent"  # rebuilt from the listing, not the candidate's folder
+    # Rebuilt from the listing, not the candidate's folder: the .git is a fresh one at the
+    # base (nothing the candidate planted in its own), with the candidate's work uncommitted.
+    assert fields["git"] == "present" and fields["head"] == "base"
+    assert fields["planted"] == "absent"
+    assert "Mcalc.sh" not in fields["changed"] and "??where.txt" in fields["changed"]
     assert fields["pwd"] == json.loads(e["_input"])["workspace"]
     assert fields["where"] and fields["where"] != fields["pwd"]
     for name in ("grader-output.json", "PASSED", "calc.sh", "where.txt"):

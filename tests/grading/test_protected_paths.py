@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from yyb.grading import protect
+from yyb.evidence import protect
 from yyb.harness import manifest
 
 GRADER = """#!/bin/sh

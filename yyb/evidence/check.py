@@ -13,7 +13,7 @@ moved only from one generation to the next. Listed paths stay inside their folde
 from __future__ import annotations
 
 from yyb.errors import YybError
-from yyb.evidence import chain, names
+from yyb.evidence import chain, names, protect
 from yyb.evidence import plan as planned
 from yyb.evidence.records import (
     EVALUATION,
@@ -72,6 +72,7 @@ class AttemptCheck:
         self.evidence_oid: str | None = None
         self.chains: dict[str, list[tuple[str, dict]]] = {}
         self.execution: dict | None = None
+        self.listings: tuple[str | None, str | None] | None = None  # (base, final) oids
 
     def fail(self, code: str, detail: str) -> None:
         self.findings.append(error(code, self.oid, detail))
@@ -231,6 +232,7 @@ class AttemptCheck:
         if post["links"].get("patch") != links.get("patch"):
             self.fail("wrong-link", f"manifest {links['manifest']} names another patch")
         self.check_listing(post["links"].get("listing"), "final")
+        self.listings = (receipt["links"].get("listing"), post["links"].get("listing"))
         self.check_execution(terminal_oid, terminal, post)
         if (
             "envelope" not in links
@@ -338,6 +340,7 @@ class AttemptCheck:
                 evidence = value["links"].get("evidence")
                 if evidence is not None and evidence != self.evidence_oid:
                     self.fail("wrong-link", f"evaluation {oid} names other evidence {evidence}")
+                self.check_protection(profile, oid, value)
                 if n == 1:
                     seen_first.add(oid)
         for oid in sorted(first - seen_first):
@@ -345,6 +348,50 @@ class AttemptCheck:
                 "wrong-link",
                 f"the terminal's evaluation {oid} is not generation 1 of "
                 "any profile of this attempt",
+            )
+
+    def check_protection(self, profile: str, oid: str, value: dict) -> None:
+        """A command evaluation of a profile with protected paths graded exactly the final
+        listing with those paths put back as the base had them, and names the touched paths
+        (docs/grading.md, "Protected paths"); one of a profile without them graded the final
+        listing as it is."""
+        from yyb.errors import UnsafeListing
+        from yyb.harness import manifest
+
+        if not self.thorough or self.listings is None:
+            return
+        spec = self.plan["evaluators"]["catalog"].get(profile, {})
+        patterns = spec.get("protected_paths") or []
+        graded_oid = value["links"].get("graded_listing")
+        if not patterns:
+            if graded_oid is not None or "protected" in value:
+                self.fail(
+                    "wrong-graded-listing",
+                    f"evaluation {oid} put back paths its profile {profile} does not protect",
+                )
+            return
+        if graded_oid is None:
+            if value["kind"] == "command" and value["verdict"] in ("pass", "fail"):
+                self.fail(
+                    "wrong-graded-listing",
+                    f"evaluation {oid} graded without putting back the protected paths of "
+                    f"{profile}",
+                )
+            return
+        records = [self.record(x, LISTING, "listing") for x in (*self.listings, graded_oid)]
+        if None in records:
+            return
+        try:
+            base, final, graded = (manifest.entries_of(r) for r in records)
+        except UnsafeListing as exc:
+            self.fail("unsafe-listing", f"evaluation {oid}: {exc.reason}")
+            return
+        expected, touched = protect.restore(base, final, patterns)
+        if graded != expected or value.get("protected") != touched:
+            self.fail(
+                "wrong-graded-listing",
+                f"evaluation {oid} graded listing {graded_oid}, which is not the final listing "
+                f"with the protected paths of {profile} put back as the base had them",
             )
 
     def check_class(self, terminal_oid: str, terminal: dict) -> None:

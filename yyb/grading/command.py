@@ -7,6 +7,7 @@ final workspace is rebuilt from the store alone into a fresh folder. The evaluat
 the sandbox like a candidate, with its assets visible only to it and the tool policy's
 read-only paths. It reads the grader input JSON file and answers through its verdict channel,
 a pipe only it inherits (yyb/harness/channel.py): ``$YYB_GRADER_OUTPUT`` is ``/dev/fd/N``.
+The workspace carries the base as a Git repository (yyb/harness/baserepo.py).
 
 The code under test runs inside the evaluator and can try to forge or suppress its verdict,
 so the rule (docs/grading.md) never lets an irregular end pass: killed by a signal yyb did not
@@ -22,10 +23,10 @@ import os
 import shutil
 
 from yyb.errors import UsageError
+from yyb.evidence import protect
 from yyb.evidence.records import GRADER_INPUT, GRADER_OUTPUT
-from yyb.grading import protect
 from yyb.grading.outcome import Outcome
-from yyb.harness import limits, manifest, sandbox, scratch
+from yyb.harness import baserepo, limits, manifest, sandbox, scratch
 from yyb.harness.channel import Channel
 from yyb.harness.environment import Folders, build
 from yyb.store import codec, schema
@@ -110,8 +111,13 @@ def run(
             problem = "its protected paths cannot be put back: the base listing is not known"
         if problem is not None:
             return Outcome.invalid(problem)
-        graded, protected_record = _graded(store, spec, listing_oid, base_listing)
+        base = manifest.entries_of(store.objects.get_record(base_listing)) if base_listing else None
+        graded, protected_record = _graded(store, spec, listing_oid, base)
         manifest.rebuild(store, graded, folders.workspace)
+        if base is not None:
+            baserepo.write(
+                store, base_listing, base, manifest.entries_of(graded), folders.workspace
+            )
         input_path = os.path.join(folders.control, "grader-input.json")
         channel = Channel(MAX_OUTPUT)
         output_path = channel.path
@@ -204,14 +210,13 @@ def run(
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _graded(store, spec: dict, listing_oid: str, base_oid) -> tuple[dict, dict | None]:
+def _graded(store, spec: dict, listing_oid: str, base) -> tuple[dict, dict | None]:
     """(the listing to rebuild for the evaluator, what protecting its paths did: the stored
     graded listing's oid and the protected paths the candidate touched, or None)."""
     final = store.objects.get_record(listing_oid)
     patterns = spec.get("protected_paths") or []
     if not patterns:
         return final, None
-    base = manifest.entries_of(store.objects.get_record(base_oid))
     entries, touched = protect.restore(base, manifest.entries_of(final), patterns)
     graded = manifest.listing_of(entries)
     return graded, {"listing": store.objects.put_record(graded), "touched": touched}

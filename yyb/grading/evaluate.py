@@ -115,7 +115,7 @@ def run_evaluator(
             protected,
             cancel,
             read_only=plan["tool_policy"]["read_only_paths"],
-            base_listing=truth.base_listing(store) if spec.get("protected_paths") else None,
+            base_listing=truth.base_listing(store),
         )
     harnesses = plan["evaluators"].get("harnesses", {})
     harness = harnesses.get(spec.get("harness"))

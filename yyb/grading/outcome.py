@@ -21,7 +21,7 @@ class Outcome:
     signal: int | None = None  # the signal that ended the evaluator (an exit above 128 counts)
     details: dict = field(default_factory=dict)
     judge_cost: dict | None = None
-    # Protected paths put back before grading (yyb/grading/protect.py): the oid of the listing
+    # Protected paths put back before grading (yyb/evidence/protect.py): the oid of the listing
     # graded and the protected paths the candidate had touched; None when the profile has none.
     protected: dict | None = None
     # What made an invalid verdict invalid, kept on the receipt: the report tells invalidity a
