@@ -73,7 +73,11 @@ def example(ctx, directory, attempts, jobs):
     click.echo()
     click.echo(f"report ({report['status']}; layer {stored['oid'][:12]}):")
     for entry in report["models"]:
-        click.echo(f"  {entry['model']:<14} valid resolved rate {render.rate_text(entry)}")
+        itt = render.rate_text(entry["intent_to_treat"], "-")
+        click.echo(
+            f"  {entry['model']:<14} valid resolved rate {render.rate_text(entry)}; "
+            f"intent-to-treat {itt}"
+        )
     click.echo()
     click.echo(f"doctor: {len(problems)} problem(s) in {store.path}")
     click.echo(f"evidence: refs/runs/{plan.oid}/<attempt>/(intent|terminal|evidence)")
