@@ -3,13 +3,17 @@
 A task file is Markdown that opens with a YAML front-matter block between two ``---`` lines.
 The block carries ``id``, ``title``, ``tags`` and ``fields``; the task is a benchmark case when
 ``tags`` holds ``benchmark-case`` and ``fields.benchmark`` names the repository, base commit,
-case version, category, grader profile and optional wiki paths. The bytes after the closing
-``---`` line are the prompt. docs/cases.md defines the three identity hashes.
+case version, category, grader profile and optional wiki paths; a case graded by a ``tests``
+evaluator also names its hidden tests (``fields.benchmark.tests``: a test patch file, pinned by
+its sha256, and the FAIL_TO_PASS and PASS_TO_PASS test ids; optionally a gold patch, for
+validation only). The bytes after the closing ``---`` line are the prompt. docs/cases.md
+defines the three identity hashes.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from dataclasses import dataclass
 
@@ -22,6 +26,8 @@ CASE_SCHEMA = records.CASE
 TAG = "benchmark-case"
 CASE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 REQUIRED = ("repository", "base_commit", "case_version", "category", "grader_profile")
+SHA256 = re.compile(r"[0-9a-f]{64}")
+TEST_LISTS = ("fail_to_pass", "pass_to_pass")
 
 
 class CaseError(UsageError):
@@ -124,7 +130,79 @@ def benchmark_fields(task: Task) -> dict:
             )
     if len(set(wiki)) != len(wiki):
         raise CaseError(path, "fields.benchmark.wiki_paths", "lists a path twice")
+    out["tests"] = _tests(bench.get("tests"), path)
     return {"case_id": case_id, "title": title, "tags": sorted(tags), **out, "wiki_paths": wiki}
+
+
+def _tests(value: object, path: str) -> dict | None:
+    """``fields.benchmark.tests`` checked (None when absent)."""
+    where = "fields.benchmark.tests"
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise CaseError(path, where, "must be a mapping")
+    known = {"test_patch", "test_patch_sha256", *TEST_LISTS, "gold_patch", "gold_patch_sha256"}
+    for key in sorted(set(value) - known):
+        raise CaseError(path, f"{where}.{key}", "is not a field of the tests block")
+    out = {}
+    for name in ("test_patch", "gold_patch"):
+        if name == "gold_patch" and name not in value and f"{name}_sha256" not in value:
+            continue
+        out[name] = _text(value.get(name), path, f"{where}.{name}")
+        digest = _text(value.get(f"{name}_sha256"), path, f"{where}.{name}_sha256")
+        if not SHA256.fullmatch(digest):
+            raise CaseError(path, f"{where}.{name}_sha256", "must be 64 lowercase hex digits")
+        out[f"{name}_sha256"] = digest
+    seen: set[str] = set()
+    for name in TEST_LISTS:
+        items = value.get(name)
+        if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+            raise CaseError(path, f"{where}.{name}", "must be a list of test ids")
+        for i, item in enumerate(items):
+            if not is_test_id(item):
+                raise CaseError(path, f"{where}.{name}[{i}]", f"{item!r} {NOT_A_TEST_ID}")
+            if item in seen:
+                raise CaseError(path, f"{where}.{name}[{i}]", f"{item!r} is listed twice")
+            seen.add(item)
+        out[name] = list(items)
+    if not out["fail_to_pass"]:
+        raise CaseError(path, f"{where}.fail_to_pass", "must list at least one test")
+    return out
+
+
+NOT_A_TEST_ID = "is not a test id (non-empty, one line, not starting with '-')"
+
+
+def is_test_id(item: str) -> bool:
+    """A test id is passed to the test command as one argument: never an option."""
+    return bool(item) and not item.startswith("-") and not any(c in item for c in "\0\n\r")
+
+
+def hidden_patch(task: Task, which: str = "test_patch") -> bytes | None:
+    """The bytes of the case's ``test_patch`` (or ``gold_patch``), read from its path relative
+    to the task file and checked against its bound sha256 (None when the case has none).
+
+    Raises:
+        CaseError: the file is unreadable, does not match its sha256, or is not a patch.
+    """
+    from yyb.harness import apply
+
+    tests = benchmark_fields(task)["tests"]
+    if tests is None or which not in tests:
+        return None
+    where = f"fields.benchmark.tests.{which}"
+    target = os.path.join(os.path.dirname(os.path.abspath(task.path)), tests[which])
+    try:
+        data = file.read_input(target)
+    except UsageError as exc:
+        raise CaseError(task.path, where, exc.message) from None
+    if sha256(data) != tests[f"{which}_sha256"]:
+        raise CaseError(task.path, where, f"{tests[which]} does not match its bound sha256")
+    try:
+        apply.parse(data)
+    except apply.PatchError as exc:
+        raise CaseError(task.path, where, f"{tests[which]} is not a patch: {exc}") from None
+    return data
 
 
 def sha256(data: bytes) -> str:
@@ -144,6 +222,8 @@ def input_hash(identity: dict) -> str:
         "task_hash",
         "wiki",
     )
+    # A case with hidden tests has them in its identity; one without hashes as before.
+    keys += ("tests",) if identity.get("tests") else ()
     return sha256(codec.encode({k: identity[k] for k in keys}))
 
 
@@ -163,6 +243,11 @@ def validate(task: Task, config: Config) -> dict:
     if profile not in config.evaluators():
         raise CaseError(
             path, "fields.benchmark.grader_profile", f"{profile!r} is not a configured evaluator"
+        )
+    tests = fields["tests"]
+    if tests is None and config.evaluators()[profile]["kind"] == "tests":
+        raise CaseError(
+            path, "fields.benchmark.tests", f"missing: its grader profile {profile!r} runs tests"
         )
     repo_id = fields["repository"]
     repo_path = config.repository_path(repo_id)
@@ -195,6 +280,13 @@ def validate(task: Task, config: Config) -> dict:
         "prompt_hash": sha256(task.prompt),
         "wiki": sorted(wiki, key=lambda w: w["path"].encode()),
     }
+    if tests is not None:
+        hidden_patch(task)  # readable, the bytes bound, a patch
+        identity["tests"] = {
+            "fail_to_pass": tests["fail_to_pass"],
+            "pass_to_pass": tests["pass_to_pass"],
+            "test_patch_sha256": tests["test_patch_sha256"],
+        }
     identity["input_hash"] = input_hash(identity)
     return {
         "schema_version": CASE_SCHEMA,
@@ -211,7 +303,10 @@ def load_case(path: str, config: Config) -> tuple[Task, dict]:
 
 
 def write_case(store, task: Task, case: dict) -> str:
-    """Store the task and prompt blobs and the case record; return the record's oid."""
-    task_oid = store.objects.put("blob", task.data)
-    prompt_oid = store.objects.put("blob", task.prompt)
-    return store.objects.put_record(dict(case, links={"task": task_oid, "prompt": prompt_oid}))
+    """Store the task and prompt blobs (and the test patch of a case with hidden tests) and
+    the case record; return the record's oid."""
+    links = {"task": store.objects.put("blob", task.data)}
+    links["prompt"] = store.objects.put("blob", task.prompt)
+    if case.get("tests"):
+        links["test_patch"] = store.objects.put("blob", hidden_patch(task))
+    return store.objects.put_record(dict(case, links=links))

@@ -28,6 +28,7 @@ COMMANDS = {
     "example": "yyb.cli.example:example",
     "init": "yyb.cli.plans:init",
     "validate": "yyb.cli.plans:validate",
+    "import": "yyb.cli.swebench:import_group",
     "plan": "yyb.cli.plans:plan",
     "authorize": "yyb.cli.plans:authorize",
     "run": "yyb.cli.run:run",

@@ -38,19 +38,35 @@ def init(to_stdout):
 
 
 @click.command("validate")
-@click.option("--task", "task_path", required=True, metavar="FILE", help="The task file.")
+@click.option(
+    "--task", "task_paths", required=True, multiple=True, metavar="FILE", help="The task file."
+)
 @click.option("--write", is_flag=True, help="Store the case record under refs/cases/<id>.")
+@click.option(
+    "--gold",
+    is_flag=True,
+    help="Run each case's gold and empty patches through the sandbox and its tests evaluator.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the identity as JSON.")
 @click.pass_context
-def validate(ctx, task_path, write, as_json):
+def validate(ctx, task_paths, write, gold, as_json):
     """Check that a task is a valid benchmark case and print its identity.
 
     Nothing is written unless --write is given; the task file is never touched.
+
+    With --gold (one or more --task): for each case, its gold patch must resolve it and the
+    empty patch must not; each result is kept as evidence under refs/validations/<case id>.
+    Prints one line per case; exit 0 when every case discriminates, 1 when any is flagged,
+    2 on bad input.
     """
     from yyb import cases
 
+    if gold:
+        return _validate_gold(ctx, task_paths, as_json)
+    if len(task_paths) != 1:
+        raise click.UsageError("give one --task (several only with --gold)")
     config = load_config(ctx)
-    task, case = cases.load_case(task_path, config)
+    task, case = cases.load_case(task_paths[0], config)
     identity = {
         "case_id": case["case_id"],
         "task_hash": case["task_hash"],
@@ -69,6 +85,43 @@ def validate(ctx, task_path, write, as_json):
     else:
         for key, value in identity.items():
             click.echo(f"{key} {value}")
+    return 0
+
+
+def _validate_gold(ctx, task_paths, as_json) -> int:
+    """``validate --gold``: one line (or JSON object) per case; exit 1 if any is flagged."""
+    from yyb.cli.context import claim_scratch
+    from yyb.grading import gold
+
+    config = load_config(ctx)
+    store = open_store(ctx, create=True)
+    claim_scratch(store)
+    found = []
+    for path in task_paths:
+        oid, record = gold.validate(store, config, path, dict(os.environ))
+        runs = record["runs"]
+        found.append(
+            {
+                "case_id": record["case_id"],
+                "discriminating": record["discriminating"],
+                "gold": runs["gold"]["verdict"],
+                "empty": runs["empty"]["verdict"],
+                "record": oid,
+                "reason": record["reason"],
+            }
+        )
+        if not as_json:
+            line = found[-1]
+            status = "ok" if line["discriminating"] else "NOT-DISCRIMINATING"
+            text = f"{line['case_id']} {status} gold={line['gold']} empty={line['empty']} {oid}"
+            click.echo(text if line["discriminating"] else f"{text}: {line['reason']}")
+    if as_json:
+        click.echo(json.dumps(found, indent=2))
+    flagged = [f["case_id"] for f in found if not f["discriminating"]]
+    if flagged:
+        listed = ", ".join(flagged)
+        click.echo(f"yyb: {len(flagged)} case(s) not discriminating: {listed}", err=True)
+        return 1
     return 0
 
 

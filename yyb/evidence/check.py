@@ -13,9 +13,11 @@ moved only from one generation to the next. Listed paths stay inside their folde
 from __future__ import annotations
 
 from yyb.errors import YybError
-from yyb.evidence import chain, names, protect
+from yyb.evidence import chain, names, protect, testpatch
 from yyb.evidence import plan as planned
 from yyb.evidence.records import (
+    CASE,
+    DETERMINISTIC,
     EVALUATION,
     EVIDENCE,
     EXECUTION,
@@ -354,7 +356,8 @@ class AttemptCheck:
         """A command evaluation of a profile with protected paths graded exactly the final
         listing with those paths put back as the base had them, and names the touched paths
         (docs/grading.md, "Protected paths"); one of a profile without them graded the final
-        listing as it is."""
+        listing as it is. A ``tests`` evaluation always protects the paths of its case's test
+        patch and grades with that patch applied (yyb/evidence/testpatch.py)."""
         from yyb.errors import UnsafeListing
         from yyb.harness import manifest
 
@@ -363,7 +366,8 @@ class AttemptCheck:
         spec = self.plan["evaluators"]["catalog"].get(profile, {})
         patterns = spec.get("protected_paths") or []
         graded_oid = value["links"].get("graded_listing")
-        if not patterns:
+        tests = spec.get("kind") == "tests"
+        if not patterns and not tests:
             if graded_oid is not None or "protected" in value:
                 self.fail(
                     "wrong-graded-listing",
@@ -371,7 +375,7 @@ class AttemptCheck:
                 )
             return
         if graded_oid is None:
-            if value["kind"] == "command" and value["verdict"] in ("pass", "fail"):
+            if value["kind"] in DETERMINISTIC and value["verdict"] in ("pass", "fail"):
                 self.fail(
                     "wrong-graded-listing",
                     f"evaluation {oid} graded without putting back the protected paths of "
@@ -386,13 +390,39 @@ class AttemptCheck:
         except UnsafeListing as exc:
             self.fail("unsafe-listing", f"evaluation {oid}: {exc.reason}")
             return
-        expected, touched = protect.restore(base, final, patterns)
+        if tests:
+            found = self.tests_graded(oid, base, final, patterns)
+            if found is None:
+                return
+            expected, touched = found
+        else:
+            expected, touched = protect.restore(base, final, patterns)
         if graded != expected or value.get("protected") != touched:
             self.fail(
                 "wrong-graded-listing",
                 f"evaluation {oid} graded listing {graded_oid}, which is not the final listing "
                 f"with the protected paths of {profile} put back as the base had them",
             )
+
+    def tests_graded(self, oid: str, base: dict, final: dict, patterns: list[str]):
+        """What a ``tests`` evaluation must have graded, from the case's test patch (None,
+        with a finding, when the case or its patch cannot be read)."""
+        from yyb.harness import manifest
+
+        case = self.record(self.attempt.get("links", {}).get("case"), CASE, "case")
+        patch_oid = (case or {}).get("links", {}).get("test_patch")
+        if patch_oid is None or not self.store.objects.contains(patch_oid):
+            self.fail("wrong-graded-listing", f"evaluation {oid}: its case has no test patch")
+            return None
+
+        def read(blob: str) -> bytes:
+            return self.store.objects.get(blob).body
+
+        try:
+            return testpatch.graded(base, final, patterns, read(patch_oid), read, manifest.blob_oid)
+        except YybError as exc:  # a patch that does not apply, a missing blob
+            self.fail("wrong-graded-listing", f"evaluation {oid}: its test patch: {exc}")
+            return None
 
     def check_class(self, terminal_oid: str, terminal: dict) -> None:
         """The terminal's class is the one its execution facts and its generation-1

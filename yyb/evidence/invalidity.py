@@ -13,10 +13,11 @@ rule for auditors.
 
 from __future__ import annotations
 
-from yyb.evidence.records import EvaluationProblem, InvalidityCause
+from yyb.evidence.records import DETERMINISTIC, EvaluationProblem, InvalidityCause
 
-# Problems of a command evaluator that the code under test, running inside it, can bring
-# about: it can hang it past its timeout, kill it, or overwrite or delete its output.
+# Problems of a deterministic evaluator (command or tests) that the code under test, running
+# inside it, can bring about: it can hang it past its timeout, kill it, or overwrite or delete
+# its output. (The tests kind turns these into a fail; a command evaluator's stay invalid.)
 CANDIDATE_PROBLEMS: tuple[EvaluationProblem, ...] = ("timed_out", "no_verdict")
 
 
@@ -37,11 +38,12 @@ def of_terminal(terminal_class: str, execution_facts: dict | None) -> Invalidity
 
 
 def of_evaluation(receipt: dict) -> InvalidityCause:
-    """The cause of one invalid evaluation: ``candidate`` when its receipt records a command
-    evaluator (which runs the candidate's code) that timed out or gave no verdict; else
+    """The cause of one invalid evaluation: ``candidate`` when its receipt records a
+    deterministic evaluator (which runs the candidate's code) that timed out or gave no
+    verdict; else
     ``infrastructure`` (a judge, an evaluator that could not start or was interrupted, and a
     receipt that records no problem, as those written before it was recorded)."""
-    if receipt["kind"] == "command" and receipt.get("problem") in CANDIDATE_PROBLEMS:
+    if receipt["kind"] in DETERMINISTIC and receipt.get("problem") in CANDIDATE_PROBLEMS:
         return "candidate"
     return "infrastructure"
 

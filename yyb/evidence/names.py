@@ -6,6 +6,7 @@ refs/grants/<plan>                                 the spend grant of a live run
 refs/reports/<plan>                                per-experiment report layers
 refs/reports/longitudinal                          longitudinal report layers
 refs/cases/<case id>                               a validated case record
+refs/validations/<case id>                         the newest gold validation of a case
 refs/runs/<plan>/<attempt>/<leaf>                  intent, execution, terminal, evidence
 refs/runs/<plan>/<attempt>/evaluations/<profile>   the newest evaluation generation
 refs/runs/<plan>/passes/<profile>                  a regrade or rejudge pass in progress
@@ -42,6 +43,11 @@ def report(plan_oid: str) -> str:
 
 def case(case_id: str) -> str:
     return f"refs/cases/{case_id}"
+
+
+def validation(case_id: str) -> str:
+    """The newest gold validation of a case (its ref log keeps every earlier one)."""
+    return f"refs/validations/{case_id}"
 
 
 def runs(plan_oid: str) -> str:

@@ -38,6 +38,7 @@ LONGITUDINAL_LAYER = "yylo_benchmark_longitudinal_layer.v3"
 LONGITUDINAL_LAYER_V2 = "yylo_benchmark_longitudinal_layer.v2"
 LONGITUDINAL_COHORTS = "yylo_benchmark_longitudinal_cohorts.v3"
 SIGNATURE = "yyb_signature.v1"
+CASE_VALIDATION = "yylo_benchmark_case_validation.v2"
 
 # Records yyb signs when a signing key is configured. Every one of them reachable from a signed
 # head must carry its own trusted signature, so nothing unsigned sits between a head and what
@@ -51,6 +52,7 @@ SIGNED_KINDS = frozenset(
         REPORT_LAYER,
         LONGITUDINAL_LAYER_V2,
         LONGITUDINAL_LAYER,
+        CASE_VALIDATION,
     }
 )
 
@@ -111,8 +113,15 @@ EvaluationProblem = Literal[
 ]
 EVALUATION_PROBLEMS: tuple[EvaluationProblem, ...] = get_args(EvaluationProblem)
 
-EvaluatorKind = Literal["command", "llm_judge"]
+EvaluatorKind = Literal["command", "llm_judge", "tests"]
+# Kinds that run the candidate's code and decide by what it did, with no model in the loop:
+# their required correctness or safety failure is authoritative, they are regraded (not
+# rejudged), and their timeouts and missing verdicts may be the candidate's doing.
+DETERMINISTIC: tuple[EvaluatorKind, ...] = ("command", "tests")
 Purpose = Literal["correctness", "safety", "quality"]
+# The two runs of a gold validation (yyb/grading/gold.py): the case's gold patch, and none.
+GoldRun = Literal["gold", "empty"]
+GOLD_RUNS: tuple[GoldRun, ...] = get_args(GoldRun)
 # Purposes whose required deterministic failure no later generation or judge overrides.
 AUTHORITATIVE: tuple[Purpose, ...] = ("correctness", "safety")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from yyb.evidence.records import AUTHORITATIVE, Conclusion
+from yyb.evidence.records import AUTHORITATIVE, DETERMINISTIC, Conclusion
 
 
 def conclude(histories: dict[str, list[dict]]) -> tuple[Conclusion, str]:
@@ -19,7 +19,7 @@ def conclude(histories: dict[str, list[dict]]) -> tuple[Conclusion, str]:
             continue
         for record in required:
             if (
-                record["kind"] == "command"
+                record["kind"] in DETERMINISTIC
                 and record["purpose"] in AUTHORITATIVE
                 and record["verdict"] == "fail"
             ):

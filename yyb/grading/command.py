@@ -25,8 +25,8 @@ import shutil
 from yyb.errors import UsageError
 from yyb.evidence import protect
 from yyb.evidence.records import GRADER_INPUT, GRADER_OUTPUT
-from yyb.grading.outcome import Outcome
-from yyb.harness import baserepo, limits, manifest, sandbox, scratch
+from yyb.grading.outcome import Outcome, run_sandboxed
+from yyb.harness import baserepo, manifest, sandbox, scratch
 from yyb.harness.channel import Channel
 from yyb.harness.environment import Folders, build
 from yyb.store import codec, schema
@@ -69,11 +69,6 @@ def parse_output(data: bytes | None) -> tuple[dict | None, str | None]:
     if found is not None:
         return None, f"the grader output is invalid: {found[0]}: {found[1]}"
     return value, None
-
-
-# Exit statuses above this are read as death by signal 128 + N: bubblewrap reports a command
-# killed inside it that way.
-SIGNAL_EXIT = 128
 
 
 def run(
@@ -148,30 +143,20 @@ def run(
             "output": output_path,
         }
         argv = [executable] + [_fill(a, values) for a in spec.get("argv", [])]
-        box = sandbox.Sandbox(
-            writable=[folders.workspace, *folders.private()],
-            hidden=protected,
-            read_only=tools,
-            cwd=folders.workspace,
-            limits=limits.resolve(None),  # the code under test runs in here too
-        )
         timeout_ms = spec.get("timeout_ms", DEFAULT_TIMEOUT_MS)
-        try:
-            outcome, _ = box.run(argv, env, timeout_ms, cancel, root, pass_fds=(channel.fd,))
-        finally:
-            output = channel.collect()
-        signal = outcome.signal
-        if signal is None and outcome.exit_code is not None and outcome.exit_code > SIGNAL_EXIT:
-            signal = outcome.exit_code - SIGNAL_EXIT
-        result = Outcome(
-            input_bytes=input_bytes,
-            output_bytes=output,
-            log=outcome.stdout.data + outcome.stderr.data,
-            wall_ms=outcome.wall_ms,
-            exit_code=outcome.exit_code,
-            signal=signal,
-            protected=protected_record,
+        outcome, result = run_sandboxed(
+            folders,
+            argv,
+            env,
+            timeout_ms,
+            channel,
+            tools,
+            protected,
+            cancel,
+            input_bytes,
+            protected_record,
         )
+        output, signal = result.output_bytes, result.signal
         if outcome.cancelled:
             return result.with_verdict("invalid", "the evaluation was interrupted", "interrupted")
         if not outcome.cleanup_confirmed:

@@ -17,7 +17,7 @@ from yyb.evidence import names
 from yyb.evidence import plan as planned
 from yyb.evidence.chain import history
 from yyb.evidence.records import EVALUATION, EVALUATION_RESULT
-from yyb.grading import command, judge
+from yyb.grading import command, judge, testsuite
 from yyb.grading.outcome import Outcome
 from yyb.store import codec
 
@@ -97,6 +97,26 @@ def run_evaluator(
     cancel=None,
     environ: dict | None = None,
 ) -> Outcome:
+    if spec.get("kind") == "tests":
+        case_oid = attempt.get("links", {}).get("case")
+        header = {
+            "profile": profile,
+            "grader_id": spec["grader_id"],
+            "version": spec["version"],
+            "generation": generation,
+            "case_id": attempt.get("case_id"),
+        }
+        return testsuite.run(
+            store,
+            spec,
+            store.objects.get_record(case_oid) if case_oid else None,
+            truth.listing,
+            truth.base_listing(store),
+            protected,
+            header,
+            cancel,
+            read_only=plan["tool_policy"]["read_only_paths"],
+        )
     if spec.get("kind") == "command":
         grader_input = {
             "schema_version": command.INPUT,

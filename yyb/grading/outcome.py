@@ -7,6 +7,9 @@ from dataclasses import dataclass, field
 from yyb.evidence.records import EvaluationProblem
 
 VERDICTS = ("pass", "fail", "invalid")
+# Exit statuses above this are read as death by signal 128 + N: bubblewrap reports a command
+# killed inside it that way.
+SIGNAL_EXIT = 128
 
 
 @dataclass
@@ -39,3 +42,51 @@ class Outcome:
         """This outcome with ``verdict``; an invalid one names its ``problem``."""
         self.verdict, self.reason, self.problem = verdict, reason, problem
         return self
+
+
+def run_sandboxed(
+    folders,
+    argv: list[str],
+    env: dict,
+    timeout_ms: int,
+    channel,
+    tools: dict,
+    protected: list[str],
+    cancel=None,
+    input_bytes: bytes = b"",
+    protected_record: dict | None = None,
+) -> tuple:
+    """Run one evaluator process (a command evaluator, a test runner) in the sandbox: its
+    workspace and private folders writable, the tool policy's ``tools`` read-only, resource
+    limits on (the code under test runs in there), ``channel`` inherited and collected once
+    every holder is gone.
+
+    Returns (the supervised outcome, an ``Outcome`` with no verdict yet: what the channel
+    received, the log, the exit status, and the signal that ended the process, which yyb did
+    not send unless the run timed out or was cancelled).
+    """
+    from yyb.harness import limits, sandbox
+
+    box = sandbox.Sandbox(
+        writable=[folders.workspace, *folders.private()],
+        hidden=protected,
+        read_only=tools,
+        cwd=folders.workspace,
+        limits=limits.resolve(None),
+    )
+    try:
+        outcome, _ = box.run(argv, env, timeout_ms, cancel, folders.root, pass_fds=(channel.fd,))
+    finally:
+        received = channel.collect()
+    signal = outcome.signal
+    if signal is None and outcome.exit_code is not None and outcome.exit_code > SIGNAL_EXIT:
+        signal = outcome.exit_code - SIGNAL_EXIT
+    return outcome, Outcome(
+        input_bytes=input_bytes,
+        output_bytes=received,
+        log=outcome.stdout.data + outcome.stderr.data,
+        wall_ms=outcome.wall_ms,
+        exit_code=outcome.exit_code,
+        signal=signal,
+        protected=protected_record,
+    )

@@ -15,12 +15,12 @@ from yyb.errors import UsageError
 from yyb.evidence import names
 from yyb.evidence.chain import history
 from yyb.evidence.check import check_attempt
-from yyb.evidence.records import REEVALUATION_PASS
+from yyb.evidence.records import DETERMINISTIC, REEVALUATION_PASS
 from yyb.evidence.terminal import gradeable, identities
 from yyb.evidence.verdict import conclude
 from yyb.grading import evaluate
 
-KIND_OF = {"regrade": "command", "rejudge": "llm_judge"}
+KINDS_OF = {"regrade": DETERMINISTIC, "rejudge": ("llm_judge",)}
 
 
 @dataclass
@@ -67,7 +67,7 @@ def reevaluate(
         LockHeld: another regrade or rejudge of this plan is running.
     """
     spec = evaluate.profile_spec(plan, profile)
-    if spec["kind"] != KIND_OF[verb]:
+    if spec["kind"] not in KINDS_OF[verb]:
         other = "rejudge" if verb == "regrade" else "regrade"
         raise UsageError(f"{profile} is a {spec['kind']} evaluator: use yyb {other}")
     signer = None if dry_run else signing.configured_signer(environ or {})

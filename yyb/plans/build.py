@@ -12,7 +12,7 @@ import platform
 from dataclasses import dataclass, field
 
 from yyb import __version__
-from yyb.cases import Task, load_case
+from yyb.cases import Task, hidden_patch, load_case
 from yyb.config import Config
 from yyb.errors import UsageError
 from yyb.evidence import names, records
@@ -127,6 +127,8 @@ def task_plan(
     for case_id in sorted(loaded):
         task, case = loaded[case_id]
         links = {"task": _add_blob(plan, task.data), "prompt": _add_blob(plan, task.prompt)}
+        if case.get("tests"):  # hidden from candidates: only evaluators read it
+            links["test_patch"] = _add_blob(plan, hidden_patch(task))
         case_oids[case_id] = _add(plan, dict(case, links=links))
     ordinal = 0
     for case_id in sorted(loaded):

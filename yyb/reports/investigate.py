@@ -167,6 +167,7 @@ def grader_answer(store, plan_oid: str, plan: dict, attempt_oid: str, each: int)
                 if value.get("signal") is not None:
                     ended += f" (killed by signal {value['signal']})"
                 lines.append(ended)
+                lines += _checks(value.get("details", {}).get("checks") or [])
             if receipt.get("problem"):
                 lines.append(f"  invalid because: {receipt['problem']}")
             log = receipt["links"].get("log")
@@ -186,6 +187,21 @@ def grader_answer(store, plan_oid: str, plan: dict, attempt_oid: str, each: int)
     verdict, reason = conclude(histories)
     lines.append(f"current verdict: {verdict} ({reason})")
     return "\n".join(lines) + "\n"
+
+
+def _checks(checks: list) -> list[str]:
+    """One line per check of an evaluation result (a ``tests`` evaluator's: one per listed
+    test, with the list it is on), failures with their detail."""
+    if not checks:
+        return []
+    passed = sum(1 for check in checks if check.get("passed"))
+    lines = [f"  checks: {passed} of {len(checks)} passed"]
+    for check in checks:
+        mark = "pass" if check.get("passed") else "FAIL"
+        where = f" ({check['list']})" if check.get("list") else ""
+        detail = "" if check.get("passed") else f": {check.get('detail', '')}"
+        lines.append(f"    {mark} {check.get('name')}{where}{detail}")
+    return lines
 
 
 def _blob(store, plan_oid: str, attempt_oid: str, role: str) -> tuple[str, bytes] | None:

@@ -1,0 +1,233 @@
+"""A real-world-shaped case: a small Python package with a pytest suite, in a Git repository.
+
+``make_package`` builds the repository the way a SWE-bench instance comes from a project: a
+base commit with a bug, and a later fix commit whose diff splits into the gold patch (the
+package) and the test patch (the tests it adds or changes, hidden from candidates). The test
+runner is this interpreter with its pytest: its environment (the venv and the installation it
+was made from) is given to sandboxed processes as the tool policy's read-only paths.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import git
+from tests.grading.conftest import DISPATCHER, Bench, write
+from yyb.store.repo import Store
+
+PYPROJECT = """[project]
+name = "mathkit"
+version = "0.1"
+
+[tool.pytest.ini_options]
+testpaths = ["tests"]
+"""
+INIT = "from mathkit.ops import add, mean\n"
+OPS_BUGGY = """def add(a, b):
+    return a + b
+
+
+def mean(values):
+    return sum(values) // len(values)
+"""
+OPS_FIXED = """def add(a, b):
+    return a + b
+
+
+def mean(values):
+    if not values:
+        raise ValueError("the mean of nothing")
+    return sum(values) / len(values)
+"""
+TEST_OPS = """from mathkit import add, mean
+
+
+def test_add():
+    assert add(2, 3) == 5
+
+
+def test_mean():
+    assert mean([2, 4]) == 3
+"""
+# What the fix commit does to the tests: one more assertion in an existing test, a new file.
+TEST_OPS_FIXED = TEST_OPS + "    assert mean([1, 2]) == 1.5\n"
+TEST_MEAN = """import pytest
+
+from mathkit import mean
+
+
+class TestMean:
+    def test_empty_raises(self):
+        with pytest.raises(ValueError):
+            mean([])
+
+    @pytest.mark.parametrize("values,expected", [([1, 2], 1.5), ([3], 3)])
+    def test_values(self, values, expected):
+        assert mean(values) == expected
+"""
+FAIL_TO_PASS = [
+    "tests/test_ops.py::test_mean",
+    "tests/test_mean.py::TestMean::test_empty_raises",
+    "tests/test_mean.py::TestMean::test_values[values0-1.5]",
+]
+PASS_TO_PASS = [
+    "tests/test_ops.py::test_add",
+    "tests/test_mean.py::TestMean::test_values[values1-3]",
+]
+PROTECTED = ["**/conftest.py", "pyproject.toml"]
+
+
+def tool_paths() -> list[str]:
+    """What a sandboxed ``sys.executable -m pytest`` needs: the venv and its base install."""
+    return sorted({os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)})
+
+
+def command() -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "--junitxml={junit}",
+        "{tests}",
+    ]
+
+
+@dataclass
+class Package:
+    """The repository, its base commit, and the instance's patches and test lists."""
+
+    repo: Path
+    base: str
+    gold: bytes
+    test_patch: bytes
+    fail_to_pass: list[str] = field(default_factory=lambda: list(FAIL_TO_PASS))
+    pass_to_pass: list[str] = field(default_factory=lambda: list(PASS_TO_PASS))
+
+    def instance(self, instance_id: str, repo: str = "acme/mathkit", **fields) -> dict:
+        """A SWE-bench instance record of this package (lists as JSON strings, as published)."""
+        record = {
+            "instance_id": instance_id,
+            "repo": repo,
+            "base_commit": self.base,
+            "patch": self.gold.decode(),
+            "test_patch": self.test_patch.decode(),
+            "problem_statement": "mean() floors its result, and mean([]) divides by zero.\n",
+            "FAIL_TO_PASS": json.dumps(self.fail_to_pass),
+            "PASS_TO_PASS": json.dumps(self.pass_to_pass),
+            "version": "0.1",
+            "hints_text": "",
+        }
+        record.update(fields)
+        return record
+
+
+def make_package(repo: Path) -> Package:
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    write(repo / "pyproject.toml", PYPROJECT)
+    write(repo / "README.md", "mathkit: small sums.\n")
+    write(repo / "mathkit" / "__init__.py", INIT)
+    write(repo / "mathkit" / "ops.py", OPS_BUGGY)
+    write(repo / "tests" / "test_ops.py", TEST_OPS)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "mathkit")
+    base = git(repo, "rev-parse", "HEAD")
+    write(repo / "mathkit" / "ops.py", OPS_FIXED)
+    write(repo / "tests" / "test_ops.py", TEST_OPS_FIXED)
+    write(repo / "tests" / "test_mean.py", TEST_MEAN)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "mean: true division, and refuse an empty list")
+    gold = git(repo, "diff", base, "HEAD", "--", "mathkit") + "\n"
+    tests = git(repo, "diff", base, "HEAD", "--", "tests") + "\n"
+    return Package(repo, base, gold.encode(), tests.encode())
+
+
+@pytest.fixture(scope="session")
+def package_template(tmp_path_factory) -> Package:
+    return make_package(tmp_path_factory.mktemp("template") / "mathkit")
+
+
+def task_text(case_id: str, base: str, pkg: Package, profile: str = "tests") -> str:
+    import hashlib
+
+    def digest(name: str) -> str:
+        return hashlib.sha256((pkg.repo.parent / name).read_bytes()).hexdigest()
+
+    return f"""---
+id: {case_id}
+title: mean floors
+tags: [benchmark-case]
+fields:
+  benchmark:
+    repository: src
+    base_commit: {base}
+    case_version: "1"
+    category: bugfix
+    grader_profile: {profile}
+    tests:
+      test_patch: hidden/test.patch
+      test_patch_sha256: {digest("hidden/test.patch")}
+      fail_to_pass: {json.dumps(pkg.fail_to_pass)}
+      pass_to_pass: {json.dumps(pkg.pass_to_pass)}
+      gold_patch: hidden/gold.patch
+      gold_patch_sha256: {digest("hidden/gold.patch")}
+---
+mean() floors its result, and mean([]) divides by zero. Fix mathkit.
+"""
+
+
+@dataclass
+class TestsBench(Bench):
+    """The grading bench (tests/grading/conftest.py) on the mathkit package."""
+
+    package: Package | None = None
+
+    def tests_profile(self, **fields) -> dict:
+        spec = {
+            "kind": "tests",
+            "grader_id": "pytest-junit",
+            "version": "1",
+            "command": command(),
+            "timeout_ms": 60_000,
+            "purpose": "correctness",
+            "required": True,
+            "protected_paths": list(PROTECTED),
+        }
+        spec.update(fields)
+        return spec
+
+    def configure_tests(self, evaluators: dict | None = None, defaults=None) -> dict:
+        data = self.configure(evaluators or {"tests": self.tests_profile()}, defaults)
+        data["tool_policy"]["read_only_paths"] += tool_paths()
+        self.config_path.write_text(json.dumps(data, indent=2))
+        self.config_data = data
+        return data
+
+
+def build_tests_bench(root: Path) -> TestsBench:
+    root.mkdir(parents=True, exist_ok=True)
+    pkg = make_package(root / "repo")
+    tools = root / "tools"
+    write(tools / "agent.sh", DISPATCHER.replace("@TOOLS@", str(tools)), executable=True)
+    write(tools / "gold.patch", pkg.gold)
+    write(root / "hidden" / "test.patch", pkg.test_patch)
+    write(root / "hidden" / "gold.patch", pkg.gold)
+    task = write(root / "task.md", task_text("mean-floors", pkg.base, pkg))
+    store_path = str(root / "store")
+    Store.init(store_path)
+    bench = TestsBench(root, pkg.repo, tools, store_path, task, pkg.base, package=pkg)
+    return bench
+
+
+@pytest.fixture
+def tests_bench(tmp_path: Path) -> TestsBench:
+    return build_tests_bench(tmp_path / "bench")

@@ -1,0 +1,54 @@
+"""`yyb import swe-bench`: SWE-bench instances into case files, offline."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.group("import")
+def import_group():
+    """Turn another benchmark's records into yyb cases (no network)."""
+
+
+@import_group.command("swe-bench")
+@click.argument("instances_file", metavar="FILE")
+@click.option(
+    "--repos",
+    required=True,
+    metavar="DIR",
+    help="Where the repositories are cloned: DIR/<owner>__<name>, else DIR/<name>.",
+)
+@click.option(
+    "--out",
+    default="swe-bench",
+    show_default=True,
+    metavar="FOLDER",
+    help="Where the cases, hidden patches and configuration go.",
+)
+@click.option(
+    "--python",
+    default="python3",
+    show_default=True,
+    metavar="PATH",
+    help="The interpreter the imported profiles run pytest with.",
+)
+@click.option(
+    "--tool-path",
+    "tool_paths",
+    multiple=True,
+    metavar="DIR",
+    help="Add a read-only tool path (the test environment) to the tool policy (repeatable).",
+)
+def swe_bench(instances_file, repos, out, python, tool_paths):
+    """Import SWE-bench instance records (a JSON list, or JSON Lines) from FILE.
+
+    Prints each case's task file, one per line. Exit 0 when every instance was imported,
+    2 when any is refused (nothing is written then). docs/swe-bench.md gives the formats.
+    """
+    from yyb.swebench import importer
+
+    written = importer.run(instances_file, repos, out, python, tuple(tool_paths))
+    for _, path in written.tasks:
+        click.echo(path)
+    click.echo(f"yyb: {len(written.tasks)} case(s); configuration {written.config}", err=True)
+    return 0

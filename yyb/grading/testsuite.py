@@ -1,0 +1,186 @@
+"""The built-in ``tests`` evaluator: SWE-bench's semantics, run in the sandbox.
+
+A ``tests`` profile names a test command; each case it grades names a hidden test patch and
+its ``FAIL_TO_PASS`` and ``PASS_TO_PASS`` tests (``tests`` on the case record, the patch
+linked as ``test_patch``: bound by hash into the case and so the plan, and never in the
+prompt or a candidate's workspace). To grade, the candidate's final listing has the profile's
+protected paths and every path the test patch touches put back as the base has them, and the
+test patch applied on top, all on listings (yyb/evidence/testpatch.py); that listing is
+rebuilt into a fresh folder, and the command runs there in the sandbox with the tool policy's
+read-only paths, as a command evaluator does. It writes a JUnit XML report to ``{junit}``,
+which is ``/dev/fd/N``: the write end of a pipe only the runner inherits, as a command
+evaluator's verdict channel is (yyb/harness/channel.py). Nothing can be taken back from a
+pipe, so code under test that writes a report of its own, before or after the runner's, spoils
+it; the report is read as hostile input (yyb/grading/junit.py).
+
+The verdict (docs/grading.md, "The tests kind"): ``pass`` only when every listed test is
+reported passed. A test that did not run, was skipped, failed or errored, or is missing from
+the report is not passed. A runner killed by a signal yyb did not send, one that ran past its
+timeout, or one that left no readable report yields ``fail``: each can be brought about by the
+code under test, which must gain nothing by it. Only what the candidate cannot cause is
+invalid: a run cancelled, processes not confirmed ended, an evaluator that could not start.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+
+from yyb.errors import UsageError
+from yyb.evidence import testpatch
+from yyb.grading import junit
+from yyb.grading.outcome import Outcome, run_sandboxed
+from yyb.harness import apply, manifest, sandbox, scratch
+from yyb.harness.channel import Channel
+from yyb.harness.environment import Folders, build
+
+DEFAULT_TIMEOUT_MS = 30 * 60 * 1000
+
+
+def run(
+    store,
+    spec: dict,
+    case: dict | None,
+    listing_oid: str,
+    base_listing: str | None,
+    protected: list[str],
+    header: dict,
+    cancel=None,
+    read_only: list[str] | None = None,
+) -> Outcome:
+    """Run the ``tests`` profile ``spec`` on the final workspace named by ``listing_oid``
+    for ``case`` (its record, whose ``tests`` and ``links.test_patch`` say what to run);
+    ``header`` (profile, grader id, version, generation, case id) opens the retained input.
+    """
+    tests = (case or {}).get("tests")
+    if not tests:
+        return Outcome.invalid("the case names no tests (FAIL_TO_PASS, PASS_TO_PASS)")
+    if base_listing is None:
+        return Outcome.invalid("its protected paths cannot be put back: no base listing")
+    patch_oid = case["links"].get("test_patch")
+    if patch_oid is None or not store.objects.contains(patch_oid):
+        return Outcome.invalid("the case's test patch is not in the store")
+    patch = store.objects.get(patch_oid).body
+    if hashlib.sha256(patch).hexdigest() != tests["test_patch_sha256"]:
+        return Outcome.invalid("the case's test patch does not match its bound sha256")
+    try:
+        tools = sandbox.tool_paths(read_only or [], protected)
+    except UsageError as exc:
+        return Outcome.invalid(f"the evaluator cannot start: {exc}")
+    listed = [*tests["fail_to_pass"], *tests["pass_to_pass"]]
+    base = manifest.entries_of(store.objects.get_record(base_listing))
+    final = manifest.entries_of(store.objects.get_record(listing_oid))
+    try:
+        entries, touched = testpatch.graded(
+            base,
+            final,
+            spec.get("protected_paths") or [],
+            patch,
+            lambda oid: store.objects.get(oid).body,
+            lambda data: store.objects.put("blob", data),
+        )
+    except apply.PatchError as exc:
+        return Outcome.invalid(f"the test patch does not apply to the base: {exc}")
+    graded = manifest.listing_of(entries)
+    protected_record = {"listing": store.objects.put_record(graded), "touched": touched}
+    root = scratch.folder("grade")
+    channel = None
+    try:
+        folders = Folders(root)
+        folders.create()
+        manifest.rebuild(store, graded, folders.workspace)
+        channel = Channel(junit.MAX_REPORT)
+        argv = fill(spec["command"], folders.workspace, channel.path, listed)
+        document = dict(
+            header,
+            kind="tests",
+            command=argv,
+            fail_to_pass=tests["fail_to_pass"],
+            pass_to_pass=tests["pass_to_pass"],
+            test_patch=patch_oid,
+            workspace=folders.workspace,
+            junit=channel.path,
+        )
+        input_bytes = (json.dumps(document, indent=2, sort_keys=True) + "\n").encode()
+        env, _ = build(folders, read_only or [], [], {})
+        env["YYB_JUNIT_FD"] = str(channel.fd)
+        timeout_ms = spec.get("timeout_ms", DEFAULT_TIMEOUT_MS)
+        outcome, result = run_sandboxed(
+            folders,
+            argv,
+            env,
+            timeout_ms,
+            channel,
+            tools,
+            protected,
+            cancel,
+            input_bytes,
+            protected_record,
+        )
+        report = result.output_bytes
+        return verdict(result, outcome, tests, report)
+    finally:
+        if channel is not None:
+            channel.collect()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def fill(command: list[str], workspace: str, junit_path: str, listed: list[str]) -> list[str]:
+    """The argv of ``command``: ``{tests}`` (a whole argument) becomes the listed test ids,
+    ``{junit}`` the report channel's path and ``{workspace}`` the workspace's."""
+    argv = []
+    for arg in command:
+        if arg == "{tests}":
+            argv += listed
+        else:
+            argv.append(arg.replace("{junit}", junit_path).replace("{workspace}", workspace))
+    return argv
+
+
+def verdict(result: Outcome, outcome, tests: dict, report: bytes | None) -> Outcome:
+    """The verdict rule of the tests kind, first match (docs/grading.md, "The tests kind")."""
+    if outcome.cancelled:
+        return result.with_verdict("invalid", "the evaluation was interrupted", "interrupted")
+    if not outcome.cleanup_confirmed:
+        return result.with_verdict(
+            "invalid", "could not confirm the test runner's processes ended", "cleanup_unconfirmed"
+        )
+    if outcome.timed_out:
+        return result.with_verdict(
+            "fail",
+            "the tests did not finish within the timeout; a test that did not finish is not passed",
+        )
+    if result.signal is not None:
+        return result.with_verdict(
+            "fail",
+            f"the test runner was killed by signal {result.signal}, which yyb did not send; "
+            "a runner that did not finish cannot pass",
+        )
+    if report is None:
+        return result.with_verdict(
+            "fail", f"the test runner wrote no report (exit status {outcome.exit_code})"
+        )
+    try:
+        cases = junit.read(report)
+    except junit.ReportError as exc:
+        return result.with_verdict("fail", exc.reason)
+    found = junit.index(cases)
+    checks = []
+    for which, key in (("FAIL_TO_PASS", "fail_to_pass"), ("PASS_TO_PASS", "pass_to_pass")):
+        for test_id in tests[key]:
+            passed, detail = junit.check(test_id, found)
+            checks.append({"name": test_id, "passed": passed, "detail": detail, "list": which})
+    failing = [c for c in checks if not c["passed"]]
+    summary = (
+        f"{len(checks) - len(failing)} of {len(checks)} listed tests passed"
+        f" ({sum(c['list'] == 'FAIL_TO_PASS' and c['passed'] for c in checks)} of "
+        f"{len(tests['fail_to_pass'])} FAIL_TO_PASS)"
+    )
+    result.details = {"checks": checks, "summary": summary, "reported": len(cases)}
+    if failing:
+        first = failing[0]
+        return result.with_verdict(
+            "fail", f"{summary}; first not passed: {first['name']}: {first['detail']}"
+        )
+    return result.with_verdict("pass", summary)

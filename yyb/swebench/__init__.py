@@ -1,0 +1,1 @@
+"""SWE-bench instances as yyb cases: reading instance records, writing case files."""

@@ -1,0 +1,240 @@
+"""Writing SWE-bench instances as case files, hidden patches and a configuration.
+
+For each instance (yyb/swebench/instances.py) whose repository is already cloned under the
+repositories folder, as ``<owner>__<name>`` or else ``<name>``, and holds its base commit, the
+output folder gets (docs/swe-bench.md):
+
+```
+cases/<instance_id>.md             the task file: front matter, then the problem statement
+hidden/<instance_id>/test.patch    the hidden test patch, pinned in the task by its sha256
+hidden/<instance_id>/gold.patch    the gold patch, for `yyb validate --gold` only
+yylo-benchmark.config.json         repositories and one `tests` profile per repository
+```
+
+Everything is built and checked in memory first; a file already there is left as it is when
+it holds the same bytes and refused otherwise (the configuration is merged instead: entries
+are added, and one that exists with other content is refused), so nothing is half written by
+bad input and an import can be run again. No network: repositories are read where they are.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+
+from yyb import config as configuration
+from yyb.errors import UsageError
+from yyb.harness import source
+from yyb.swebench.instances import Instance, InstanceError
+
+GRADER_ID = "swe-bench-pytest"
+PROTECTED = ["**/conftest.py", "**/pytest.ini", "**/tox.ini", "**/setup.cfg", "**/pyproject.toml"]
+TIMEOUT_MS = 30 * 60 * 1000
+TAGS = ["benchmark-case", "swe-bench"]
+
+
+@dataclass(frozen=True)
+class Written:
+    """What an import wrote: each case's task file, and the configuration."""
+
+    tasks: list[tuple[str, str]]  # (instance id, task file path)
+    config: str
+
+
+def profile_name(instance: Instance) -> str:
+    return f"swe-{instance.repo_id}"
+
+
+def test_command(python: str) -> list[str]:
+    """The default test command of an imported profile: pytest, one JUnit report, the
+    listed tests only."""
+    return [
+        python,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-rA",
+        "--junitxml={junit}",
+        "{tests}",
+    ]
+
+
+def locate(repos: str, instance: Instance) -> str:
+    """The clone of the instance's repository under ``repos`` that holds its base commit.
+
+    Raises:
+        InstanceError: no such clone, or the base commit is not in it.
+    """
+    owner, name = instance.repo.split("/")
+    tried = [os.path.join(repos, f"{owner}__{name}"), os.path.join(repos, name)]
+    for path in tried:
+        if os.path.isdir(path):
+            try:
+                repo = source.open_repository(path)
+                source.commit_at(repo, instance.base_commit, "base_commit")
+            except UsageError as exc:
+                raise InstanceError(instance.where, "repo", exc.message) from None
+            return os.path.abspath(path)
+    raise InstanceError(
+        instance.where,
+        "repo",
+        f"{instance.repo} is not cloned under {repos} (looked for {' and '.join(tried)})",
+    )
+
+
+def plan_files(
+    instances: list[Instance], repos: str, out: str, python: str, tool_paths: list[str]
+) -> dict[str, bytes]:
+    """Every file the import writes (path -> bytes), the configuration merged with the one
+    already in ``out``, if any.
+
+    Raises:
+        InstanceError: an instance whose repository or base commit is missing.
+        UsageError / ConfigError: an existing configuration that the merge would change.
+    """
+    files: dict[str, bytes] = {}
+    repositories: dict[str, str] = {}
+    profiles: dict[str, dict] = {}
+    for instance in instances:
+        clone = locate(repos, instance)
+        repositories[instance.repo_id] = os.path.relpath(clone, out)
+        profiles[profile_name(instance)] = {
+            "kind": "tests",
+            "grader_id": GRADER_ID,
+            "version": "1",
+            "command": test_command(python),
+            "timeout_ms": TIMEOUT_MS,
+            "purpose": "correctness",
+            "required": True,
+            "protected_paths": list(PROTECTED),
+        }
+        hidden = os.path.join("hidden", instance.instance_id)
+        files[os.path.join(out, hidden, "test.patch")] = instance.test_patch
+        files[os.path.join(out, hidden, "gold.patch")] = instance.patch
+        files[os.path.join(out, "cases", f"{instance.instance_id}.md")] = task_file(
+            instance, os.path.join("..", hidden)
+        )
+    config_path = os.path.join(out, configuration.CONFIG_NAME)
+    files[config_path] = _config(config_path, repositories, profiles, tool_paths)
+    return files
+
+
+def task_file(instance: Instance, hidden: str) -> bytes:
+    """The task file of one instance; ``hidden`` is its hidden folder, relative to the task."""
+    import yaml
+
+    tests = {
+        "test_patch": f"{hidden}/test.patch",
+        "test_patch_sha256": hashlib.sha256(instance.test_patch).hexdigest(),
+        "fail_to_pass": instance.fail_to_pass,
+        "pass_to_pass": instance.pass_to_pass,
+        "gold_patch": f"{hidden}/gold.patch",
+        "gold_patch_sha256": hashlib.sha256(instance.patch).hexdigest(),
+    }
+    front = {
+        "id": instance.instance_id,
+        "title": f"{instance.repo} {instance.instance_id}",
+        "tags": TAGS,
+        "fields": {
+            "benchmark": {
+                "repository": instance.repo_id,
+                "base_commit": instance.base_commit,
+                "case_version": "1",
+                "category": "swe-bench",
+                "grader_profile": profile_name(instance),
+                "tests": tests,
+            },
+            "swe_bench": {
+                "instance_id": instance.instance_id,
+                "repo": instance.repo,
+                **instance.kept,
+            },
+        },
+    }
+    text = yaml.safe_dump(front, sort_keys=False, allow_unicode=True, width=1 << 20)
+    return f"---\n{text}---\n".encode() + instance.problem_statement.encode()
+
+
+def _config(path: str, repositories: dict, profiles: dict, tool_paths: list[str]) -> bytes:
+    """The configuration at ``path`` with the import's entries added (a new one if none)."""
+    if os.path.exists(path):
+        data = configuration.load(path).data
+    else:
+        data = configuration.template("swe-bench")
+        data["repositories"] = {}
+        data["tool_policy"]["read_only_paths"] = []
+    for key, entries in (("repositories", repositories), ("evaluators", profiles)):
+        known = data.setdefault(key, {})
+        for name, value in sorted(entries.items()):
+            if name in known and known[name] != value:
+                raise UsageError(
+                    f"{path}: {key}.{name} exists with other content; the import would change it"
+                )
+            known[name] = value
+    policy = data.setdefault("tool_policy", {"network": "denied"})
+    paths = policy.setdefault("read_only_paths", [])
+    paths += [os.path.abspath(p) for p in tool_paths if os.path.abspath(p) not in paths]
+    text = configuration.render(data)
+    configuration.parse(text, path)  # the merged configuration must still be valid
+    return text.encode()
+
+
+def conflicts(files: dict[str, bytes], config_path: str) -> str | None:
+    """The first file that exists with other bytes (the configuration is merged, never
+    refused here), or None."""
+    for path, data in sorted(files.items()):
+        if path == config_path or not os.path.lexists(path):
+            continue
+        try:
+            with open(path, "rb") as handle:
+                same = handle.read() == data
+        except OSError:
+            same = False
+        if not same:
+            return path
+    return None
+
+
+def write(files: dict[str, bytes], config_path: str) -> None:
+    """Write the planned files: new ones created, the configuration replaced atomically."""
+    from yyb.store import file
+
+    for path, data in sorted(files.items()):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if path == config_path and os.path.exists(path):
+            with open(path, "rb") as handle:
+                if handle.read() == data:
+                    continue
+            file.write_atomic(path, data)
+        elif not os.path.lexists(path):
+            file.write_new(path, data)
+
+
+def run(
+    path: str, repos: str, out: str, python: str = "python3", tool_paths: tuple[str, ...] = ()
+) -> Written:
+    """Import the instances in the file at ``path`` (docs/swe-bench.md).
+
+    Raises:
+        InstanceError: a record that is not a valid instance, or whose repository or base
+            commit is missing.
+        UsageError: an output file exists with other bytes, or a configuration entry would
+            change.
+    """
+    from yyb.store import file
+    from yyb.swebench import instances as reading
+
+    if not os.path.isdir(repos):
+        raise UsageError(f"--repos {repos}: not a folder")
+    found = reading.read(path, file.read_input(path))
+    out = os.path.abspath(out)
+    files = plan_files(found, repos, out, python, list(tool_paths))
+    config_path = os.path.join(out, configuration.CONFIG_NAME)
+    clash = conflicts(files, config_path)
+    if clash is not None:
+        raise UsageError(f"{clash} exists with other content; the import never replaces it")
+    write(files, config_path)
+    tasks = [(i.instance_id, os.path.join(out, "cases", f"{i.instance_id}.md")) for i in found]
+    return Written(tasks, config_path)
