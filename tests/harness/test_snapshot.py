@@ -186,3 +186,16 @@ def test_a_fresh_snapshot_is_listed_without_reading_it_back(project, tmp_path, m
     assert reads == ["calc.py"]
     manifest.scan(store, str(dest), Redactor({"TOKEN": "s3cret-value"}), known=snap.known)
     assert len(reads) == 1 + len(snap.known)
+
+
+def test_past_max_exports_the_least_recent_export_is_removed(project, tmp_path, monkeypatch):
+    monkeypatch.setattr(snapshot, "_EXPORTS", snapshot._Exports())
+    monkeypatch.setattr(snapshot, "MAX_EXPORTS", 1)
+    snapshot.create(str(project.root), project.base, [], str(tmp_path / "one"))
+    (first,) = [slot[1] for slot in snapshot._EXPORTS.slots.values()]
+    snapshot.create(str(project.root), project.later, [], str(tmp_path / "two"))
+    assert not os.path.exists(first.folder)
+    assert [slot[1].commit for slot in snapshot._EXPORTS.slots.values()] != [first.commit]
+    again = snapshot.create(str(project.root), project.base, [], str(tmp_path / "three"))
+    assert again.commit == first.commit
+    assert git(tmp_path / "three", "status", "--porcelain") == ""

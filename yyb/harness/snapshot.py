@@ -176,8 +176,8 @@ class _Exports:
             opened = _open_pack(export)
         with self.lock:
             while len(self.slots) > MAX_EXPORTS:
-                _, (_, old) = self.slots.popitem(last=False)
-                if old is not None:
+                (pid, *_), (_, old) = self.slots.popitem(last=False)
+                if old is not None and pid == os.getpid():  # a forked child's parent keeps its own
                     shutil.rmtree(old.folder, ignore_errors=True)
         return export, *opened
 
