@@ -245,3 +245,45 @@ def test_the_command_is_filled_with_the_listed_tests():
         ["a::b", "c::d"],
     )
     assert argv == ["py", "--junitxml=/dev/fd/7", "a::b", "c::d", "--root=/w"]
+
+
+def _one_by_one(path: str, patterns: list[str]) -> bool:
+    """The protected-path rules applied pattern by pattern (docs/grading.md), as an oracle."""
+    import fnmatch
+
+    for pattern in patterns:
+        if any(char in pattern for char in "*?["):
+            if fnmatch.fnmatchcase(path, pattern) or (
+                pattern.startswith("**/") and fnmatch.fnmatchcase(path, pattern[3:])
+            ):
+                return True
+        elif path == pattern.strip("/") or path.startswith(pattern.strip("/") + "/"):
+            return True
+    return False
+
+
+def test_the_compiled_matcher_follows_the_rules_pattern_by_pattern():
+    from yyb.evidence import protect
+
+    patterns = ["**/conftest.py", "tests/", "setup.cfg", "a[[]1].py", "doc?/*.md", "x.y+z"]
+    paths = [
+        "conftest.py",
+        "a/b/conftest.py",
+        "conftest.pyc",
+        "tests",
+        "tests/x",
+        "testsx",
+        "setup.cfg",
+        "setup.cfg/x",
+        "sub/setup.cfg",
+        "a[1].py",
+        "a1.py",
+        "docs/a/b.md",
+        "doc/x.md",
+        "x.y+z",
+        "xayyz",
+        "line\nbreak/conftest.py",
+    ]
+    for path in paths:
+        assert protect.matches(path, patterns) is _one_by_one(path, patterns), path
+    assert protect.matches("anything", []) is False

@@ -20,23 +20,35 @@ A pattern is a path relative to the repository, ``/``-separated:
 from __future__ import annotations
 
 import fnmatch
+import re
+from collections.abc import Callable
+from functools import lru_cache
 
 GLOB = ("*", "?", "[")
 
 
 def matches(path: str, patterns: list[str]) -> bool:
     """Whether ``path`` is protected by one of ``patterns``."""
+    return matcher(tuple(patterns))(path)
+
+
+@lru_cache(maxsize=64)
+def matcher(patterns: tuple[str, ...]) -> Callable[[str], bool]:
+    """One compiled test for all of ``patterns`` (the rules above): a listing of thousands of
+    paths is matched once per path, not once per path and pattern (5,000 paths against five
+    patterns: 190 ms pattern by pattern, a few ms at once; docs/performance.md)."""
+    parts = []
     for pattern in patterns:
         if any(char in pattern for char in GLOB):
-            if fnmatch.fnmatchcase(path, pattern):
-                return True
-            if pattern.startswith("**/") and fnmatch.fnmatchcase(path, pattern[3:]):
-                return True
+            parts.append(fnmatch.translate(pattern))
+            if pattern.startswith("**/"):
+                parts.append(fnmatch.translate(pattern[3:]))
         else:
-            clean = pattern.strip("/")
-            if path == clean or path.startswith(clean + "/"):
-                return True
-    return False
+            parts.append(r"(?s:" + re.escape(pattern.strip("/")) + r"(?:/.*)?)\Z")
+    if not parts:
+        return lambda path: False
+    compiled = re.compile("|".join(f"(?:{part})" for part in parts))
+    return lambda path: compiled.match(path) is not None
 
 
 def restore(
@@ -51,15 +63,14 @@ def restore(
     """
     if not patterns:
         return dict(final), []
-    graded = {p: e for p, e in final.items() if not matches(p, patterns)}
-    graded.update((p, e) for p, e in base.items() if matches(p, patterns))
-    touched = sorted(
-        (p for p in set(base) | set(final) if matches(p, patterns) and base.get(p) != final.get(p)),
-        key=str.encode,
-    )
+    match = matcher(tuple(patterns))
+    protected = {p for p in base.keys() | final.keys() if match(p)}
+    graded = {p: e for p, e in final.items() if p not in protected}
+    graded.update((p, e) for p, e in base.items() if p in protected)
+    touched = sorted((p for p in protected if base.get(p) != final.get(p)), key=str.encode)
     # A path of the candidate's that now sits below a restored file, or above one, would make
     # the listing unbuildable: the benchmark's paths win.
-    restored = {p for p in graded if matches(p, patterns)}
+    restored = {p for p in graded if p in protected}
     folders = {"/".join(p.split("/")[:i]) for p in restored for i in range(1, p.count("/") + 1)}
     for path in list(graded):
         if path in restored:

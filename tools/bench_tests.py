@@ -1,0 +1,250 @@
+#!/usr/bin/env python3
+"""Grading overhead of the `tests` evaluator on a large repository, run by hand.
+
+Builds a repository of a small pytest-tested package plus --files filler files (in 50
+folders), one case with hidden tests (a test patch, FAIL_TO_PASS and PASS_TO_PASS), and a plan
+of --attempts attempts of a candidate that applies the gold patch; runs it (`--jobs 2`). Then,
+for each attempt, in turns in the same run:
+  tests:    one more generation of the case's `tests` profile (yyb.grading.evaluate.evaluate,
+            as `yyb regrade` runs it): protected paths and the test patch's put back, the test
+            patch applied, the graded listing stored, the workspace rebuilt, pytest in the
+            sandbox, the JUnit report read, the evaluation stored and its ref moved
+  command:  the baseline: a command evaluator (the grading path that existed before) running
+            the same pytest command with the same protected paths, on the same attempt
+The overhead of one evaluation is its time minus the grader's own (the sandboxed process's
+wall time, which its receipt records). Then the steps of the tests kind before the sandbox,
+each timed alone on one attempt (best of --attempts): reading the two listings, restore and
+apply, storing the graded listing, rebuilding the workspace.
+Usage: python tools/bench_tests.py [--files 5000] [--attempts 6]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+PROTECTED = ["**/conftest.py", "**/pytest.ini", "**/tox.ini", "**/setup.cfg", "**/pyproject.toml"]
+
+
+def grader(python: str) -> str:
+    """The baseline's command evaluator: the same pytest run, its verdict on the channel."""
+    return f"""#!/bin/sh
+if {python} -m pytest -p no:cacheprovider -q tests >/dev/null 2>&1; then p=true; else p=false; fi
+printf '{{"schema_version": "yylo_benchmark_grader_output.v2", "passed": %s}}' "$p" \\
+  > "$YYB_GRADER_OUTPUT"
+"""
+
+
+def build(root: str, files: int, attempts: int):
+    """(config, store, plan) of an experiment planned and run."""
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from pathlib import Path
+
+    from tests.grading.conftest import DISPATCHER, write
+    from tests.swebench.conftest import command, make_package, task_text, tool_paths
+    from yyb import config as configuration
+    from yyb.attempts import run as attempts_run
+    from yyb.evidence.names import grant as grant_ref
+    from yyb.example import git
+    from yyb.plans import build as plans
+    from yyb.plans import grant
+    from yyb.store.repo import Store
+
+    base = Path(root)
+    repo = base / "repo"
+    pkg = make_package(repo)
+    git(repo, "checkout", "-q", pkg.base)
+    for i in range(files):
+        write(repo / f"d{i % 50:02d}" / f"f{i:05d}.txt", os.urandom(512).hex())
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "filler")
+    pkg.base = git(repo, "rev-parse", "HEAD")
+    tools = base / "tools"
+    write(tools / "agent.sh", DISPATCHER.replace("@TOOLS@", str(tools)), executable=True)
+    write(tools / "gold.patch", pkg.gold)
+    write(
+        tools / "behaviours" / "gold",
+        'git apply "$TOOLS/gold.patch"\ncommit gold\nenvelope succeeded\n',
+    )
+    conf = base / "conf"  # hidden from every sandbox: the task and its hidden patches
+    write(conf / "hidden" / "test.patch", pkg.test_patch)
+    write(conf / "hidden" / "gold.patch", pkg.gold)
+    pkg.repo = conf / "repo"  # task_text finds the patches beside the repository's folder
+    task = write(conf / "task.md", task_text("bench", pkg.base, pkg))
+    script = write(base / "graders" / "pytest.sh", grader(sys.executable), executable=True)
+    data = configuration.template("src", yylo_version="bench")
+    data["repositories"] = {"src": "../repo"}
+    data["harnesses"] = {
+        "candidate": {
+            "kind": "command",
+            "argv": [
+                str(tools / "agent.sh"),
+                "{model}",
+                "{workspace}",
+                "{envelope}",
+                "{prompt_file}",
+            ],
+        }
+    }
+    data["evaluators"] = {
+        "tests": {
+            "kind": "tests",
+            "grader_id": "pytest-junit",
+            "version": "1",
+            "command": command(),
+            "timeout_ms": 120_000,
+            "protected_paths": PROTECTED,
+        },
+        "command": {
+            "kind": "command",
+            "grader_id": "pytest-sh",
+            "version": "1",
+            "executable": str(script),
+            "sha256": hashlib.sha256(script.read_bytes()).hexdigest(),
+            "argv": [],
+            "timeout_ms": 120_000,
+            "protected_paths": PROTECTED,
+            "required": False,
+        },
+    }
+    data["tool_policy"] = {"network": "denied", "read_only_paths": [str(tools), *tool_paths()]}
+    config_path = conf / "yylo-benchmark.config.json"
+    config_path.write_text(json.dumps(data, indent=2))
+    config = configuration.load(str(config_path))
+    store, _ = Store.init(str(base / "store"))
+    plan = plans.task_plan(config, [str(task)], "zz/gold", attempts, "1000")
+    plans.write(store, plan)
+    now = grant.now_ms()
+    store.refs.update(
+        grant_ref(plan.oid),
+        store.objects.put_record(grant.grant_for(plan.oid, plan.experiment, now + 86_400_000, now)),
+    )
+    chosen = {oid: plan.records[oid] for oid in plan.attempt_oids}
+    ctx = attempts_run.prepare(store, config, plan.oid, plan.experiment, chosen, dict(os.environ))
+    results = attempts_run.run_plan(ctx, 2)
+    bad = [r for r in results if r.terminal_class != "resolved"]
+    if bad:
+        sys.exit(f"unexpected: {bad[0].terminal_class}: {bad[0].reason}")
+    return config, store, plan
+
+
+def evaluate_once(store, config, plan, attempt_oid: str, profile: str) -> tuple[float, int]:
+    """(seconds of one more generation of ``profile`` on the attempt, the grader's wall_ms)."""
+    from yyb.evidence import names
+    from yyb.grading import evaluate
+    from yyb.harness.sandbox import protected_roots
+
+    terminal = store.objects.get_record(
+        store.refs.read(names.attempt(plan.oid, attempt_oid, "terminal"))
+    )
+    evidence = store.refs.read(names.attempt(plan.oid, attempt_oid, "evidence"))
+    identity = terminal["identity"]
+    protected = protected_roots(store.path, config, plan.experiment)
+    start = time.perf_counter()
+    _, receipt = evaluate.evaluate(
+        store,
+        plan.oid,
+        plan.experiment,
+        attempt_oid,
+        plan.records[attempt_oid],
+        profile,
+        evaluate.Truth.of(store, terminal, evidence),
+        [identity["requested"], identity["resolved"], identity["observed"] or ""],
+        protected,
+    )
+    elapsed = time.perf_counter() - start
+    if receipt["verdict"] != "pass":
+        sys.exit(f"unexpected {profile} verdict {receipt['verdict']}")
+    return elapsed, receipt["wall_ms"]
+
+
+def steps(store, plan, attempt_oid: str) -> dict[str, float]:
+    """The tests kind's steps before the sandbox, each timed alone (seconds)."""
+    from yyb.evidence import names, testpatch
+    from yyb.grading.evaluate import Truth
+    from yyb.harness import manifest, scratch
+
+    terminal = store.objects.get_record(
+        store.refs.read(names.attempt(plan.oid, attempt_oid, "terminal"))
+    )
+    truth = Truth.of(store, terminal)
+    case = store.objects.get_record(plan.records[attempt_oid]["links"]["case"])
+    patch = store.objects.get(case["links"]["test_patch"]).body
+    spec = plan.experiment["evaluators"]["catalog"]["tests"]
+    out = {}
+    start = time.perf_counter()
+    base = manifest.entries_of(store.objects.get_record(truth.base_listing(store)))
+    final = manifest.entries_of(store.objects.get_record(truth.listing))
+    out["read the base and final listings"] = time.perf_counter() - start
+    start = time.perf_counter()
+    entries, _ = testpatch.graded(
+        base,
+        final,
+        spec["protected_paths"],
+        patch,
+        lambda o: store.objects.get(o).body,
+        lambda d: store.objects.put("blob", d),
+    )
+    out["restore protected paths, apply the test patch"] = time.perf_counter() - start
+    start = time.perf_counter()
+    graded = manifest.listing_of(entries)
+    store.objects.put_record(graded)
+    out["store the graded listing"] = time.perf_counter() - start
+    root = scratch.folder("bench")
+    try:
+        start = time.perf_counter()
+        manifest.rebuild(store, graded, os.path.join(root, "workspace"))
+        out[f"rebuild the workspace ({len(entries)} files)"] = time.perf_counter() - start
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=5000)
+    parser.add_argument("--attempts", type=int, default=6)
+    args = parser.parse_args()
+    from yyb.harness import scratch
+
+    with tempfile.TemporaryDirectory(prefix="yyb-bench-tests-") as root:
+        config, store, plan = build(root, args.files, args.attempts)
+        scratch.run_folder(store.path)
+        found = {"tests": [], "command": []}
+        for attempt_oid in plan.attempt_oids:
+            for profile in ("tests", "command"):  # in turns: the same conditions for both
+                elapsed, wall_ms = evaluate_once(store, config, plan, attempt_oid, profile)
+                found[profile].append((elapsed, wall_ms))
+        parts: dict[str, list[float]] = {}
+        for attempt_oid in plan.attempt_oids:
+            for name, seconds in steps(store, plan, attempt_oid).items():
+                parts.setdefault(name, []).append(seconds)
+    load = os.getloadavg()[0]
+    print(f"| {args.attempts} attempts, {args.files} + 8 files, load {load:.1f} | mean | each |")
+    print("|---|---|---|")
+    for profile, label in (("tests", "`tests` kind"), ("command", "command evaluator")):
+        over = [(e * 1000 - w) for e, w in found[profile]]
+        own = [w for _, w in found[profile]]
+        each = " ".join(f"{o:.0f}" for o in over)
+        print(
+            f"| {label}: overhead beyond the grader (ms) | **{statistics.mean(over):.0f}** "
+            f"| {each} |"
+        )
+        print(
+            f"| {label}: the grader's own time (ms) | {statistics.mean(own):.0f} | "
+            f"{' '.join(str(w) for w in own)} |"
+        )
+    for name, values in parts.items():
+        each = " ".join(f"{v * 1000:.0f}" for v in values)
+        print(f"| step: {name} (ms) | {statistics.mean(values) * 1000:.0f} | {each} |")
+
+
+if __name__ == "__main__":
+    main()
