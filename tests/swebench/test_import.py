@@ -185,3 +185,24 @@ def test_an_import_never_replaces_a_file_with_other_content(tmp_path, package_te
     (tmp_path / "o" / "hidden" / "acme__mathkit-1" / "gold.patch").write_text("edited\n")
     out = yyb(*args)
     assert out.exit_code == 2 and "gold.patch exists with other content" in out.stderr
+
+
+def test_a_validation_is_signed_and_links_the_one_before(imported, tmp_path, monkeypatch):
+    from yyb import signing
+
+    root, _, _, tasks = imported
+    store_path = str(tmp_path / "store")  # every validation in it signed
+    key = str(tmp_path / "signing.key")
+    public = signing.generate_key(key)
+    monkeypatch.setenv(signing.KEY_ENV, key)
+    yyb = Yyb(store_path)
+    config = str(root / "cases" / "yylo-benchmark.config.json")
+    for _ in range(2):
+        out = yyb("--config", config, "validate", "--gold", "--task", tasks["other__numkit-3"])
+        assert out.exit_code == 0, out.stderr
+    ref = names.validation("other__numkit-3")
+    store = Store.open(store_path)
+    newest = store.objects.get_record(store.refs.read(ref))
+    assert store.objects.get_record(newest["links"]["previous"])["discriminating"] is True
+    checked = yyb("verify-chain", "--trusted-key", public, ref)
+    assert checked.exit_code == 0, checked.stdout + checked.stderr
