@@ -428,3 +428,23 @@ def test_an_evaluation_needs_the_rebuilt_workspace_only(bench, monkeypatch):
     assert (receipt["generation"], receipt["verdict"]) == (2, "pass")
     assert receipt["links"]["evidence"] == evidence
     assert os.path.exists(plan.experiment["evaluators"]["catalog"]["tests"]["executable"])
+
+
+def test_a_grader_workspace_made_deeper_than_any_recursion_limit_is_removed(bench):
+    """Code under test runs in the evaluator's workspace and chooses how deep it goes: the
+    evaluation still ends with its verdict, and its folder is removed."""
+    deep = (
+        "#!/bin/sh\n"
+        "i=0; while [ $i -lt 1500 ]; do mkdir d && cd d || break; i=$((i+1)); done\n"
+        "echo $i > leaf\n"
+        f"printf '%s' '{PASSING}' > \"$YYB_GRADER_OUTPUT\"\n"
+    )
+    bench.configure({"tests": bench.command("deep", deep)})
+    plan, (fixer,) = bench.run(["zz/fixer"])
+    assert bench.evaluation(plan, fixer, "tests")["verdict"] == "pass"
+    assert fixer.terminal_class == "resolved"
+    from yyb.harness import scratch
+
+    assert [
+        name for name in os.listdir(scratch.run_folder()) if name.startswith("yyb-grade-")
+    ] == []

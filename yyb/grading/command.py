@@ -20,13 +20,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 
 from yyb.errors import UsageError
 from yyb.evidence import protect
 from yyb.evidence.records import GRADER_INPUT, GRADER_OUTPUT
 from yyb.grading.outcome import Outcome, run_sandboxed
-from yyb.harness import baserepo, manifest, sandbox, scratch
+from yyb.harness import baserepo, manifest, sandbox, scratch, worktree
 from yyb.harness.channel import Channel
 from yyb.harness.environment import Folders, build
 from yyb.store import codec, schema
@@ -192,7 +191,7 @@ def run(
     finally:
         if channel is not None:
             channel.collect()
-        shutil.rmtree(root, ignore_errors=True)
+        worktree.remove(root)  # however deep the code it ran made it
 
 
 def _graded(store, spec: dict, listing_oid: str, base) -> tuple[dict, dict | None]:

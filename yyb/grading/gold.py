@@ -18,7 +18,6 @@ previous validation, which it links as ``previous``. docs/swe-bench.md describes
 from __future__ import annotations
 
 import os
-import shutil
 
 from yyb import cases, signing
 from yyb.errors import UsageError
@@ -27,7 +26,7 @@ from yyb.evidence import plan as planned
 from yyb.evidence.records import CASE_VALIDATION, GOLD_RUNS
 from yyb.grading import testsuite
 from yyb.grading.outcome import Outcome
-from yyb.harness import apply, manifest, sandbox, scratch, snapshot
+from yyb.harness import apply, manifest, sandbox, scratch, snapshot, worktree
 from yyb.store.codec import from_json
 
 MAX_REASON = 4096
@@ -147,7 +146,7 @@ def _base_listing(store, config, case: dict) -> str:
         scan = manifest.scan(store, dest, known=snap.known)
         return store.objects.put_record(manifest.listing_record(scan))
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        worktree.remove(root)  # however deep the code it ran made it
 
 
 def _run(store, outcome: Outcome, run: str, links: dict) -> dict:

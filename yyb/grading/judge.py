@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 
 from yyb.errors import UnsafeListing
 from yyb.evidence import cost
 from yyb.grading.outcome import Outcome
-from yyb.harness import adapters, envelope, limits, manifest, sandbox, scratch
+from yyb.harness import adapters, envelope, limits, manifest, sandbox, scratch, worktree
 from yyb.harness.environment import Folders, build
 
 DEFAULT_LIMIT = 64 * 1024
@@ -279,4 +278,4 @@ def _judge_once(
         answer.update(verdict=verdict, reason=reason)
         return answer
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        worktree.remove(root)  # however deep the code it ran made it

@@ -75,7 +75,11 @@ def run_sandboxed(
         limits=limits.resolve(None),
     )
     try:
-        outcome, _ = box.run(argv, env, timeout_ms, cancel, folders.root, pass_fds=(channel.fd,))
+        # The evaluation's folder is removed once the run is over and nothing in it is read
+        # (its answer came through the channel): it is not given back to the controller's uid.
+        outcome, _ = box.run(
+            argv, env, timeout_ms, cancel, folders.root, pass_fds=(channel.fd,), give_back=False
+        )
     finally:
         received = channel.collect()
     signal = outcome.signal

@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 
 from yyb.errors import UsageError
 from yyb.evidence import testpatch
 from yyb.grading import junit
 from yyb.grading.outcome import Outcome, run_sandboxed
-from yyb.harness import apply, manifest, sandbox, scratch
+from yyb.harness import apply, manifest, sandbox, scratch, worktree
 from yyb.harness.channel import Channel
 from yyb.harness.environment import Folders, build
 
@@ -123,7 +122,7 @@ def run(
     finally:
         if channel is not None:
             channel.collect()
-        shutil.rmtree(root, ignore_errors=True)
+        worktree.remove(root)  # however deep the code it ran made it
 
 
 def fill(command: list[str], workspace: str, junit_path: str, listed: list[str]) -> list[str]:

@@ -192,11 +192,14 @@ class Sandbox:
         cancel=None,
         owner: str | None = None,
         pass_fds: tuple[int, ...] = (),
+        give_back: bool = True,
     ) -> tuple[supervise.Outcome, dict]:
         """Run ``command`` in this sandbox to its end (yyb/harness/supervise.py): the folder
-        ``owner`` (holding the writable folders) handed to the sandbox uid for the run and
-        taken back after, ``pass_fds`` inherited. Returns the outcome and what held the
-        memory and process limits and what the kernel counted (``Launch.resources``)."""
+        ``owner`` (holding the writable folders) handed to the sandbox uid for the run and,
+        with ``give_back``, taken back after (a caller that only removes the folder once the
+        run is over, reading nothing in it, can spare that walk); ``pass_fds`` inherited.
+        Returns the outcome and what held the memory and process limits and what the kernel
+        counted (``Launch.resources``)."""
         if owner is not None:
             hand_over(owner)
         try:
@@ -211,7 +214,7 @@ class Sandbox:
                 )
                 resources = launch.resources()
         finally:
-            if owner is not None:
+            if owner is not None and give_back:
                 take_back(owner)
         return outcome, resources
 
