@@ -14,7 +14,15 @@ LAYERS = [
     {"yyb.store"},
     {"yyb.harness"},
     {"yyb.evidence", "yyb.signing", "yyb.config", "yyb.cases"},
-    {"yyb.plans", "yyb.attempts", "yyb.grading", "yyb.reports", "yyb.example", "yyb.swebench"},
+    {
+        "yyb.plans",
+        "yyb.attempts",
+        "yyb.grading",
+        "yyb.reports",
+        "yyb.example",
+        "yyb.swebench",
+        "yyb.workflow",
+    },
     {"yyb.cli", "yyb.__main__"},
 ]
 PORCELAIN = 4

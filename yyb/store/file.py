@@ -171,7 +171,10 @@ def _holder_line() -> bytes:
 
 
 def parse_holder(data: bytes) -> dict | None:
-    """The holder named by a lock file's content, or None when it names none."""
+    """The holder named by a lock file's first line, or None when it names none (what follows
+    that line, a holder's own record, never counts)."""
+    if b"\n" in data:
+        data = data[: data.index(b"\n") + 1]
     if not data.startswith(LOCK_PREFIX) or not data.endswith(b"\n"):
         return None
     fields = dict(
