@@ -78,3 +78,24 @@ def test_no_group_where_the_hierarchy_cannot_be_written(monkeypatch):
     monkeypatch.setattr(cgroups, "_mounts", lambda: {})
     assert cgroups.create(LIMITS) is None
     assert cgroups.sweep() == []
+
+
+def test_a_group_that_cannot_be_joined_is_not_used(monkeypatch):
+    """Made but not joinable (a delegation that stops short, say): every sandboxed start would
+    fail with 125 and read as the candidate's failure, so rlimits hold instead."""
+    made = cgroups.create(LIMITS)
+    if made is None:
+        pytest.skip("this host lets yyb make no control group (rlimits hold instead)")
+    made.remove()
+
+    def ours() -> set[str]:
+        mine = f"{cgroups.PREFIX}{os.getpid()}-"
+        return {n for p in cgroups._parents() for n in os.listdir(p) if n.startswith(mine)}
+
+    before = ours()
+    monkeypatch.setattr(cgroups, "_joinable", {})
+    monkeypatch.setattr(
+        cgroups.Group, "join_prefix", lambda self: ["/bin/sh", "-c", "exit 125", "join", "--"]
+    )
+    assert cgroups.create(LIMITS) is None
+    assert ours() == before  # the group it made was removed

@@ -162,17 +162,35 @@ def _make(parent: str) -> str | None:
     return folder
 
 
+# Whether a process could join a group made here, per kind of group (version): proved once
+# per process by starting one, since a group that can be made but not joined would fail every
+# sandboxed start (exit 125), which would read as the candidate's failure.
+_joinable: dict[int, bool] = {}
+
+
 def create(limits: dict) -> Group | None:
     """A new group holding ``limits`` (``memory_mib`` and ``processes``), or None when this
-    host does not let yyb make one (then rlimits alone hold)."""
+    host does not let yyb make (and join) one: then rlimits alone hold."""
     own, mounts = _own_paths(), _mounts()
+    group = None
     if "" in own and "" in mounts:
         group = _create_v2(mounts[""], own[""], limits)
-        if group is not None:
-            return group
-    if all(name in own and name in mounts for name in ("memory", "pids")):
-        return _create_v1(mounts, own, limits)
-    return None
+    if group is None and all(name in own and name in mounts for name in ("memory", "pids")):
+        group = _create_v1(mounts, own, limits)
+    if group is None:
+        return None
+    if group.version not in _joinable:
+        import subprocess
+
+        try:
+            done = subprocess.run([*group.join_prefix(), "/bin/true"], capture_output=True)
+            _joinable[group.version] = done.returncode == 0
+        except OSError:
+            _joinable[group.version] = False
+    if not _joinable[group.version]:
+        group.remove()
+        return None
+    return group
 
 
 def _create_v2(mount, path: str, limits: dict) -> Group | None:
