@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 
 from yyb.config import Config
-from yyb.errors import UsageError
+from yyb.errors import FieldError, UsageError
 from yyb.evidence import records
 from yyb.store import codec, file
 
@@ -30,14 +30,9 @@ SHA256 = re.compile(r"[0-9a-f]{64}")
 TEST_LISTS = ("fail_to_pass", "pass_to_pass")
 
 
-class CaseError(UsageError):
-    """A task that is not a valid benchmark case; ``field`` names what is missing or wrong."""
-
-    def __init__(self, path: str, field: str, reason: str):
-        super().__init__(f"{path}: {field}: {reason}" if field else f"{path}: {reason}")
-        self.path = path
-        self.field = field
-        self.reason = reason
+class CaseError(FieldError):
+    """A task that is not a valid benchmark case (``where``: its path); ``field`` names what is
+    missing or wrong."""
 
 
 @dataclass(frozen=True)

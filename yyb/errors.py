@@ -68,6 +68,17 @@ class UsageError(YybError):
     exit_code = 2
 
 
+class FieldError(UsageError):
+    """An input document refused for one of its fields: ``where`` names the document (a path,
+    ``FILE:LINE``), ``field`` the field (None: the document as a whole), ``reason`` why."""
+
+    def __init__(self, where: str, field: str | None, reason: str):
+        super().__init__(f"{where}: {field}: {reason}" if field else f"{where}: {reason}")
+        self.where = where
+        self.field = field
+        self.reason = reason
+
+
 class InvalidOid(UsageError):
     def __init__(self, text: str):
         super().__init__(f"not an object id: {text!r} (expected 4 to 64 lowercase hex digits)")

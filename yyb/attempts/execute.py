@@ -127,8 +127,10 @@ def execute(ctx, attempt_oid: str, intent_oid: str, folders: Folders) -> Early |
         )
     finally:
         written = channel.collect()
-    hit = [limits.hit_by(outcome.signal, outcome.exit_code, bounds)]
-    hit.append(limits.stopped_by(resources, bounds))
+    hit = (
+        limits.hit_by(outcome.signal, outcome.exit_code, bounds),
+        limits.stopped_by(resources, bounds),
+    )
     facts = Facts(
         cancelled=outcome.cancelled,
         timed_out=outcome.timed_out,

@@ -223,18 +223,13 @@ def _judge_once(
             argv = adapters.invocation(
                 harness, spec["model"], folders.workspace, folders.control, channel.path, payload
             )
+            tools = sandbox.tool_paths(read_only, protected)
         except UsageError as exc:
             channel.collect()
             answer["problem"] = f"the judge harness cannot start: {exc}"
             return answer
         env, _ = build(folders, read_only, sorted(secrets), secrets)
         env[envelope.FD_ENV] = str(channel.fd)
-        try:
-            tools = sandbox.tool_paths(read_only, protected)
-        except UsageError as exc:
-            channel.collect()
-            answer["problem"] = f"the judge harness cannot start: {exc}"
-            return answer
         box = sandbox.Sandbox(
             writable=[folders.workspace, *folders.private()],
             hidden=protected,

@@ -66,17 +66,21 @@ def _trees(entries: dict[str, tuple[int, bytes]]) -> tuple[bytes, list[tuple[byt
 
 
 def _build(store, base: dict[str, tuple[int, str]]) -> _Built:
+    """Pack the base: its blobs one at a time (a base can be large), then its trees and commit."""
     folder = scratch.folder("base")
-    blobs = {oid: store.objects.get(oid).body for oid in sorted({o for _, o in base.values()})}
-    ids = {oid: gitfiles.object_id(gitfiles.OBJ_BLOB, data) for oid, data in blobs.items()}
-    root, trees = _trees({path: (mode, ids[oid]) for path, (mode, oid) in base.items()})
-    body = gitfiles.commit_body(root.hex(), *AUTHOR, 0, "base\n")
-    commit = gitfiles.object_id(gitfiles.OBJ_COMMIT, body)
-    pack = gitfiles.PackWriter(os.path.join(folder, "base.pack"), len(blobs) + len(trees) + 1)
-    for oid, data in blobs.items():
+    oids = sorted({oid for _, oid in base.values()})
+    folders = {""} | {p[:i] for p in base for i, c in enumerate(p) if c == "/"}
+    pack = gitfiles.PackWriter(os.path.join(folder, "base.pack"), len(oids) + len(folders) + 1)
+    ids = {}
+    for oid in oids:
+        data = store.objects.get(oid).body
+        ids[oid] = gitfiles.object_id(gitfiles.OBJ_BLOB, data)
         pack.add(gitfiles.OBJ_BLOB, ids[oid], data)
+    root, trees = _trees({path: (mode, ids[oid]) for path, (mode, oid) in base.items()})
     for tree_id, tree in trees:
         pack.add(gitfiles.OBJ_TREE, tree_id, tree)
+    body = gitfiles.commit_body(root.hex(), *AUTHOR, 0, "base\n")
+    commit = gitfiles.object_id(gitfiles.OBJ_COMMIT, body)
     pack.add(gitfiles.OBJ_COMMIT, commit, body)
     return _Built(folder, pack.finish(), commit.hex(), ids)
 

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from yyb.cases import CASE_ID, NOT_A_TEST_ID, is_test_id
-from yyb.errors import UsageError
+from yyb.errors import FieldError
 
 REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 COMMIT = re.compile(r"[0-9a-f]{40}")
@@ -23,14 +23,8 @@ LISTS = ("FAIL_TO_PASS", "PASS_TO_PASS")
 KEPT = ("version", "environment_setup_commit", "created_at")
 
 
-class InstanceError(UsageError):
+class InstanceError(FieldError):
     """An instance record that cannot be imported; ``where`` names it, ``field`` the field."""
-
-    def __init__(self, where: str, field: str | None, reason: str):
-        super().__init__(f"{where}: {field}: {reason}" if field else f"{where}: {reason}")
-        self.where = where
-        self.field = field
-        self.reason = reason
 
 
 @dataclass(frozen=True)
