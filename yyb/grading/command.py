@@ -17,6 +17,7 @@ to the candidate); a pass also needs exit status 0.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -25,7 +26,7 @@ from yyb.errors import UsageError
 from yyb.evidence import protect
 from yyb.evidence.records import GRADER_INPUT, GRADER_OUTPUT
 from yyb.grading.outcome import Outcome, run_sandboxed
-from yyb.harness import baserepo, manifest, sandbox, scratch, worktree
+from yyb.harness import layers, manifest, sandbox, scratch, worktree
 from yyb.harness.channel import Channel
 from yyb.harness.environment import Folders, build
 from yyb.store import codec, schema
@@ -90,6 +91,7 @@ def run(
         return Outcome.invalid(f"the evaluator cannot start: {exc}")
     root = scratch.folder("grade")
     channel = None
+    layers_held = contextlib.ExitStack()
     try:
         folders = Folders(root)
         folders.create()
@@ -107,11 +109,11 @@ def run(
             return Outcome.invalid(problem)
         base = manifest.entries_of(store.objects.get_record(base_listing)) if base_listing else None
         graded, protected_record = _graded(store, spec, listing_oid, base)
-        manifest.rebuild(store, graded, folders.workspace)
-        if base is not None:
-            baserepo.write(
-                store, base_listing, base, manifest.entries_of(graded), folders.workspace
+        mount = layers_held.enter_context(
+            layers.workspace(
+                store, base_listing, base, manifest.entries_of(graded), folders.workspace, git=True
             )
+        )
         input_path = os.path.join(folders.control, "grader-input.json")
         channel = Channel(MAX_OUTPUT)
         output_path = channel.path
@@ -154,8 +156,11 @@ def run(
             cancel,
             input_bytes,
             protected_record,
+            mount,
         )
         output, signal = result.output_bytes, result.signal
+        if result.problem is not None:
+            return result
         if outcome.cancelled:
             return result.with_verdict("invalid", "the evaluation was interrupted", "interrupted")
         if not outcome.cleanup_confirmed:
@@ -191,6 +196,7 @@ def run(
     finally:
         if channel is not None:
             channel.collect()
+        layers_held.close()
         worktree.remove(root)  # however deep the code it ran made it
 
 

@@ -55,15 +55,17 @@ def run_sandboxed(
     cancel=None,
     input_bytes: bytes = b"",
     protected_record: dict | None = None,
+    overlay=None,
 ) -> tuple:
     """Run one evaluator process (a command evaluator, a test runner) in the sandbox: its
     workspace and private folders writable, the tool policy's ``tools`` read-only, resource
     limits on (the code under test runs in there), ``channel`` inherited and collected once
-    every holder is gone.
+    every holder is gone; ``overlay`` (harness/layers.py), when the workspace is one, mounted.
 
     Returns (the supervised outcome, an ``Outcome`` with no verdict yet: what the channel
     received, the log, the exit status, and the signal that ended the process, which yyb did
-    not send unless the run timed out or was cancelled).
+    not send unless the run timed out or was cancelled). When the overlay could not be
+    mounted, that ``Outcome`` is already invalid (``not_started``): the caller returns it.
     """
     from yyb.harness import limits, sandbox
 
@@ -73,11 +75,12 @@ def run_sandboxed(
         read_only=tools,
         cwd=folders.workspace,
         limits=limits.resolve(None),
+        overlay=overlay,
     )
     try:
         # The evaluation's folder is removed once the run is over and nothing in it is read
         # (its answer came through the channel): it is not given back to the controller's uid.
-        outcome, _ = box.run(
+        outcome, resources = box.run(
             argv, env, timeout_ms, cancel, folders.root, pass_fds=(channel.fd,), give_back=False
         )
     finally:
@@ -85,7 +88,7 @@ def run_sandboxed(
     signal = outcome.signal
     if signal is None and outcome.exit_code is not None and outcome.exit_code > SIGNAL_EXIT:
         signal = outcome.exit_code - SIGNAL_EXIT
-    return outcome, Outcome(
+    result = Outcome(
         input_bytes=input_bytes,
         output_bytes=received,
         log=outcome.stdout.data + outcome.stderr.data,
@@ -94,3 +97,11 @@ def run_sandboxed(
         signal=signal,
         protected=protected_record,
     )
+    if resources.get("workspace_mounted") is False:
+        # Nothing ran: whatever the exit status says, the evaluator never saw a workspace.
+        result.with_verdict(
+            "invalid",
+            "the grading workspace could not be mounted; nothing was graded",
+            "not_started",
+        )
+    return outcome, result

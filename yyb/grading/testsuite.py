@@ -23,6 +23,7 @@ invalid: a run cancelled, processes not confirmed ended, an evaluator that could
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 
@@ -30,7 +31,7 @@ from yyb.errors import UsageError
 from yyb.evidence import testpatch
 from yyb.grading import junit
 from yyb.grading.outcome import Outcome, run_sandboxed
-from yyb.harness import apply, manifest, sandbox, scratch, worktree
+from yyb.harness import apply, layers, manifest, sandbox, scratch, worktree
 from yyb.harness.channel import Channel
 from yyb.harness.environment import Folders, build
 
@@ -85,10 +86,13 @@ def run(
     protected_record = {"listing": store.objects.put_record(graded), "touched": touched}
     root = scratch.folder("grade")
     channel = None
+    layers_held = contextlib.ExitStack()
     try:
         folders = Folders(root)
         folders.create()
-        manifest.rebuild(store, graded, folders.workspace)
+        mount = layers_held.enter_context(
+            layers.workspace(store, base_listing, base, entries, folders.workspace)
+        )
         channel = Channel(junit.MAX_REPORT)
         argv = fill(spec["command"], folders.workspace, channel.path, listed)
         document = dict(
@@ -116,12 +120,14 @@ def run(
             cancel,
             input_bytes,
             protected_record,
+            mount,
         )
         report = result.output_bytes
         return verdict(result, outcome, tests, report)
     finally:
         if channel is not None:
             channel.collect()
+        layers_held.close()
         worktree.remove(root)  # however deep the code it ran made it
 
 
@@ -139,6 +145,8 @@ def fill(command: list[str], workspace: str, junit_path: str, listed: list[str])
 
 def verdict(result: Outcome, outcome, tests: dict, report: bytes | None) -> Outcome:
     """The verdict rule of the tests kind, first match (docs/grading.md, "The tests kind")."""
+    if result.problem is not None:
+        return result  # decided before the rule: the evaluator never ran (run_sandboxed)
     if outcome.cancelled:
         return result.with_verdict("invalid", "the evaluation was interrupted", "interrupted")
     if not outcome.cleanup_confirmed:

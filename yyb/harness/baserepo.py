@@ -109,6 +109,14 @@ def write(
     """Make ``dest/.git`` a repository at the base (``base``: path -> (mode, store blob oid);
     ``key`` names it, the base listing's oid) whose worktree ``dest`` holds ``graded``;
     return the base commit's id."""
+    commit = write_repository(store, key, base, dest)
+    write_index(store, key, base, graded, dest, os.path.join(dest, ".git"))
+    return commit
+
+
+def write_repository(store, key: str, base: dict[str, tuple[int, str]], dest: str) -> str:
+    """``dest/.git`` without its index: the base's pack, ``HEAD`` on ``main`` at the base
+    commit, and the config; return the base commit's id."""
     built = _get(store, key, base)
     git = os.path.join(dest, ".git")
     packs = os.path.join(git, "objects", "pack")
@@ -124,18 +132,33 @@ def write(
         os.path.join(git, "config"),
         "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n",
     )
+    return built.commit
+
+
+def write_index(
+    store,
+    key: str,
+    base: dict[str, tuple[int, str]],
+    graded: dict[str, tuple[int, str]],
+    files: str,
+    git: str,
+) -> None:
+    """``git/index``: the base's entries, each with the stat data of its file under ``files``
+    when ``graded`` has it exactly as the base does (so Git does not hash it again), and none
+    otherwise (so Git compares its content)."""
+    built = _get(store, key, base)
     rows = []
     for path, (mode, oid) in base.items():
         info = _ZERO
         if graded.get(path) == (mode, oid):
             try:
-                info = os.lstat(os.path.join(dest, path))
+                info = os.lstat(os.path.join(files, path))
             except OSError:
                 pass
         rows.append((path.encode("utf-8", "surrogateescape"), info, mode, built.ids[oid]))
+    os.makedirs(git, exist_ok=True)
     with open(os.path.join(git, "index"), "wb") as handle:
         handle.write(gitfiles.index_file(rows))
-    return built.commit
 
 
 def _text(path: str, text: str) -> None:

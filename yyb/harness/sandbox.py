@@ -29,9 +29,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
+from typing import TYPE_CHECKING
 
 from yyb.errors import UsageError, YybError
 from yyb.harness import cgroups, seccomp, supervise
+
+if TYPE_CHECKING:
+    from yyb.harness import layers
 
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap)"
 # OS folders bound read-only (when they exist), and the top-level names that are links into
@@ -145,6 +149,19 @@ class Launch:
     argv: list[str]
     pass_fds: tuple[int, ...]
     group: cgroups.Group | None = None  # the control group holding memory and processes
+    mounted_fd: int | None = None  # read end of the pipe the overlay's mount step writes to
+
+    def mounted(self) -> bool | None:
+        """Whether the sandbox's overlay was mounted before bubblewrap started (None: it has
+        none). Only the step ahead of bubblewrap holds the pipe's write end, and it closes it
+        before bubblewrap starts: nothing the command runs can answer for it."""
+        if self.mounted_fd is None:
+            return None
+        os.set_blocking(self.mounted_fd, False)
+        try:
+            return os.read(self.mounted_fd, 1) != b""
+        except BlockingIOError:
+            return False
 
     def resources(self) -> dict:
         """What held the memory and process limits and what the kernel counted so far (read
@@ -164,6 +181,9 @@ class Sandbox:
     network: bool = False
     cwd: str | None = None
     limits: dict | None = None  # resource limits (harness/limits.py) of every process inside
+    # An overlay (harness/layers.py) mounted at its target, in a mount namespace of the
+    # command's own, before bubblewrap starts: the target is then bound like any writable.
+    overlay: layers.Mount | None = None
 
     @contextmanager
     def launch(self, command: list[str]) -> Iterator[Launch]:
@@ -176,11 +196,15 @@ class Sandbox:
             SandboxUnavailable: the filter has no program for this host's machine.
         """
         fd = filter_pipe()
+        mark = os.pipe() if self.overlay is not None else None
         group = cgroups.create(self.limits) if self.limits is not None else None
         try:
-            yield Launch(self.argv(command, fd, group), (fd,), group)
+            argv = self.argv(command, fd, group, mark[1] if mark else None)
+            fds = (fd, mark[1]) if mark else (fd,)
+            yield Launch(argv, fds, group, mark[0] if mark else None)
         finally:
-            os.close(fd)
+            for end in (fd, *(mark or ())):
+                os.close(end)
             if group is not None:
                 group.remove()
 
@@ -199,7 +223,8 @@ class Sandbox:
         with ``give_back``, taken back after (a caller that only removes the folder once the
         run is over, reading nothing in it, can spare that walk); ``pass_fds`` inherited.
         Returns the outcome and what held the memory and process limits and what the kernel
-        counted (``Launch.resources``)."""
+        counted (``Launch.resources``), with ``workspace_mounted`` (``Launch.mounted``) when
+        the sandbox has an overlay."""
         if owner is not None:
             hand_over(owner)
         try:
@@ -213,23 +238,31 @@ class Sandbox:
                     pass_fds=(*pass_fds, *launch.pass_fds),
                 )
                 resources = launch.resources()
+                if self.overlay is not None:
+                    resources["workspace_mounted"] = launch.mounted()
         finally:
             if owner is not None and give_back:
                 take_back(owner)
         return outcome, resources
 
     def argv(
-        self, command: list[str], seccomp_fd: int, group: cgroups.Group | None = None
+        self,
+        command: list[str],
+        seccomp_fd: int,
+        group: cgroups.Group | None = None,
+        mark_fd: int | None = None,
     ) -> list[str]:
         """The bubblewrap command line, which loads the seccomp filter from ``seccomp_fd``
-        (a descriptor the process inherits) and joins ``group`` first, if any; ``launch``
-        provides both."""
+        (a descriptor the process inherits), joins ``group`` first, if any, and mounts the
+        overlay first, if any, saying so on ``mark_fd``; ``launch`` provides them."""
         uid = sandbox_uid()
         args = []
         if self.limits is not None:
             from yyb.harness import limits
 
             args += limits.prefix(self.limits, os.getuid() if uid is None else uid, group)
+        if self.overlay is not None:
+            args += self.overlay.prefix(mark_fd)
         args += [bwrap_path(), "--die-with-parent", "--new-session"]
         args += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
         if uid is None:  # unprivileged: a user namespace, every capability in it dropped,
