@@ -48,8 +48,9 @@ MAX_KEPT = 4  # pristine bases kept at once in a process (those in use are never
 _PLAIN_PATH = re.compile(r"^/[A-Za-z0-9._/+@=-]*$")
 OPTIONS = "redirect_dir=on,metacopy=off,index=off"
 MOUNT_FAILED = 125
-# Run ahead of bubblewrap inside the new mount namespace ($1 options, $2 target, $3 the
-# descriptor that says it is mounted): mount, say so, close that descriptor, become the rest.
+# Run by bash ahead of bubblewrap inside the new mount namespace ($0 mount, $1 options, $2
+# target, $3 the descriptor that says it is mounted): mount, say so, close that descriptor,
+# become the rest. (bash: dash cannot name a descriptor above 9 in a redirection.)
 _SCRIPT = (
     '"$0" -n -t overlay -o "$1" yyb-workspace "$2" || '
     f'{{ echo "yyb: the grading workspace could not be mounted" >&2; exit {MOUNT_FAILED}; }}; '
@@ -80,7 +81,7 @@ class Mount:
             "--propagation",
             "private",
             "--",
-            "/bin/sh",
+            "/bin/bash",
             "-c",
             _SCRIPT,
             _tool("mount"),
