@@ -107,12 +107,10 @@ def run(
             problem = "its protected paths cannot be put back: the base listing is not known"
         if problem is not None:
             return Outcome.invalid(problem)
-        base = manifest.entries_of(store.objects.get_record(base_listing)) if base_listing else None
+        base = manifest.entries_at(store, base_listing) if base_listing else None
         graded, protected_record = _graded(store, spec, listing_oid, base)
         mount = layers_held.enter_context(
-            layers.workspace(
-                store, base_listing, base, manifest.entries_of(graded), folders.workspace, git=True
-            )
+            layers.workspace(store, base_listing, base, graded, folders.workspace, git=True)
         )
         input_path = os.path.join(folders.control, "grader-input.json")
         channel = Channel(MAX_OUTPUT)
@@ -201,15 +199,15 @@ def run(
 
 
 def _graded(store, spec: dict, listing_oid: str, base) -> tuple[dict, dict | None]:
-    """(the listing to rebuild for the evaluator, what protecting its paths did: the stored
-    graded listing's oid and the protected paths the candidate touched, or None)."""
-    final = store.objects.get_record(listing_oid)
+    """(the entries to give the evaluator, what protecting its paths did: the stored graded
+    listing's oid and the protected paths the candidate touched, or None)."""
+    final = manifest.entries_at(store, listing_oid)
     patterns = spec.get("protected_paths") or []
     if not patterns:
         return final, None
-    entries, touched = protect.restore(base, manifest.entries_of(final), patterns)
+    entries, touched = protect.restore(base, final, patterns)
     graded = manifest.listing_of(entries)
-    return graded, {"listing": store.objects.put_record(graded), "touched": touched}
+    return entries, {"listing": store.objects.put_record(graded), "touched": touched}
 
 
 def _fill(arg: str, values: dict[str, str]) -> str:

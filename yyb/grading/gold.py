@@ -71,7 +71,7 @@ def validate(store, config, task_path: str, environ: dict | None = None, cancel=
     case_oid = cases.write_case(store, task, case)
     record_case = store.objects.get_record(case_oid)
     base_oid = _base_listing(store, config, case)
-    base = manifest.entries_of(store.objects.get_record(base_oid))
+    base = manifest.entries_at(store, base_oid)
     links = {
         "case": case_oid,
         "base_listing": base_oid,

@@ -72,7 +72,7 @@ def build_payload(store, spec: dict, truth: dict, prompt: bytes) -> bytes:
     if "final_files" in selected and truth.get("manifest"):
         post = store.objects.get_record(truth["manifest"])
         # The listing is the candidate's: proved safe before any of it is read.
-        entries = manifest.entries_of(store.objects.get_record(truth["listing"]))
+        entries = manifest.entries_at(store, truth["listing"])
         for path in post["added"] + post["changed"]:
             if path not in entries:
                 raise UnsafeListing(path, "the manifest names a file the listing does not hold")

@@ -69,8 +69,8 @@ def run(
     except UsageError as exc:
         return Outcome.invalid(f"the evaluator cannot start: {exc}")
     listed = [*tests["fail_to_pass"], *tests["pass_to_pass"]]
-    base = manifest.entries_of(store.objects.get_record(base_listing))
-    final = manifest.entries_of(store.objects.get_record(listing_oid))
+    base = manifest.entries_at(store, base_listing)
+    final = manifest.entries_at(store, listing_oid)
     try:
         entries, touched = testpatch.graded(
             base,

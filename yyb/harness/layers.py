@@ -175,7 +175,7 @@ def _acquire(store, key: str, base: dict, git: bool) -> _Pristine:
             _kept.move_to_end(name)
         else:
             folder = os.path.join(scratch.folder("lower"), "base")
-            manifest.rebuild(store, manifest.listing_of(base), folder)
+            manifest.write_entries(store, base, folder, lambda: key)
             if git:
                 baserepo.write_repository(store, key, base, folder)
             sandbox.hand_over(folder)  # the sandbox's uid owns what it sees, as in a rebuild
@@ -206,7 +206,7 @@ def workspace(
     layer = os.path.join(os.path.dirname(folder), "layer")
     upper, work = os.path.join(layer, "upper"), os.path.join(layer, "work")
     if key is None or base is None or not _PLAIN_PATH.match(layer) or not usable():
-        manifest.rebuild(store, manifest.listing_of(graded), folder)
+        manifest.write_entries(store, graded, folder)
         if git and key is not None and base is not None:
             baserepo.write(store, key, base, graded, folder)
         yield None
@@ -232,7 +232,7 @@ def write_upper(store, base: dict, graded: dict, upper: str) -> None:
     below it. A folder of ``graded`` where ``base`` has a file needs nothing more: a folder in
     the upper layer hides a file below it."""
     changed = {p: e for p, e in graded.items() if base.get(p) != e}
-    manifest.rebuild(store, manifest.listing_of(changed), upper)
+    manifest.write_entries(store, changed, upper)
     kept = {p[:i] for p in graded for i, c in enumerate(p) if c == "/"} | set(graded)
     gone = set()
     for path in base:

@@ -326,6 +326,18 @@ def entries_of(listing: dict) -> dict[str, tuple[int, str]]:
     return entries
 
 
+def entries_at(store, oid: str) -> dict[str, tuple[int, str]]:
+    """``entries_of`` the listing record stored under ``oid``; a refusal names ``oid``.
+
+    Raises:
+        UnsafeListing, ObjectMissing, CorruptObject.
+    """
+    try:
+        return entries_of(store.objects.get_record(oid))
+    except UnsafeListing as exc:
+        raise UnsafeListing(exc.path, exc.reason, oid) from None
+
+
 def changes(before: dict, after: dict) -> dict:
     return {
         "added": sorted((p for p in after if p not in before), key=str.encode),
@@ -353,15 +365,26 @@ def rebuild(store, listing: dict, dest: str) -> None:
         ObjectMissing / CorruptObject: a blob the listing names is missing or damaged.
         OSError: the file system refused, or ``dest`` already holds one of the paths.
     """
+    try:
+        entries = entries_of(listing)
+    except UnsafeListing as exc:
+        raise UnsafeListing(exc.path, exc.reason, _listing_oid(listing)) from None
+    write_entries(store, entries, dest, lambda: _listing_oid(listing))
+
+
+def write_entries(store, proved: dict[str, tuple[int, str]], dest: str, listing=None) -> None:
+    """``rebuild`` for entries already proved by ``entries_of`` (path -> (mode, blob oid));
+    ``listing``, when given, is called for the listing's oid to name in a refused symlink
+    target."""
     from concurrent.futures import ThreadPoolExecutor
 
+    entries = sorted(proved.items())
     try:
-        entries = sorted(entries_of(listing).items())
         targets = {
             path: _link_target(store, path, oid) for path, (mode, oid) in entries if mode == SYMLINK
         }
     except UnsafeListing as exc:
-        raise UnsafeListing(exc.path, exc.reason, _listing_oid(listing)) from None
+        raise UnsafeListing(exc.path, exc.reason, listing() if listing else None) from None
     folders = sorted(
         {tuple(path.split("/")[:i]) for path, _ in entries for i in range(1, path.count("/") + 1)},
         key=len,
