@@ -1,21 +1,23 @@
 #!/usr/bin/env python3
-"""Grading overhead of the `tests` evaluator on a large repository, run by hand.
+"""Grading overhead of the `tests` and command evaluators on a large repository, run by hand.
 
 Builds a repository of a small pytest-tested package plus --files filler files (in 50
 folders), one case with hidden tests (a test patch, FAIL_TO_PASS and PASS_TO_PASS), and a plan
 of --attempts attempts of a candidate that applies the gold patch; runs it (`--jobs 2`). Then,
-for each attempt, in turns in the same run:
-  tests:    one more generation of the case's `tests` profile (yyb.grading.evaluate.evaluate,
-            as `yyb regrade` runs it): protected paths and the test patch's put back, the test
-            patch applied, the graded listing stored, the workspace rebuilt, pytest in the
-            sandbox, the JUnit report read, the evaluation stored and its ref moved
-  command:  the baseline: a command evaluator (the grading path that existed before) running
-            the same pytest command with the same protected paths, on the same attempt
+for each attempt, in turns in the same run, one more generation (yyb.grading.evaluate.evaluate,
+as `yyb regrade` runs it) of each profile on each kind of workspace:
+  profiles:   tests (the case's `tests` profile: protected paths and the test patch put back,
+              the graded listing stored, pytest in the sandbox, the JUnit report read) and
+              command (a command evaluator running the same pytest with the same protected
+              paths, its workspace carrying the base's .git)
+  workspaces: overlay (yyb/harness/layers.py: the pristine base, built once per process, under
+              an upper layer of the changed files; only where root can mount one) and rebuilt
+              (every file written again for every evaluation)
 The overhead of one evaluation is its time minus the grader's own (the sandboxed process's
-wall time, which its receipt records); the part of it spent making, handing over (chown) and
-removing the grading workspace's files is timed apart. Then the steps of the tests kind
-before the sandbox, each timed alone on every attempt: reading the two listings, restore and
-apply, storing the graded listing, rebuilding the workspace.
+wall time, which its receipt records); the part spent making, handing over (chown) and
+removing workspace files is timed apart. The overlay's mount step runs inside that wall time,
+so it is timed alone too (a mount and `true`, against `true` alone in the same sandbox).
+Then the steps before the sandbox, each timed alone on every attempt.
 Usage: python tools/bench_tests.py [--files 5000] [--attempts 6]
 """
 
@@ -153,15 +155,50 @@ def timed(function):
 
 
 def time_the_files() -> None:
-    """Wrap what creates, chowns and removes a grading workspace's files (the rebuild, the
-    hand-over and take-back, the removal) so that their time is counted in ``FILES``."""
-    from yyb.grading import command, testsuite
-    from yyb.harness import manifest, sandbox
+    """Wrap what writes, chowns and removes grading workspaces' files (a rebuild, a pristine
+    base, an upper layer; the hand-over and take-back; the removal) so that their time is
+    counted in ``FILES``."""
+    from yyb.harness import manifest, sandbox, worktree
 
-    manifest.rebuild = timed(manifest.rebuild)
+    manifest.write_entries = timed(manifest.write_entries)
     sandbox.hand_over, sandbox.take_back = timed(sandbox.hand_over), timed(sandbox.take_back)
-    for module in (command, testsuite):
-        module.shutil = type("Shutil", (), {"rmtree": staticmethod(timed(shutil.rmtree))})
+    worktree.remove = timed(worktree.remove)
+
+
+def mount_step(store, rounds: int = 20) -> tuple[float, float] | None:
+    """(mean seconds of a sandboxed `true` behind the overlay's mount step, of `true` alone),
+    on the pristine base of the run's listings; None where no overlay can be mounted."""
+    from yyb.harness import layers, manifest, sandbox, scratch, worktree
+
+    if not layers.usable():
+        return None
+    base = {}
+    for oid in store.objects.iter_oids():
+        record = store.objects.get(oid)
+        if record.kind == "record" and record.value().get("schema_version") == manifest.LISTING:
+            found = manifest.entries_of(record.value())
+            if len(found) > len(base):
+                base, key = found, oid
+    root = scratch.folder("bench")
+    times = {True: [], False: []}
+    try:
+        for n in range(rounds):
+            for mounted in (True, False):
+                folder = os.path.join(root, f"{n}{mounted}", "workspace")
+                os.makedirs(os.path.dirname(folder))
+                with layers.workspace(store, key, base, base, folder) as mount:
+                    if not mounted:
+                        os.makedirs(folder, exist_ok=True)
+                    box = sandbox.Sandbox(
+                        writable=[folder], cwd=folder, overlay=mount if mounted else None
+                    )
+                    start = time.perf_counter()
+                    outcome, _ = box.run(["/bin/true"], {"PATH": "/usr/bin:/bin"}, 30_000)
+                    times[mounted].append(time.perf_counter() - start)
+                    assert outcome.exit_code == 0
+    finally:
+        worktree.remove(root)
+    return statistics.mean(times[True]), statistics.mean(times[False])
 
 
 def evaluate_once(store, config, plan, attempt_oid: str, profile: str) -> tuple:
@@ -243,16 +280,23 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=5000)
     parser.add_argument("--attempts", type=int, default=6)
     args = parser.parse_args()
-    from yyb.harness import scratch
+    from yyb.harness import layers, scratch
 
     with tempfile.TemporaryDirectory(prefix="yyb-bench-tests-") as root:
         config, store, plan = build(root, args.files, args.attempts)
         scratch.run_folder(store.path)
         time_the_files()
-        found = {"tests": [], "command": []}
+        usable = layers.usable()
+        modes = ("overlay", "rebuilt") if usable else ("rebuilt",)
+        found: dict[tuple[str, str], list] = {}
         for attempt_oid in plan.attempt_oids:
-            for profile in ("tests", "command"):  # in turns: the same conditions for both
-                found[profile].append(evaluate_once(store, config, plan, attempt_oid, profile))
+            for profile in ("tests", "command"):  # in turns: the same conditions for each
+                for mode in modes:
+                    layers.usable = (lambda: usable) if mode == "overlay" else (lambda: False)
+                    row = evaluate_once(store, config, plan, attempt_oid, profile)
+                    found.setdefault((profile, mode), []).append(row)
+        layers.usable = lambda: usable
+        mount = mount_step(store)
         parts: dict[str, list[float]] = {}
         for attempt_oid in plan.attempt_oids:
             for name, seconds in steps(store, plan, attempt_oid).items():
@@ -260,19 +304,25 @@ def main() -> None:
     load = os.getloadavg()[0]
     print(f"| {args.attempts} attempts, {args.files} + 8 files, load {load:.1f} | mean | each |")
     print("|---|---|---|")
-    for profile, label in (("tests", "`tests` kind"), ("command", "command evaluator")):
-        rows = found[profile]
+    for (profile, mode), rows in found.items():
+        label = f"{'`tests` kind' if profile == 'tests' else 'command evaluator'}, {mode}"
         over = [e * 1000 - w for e, w, _ in rows]
         files = [f * 1000 for _, _, f in rows]
         rest = [o - f for o, f in zip(over, files, strict=True)]
         for what, values in (
             ("overhead beyond the grader", over),
-            ("of which the workspace's files (make, chown, remove)", files),
+            ("of which workspace files (write, chown, remove)", files),
             ("the rest of the overhead", rest),
             ("the grader's own time", [w for _, w, _ in rows]),
         ):
             each = " ".join(f"{v:.0f}" for v in values)
             print(f"| {label}: {what} (ms) | **{statistics.mean(values):.0f}** | {each} |")
+    if mount is not None:
+        with_mount, alone = mount
+        print(
+            f"| sandboxed `true` behind the mount step / alone (ms) | "
+            f"{with_mount * 1000:.0f} / {alone * 1000:.0f} | 20 rounds each, in turns |"
+        )
     for name, values in parts.items():
         each = " ".join(f"{v * 1000:.0f}" for v in values)
         print(f"| step: {name} (ms) | {statistics.mean(values) * 1000:.0f} | {each} |")
