@@ -27,8 +27,14 @@ LAYERS = [
 ]
 PORCELAIN = 4
 # Porcelain packages use evidence, not each other; the run orchestrator alone grades (it runs
-# generation 1) and checks grants.
-PORCELAIN_USES = {("yyb.attempts", "yyb.grading"), ("yyb.attempts", "yyb.plans")}
+# generation 1) and checks grants; the governed lane reads plan files as the isolated lane
+# writes them and reports with its statistics.
+PORCELAIN_USES = {
+    ("yyb.attempts", "yyb.grading"),
+    ("yyb.attempts", "yyb.plans"),
+    ("yyb.workflow", "yyb.plans"),
+    ("yyb.workflow", "yyb.reports"),
+}
 
 
 def unit(module: str) -> str:

@@ -42,6 +42,7 @@ COMMANDS = {
     "fetch": "yyb.cli.bundle:fetch",
     "key": "yyb.cli.signing:key",
     "sign": "yyb.cli.signing:sign",
+    "workflow": "yyb.cli.workflow:workflow",
 }
 
 

@@ -11,6 +11,9 @@ refs/runs/<plan>/<attempt>/<leaf>                  intent, execution, terminal, 
 refs/runs/<plan>/<attempt>/evaluations/<profile>   the newest evaluation generation
 refs/runs/<plan>/passes/<profile>                  a regrade or rejudge pass in progress
 refs/signatures/<oid>                              the signatures of one object
+refs/governed/<plan>/plan                          a governed workflow plan (names itself)
+refs/governed/<plan>/authorization                 its production authorization
+refs/governed/<plan>/<step attempt>/<leaf>         a step attempt's intent and terminal
 ```
 """
 
@@ -27,6 +30,11 @@ RUNS = "refs/runs"
 REPORTS = "refs/reports"
 SIGNATURES = "refs/signatures"
 LONGITUDINAL = "refs/reports/longitudinal"
+GOVERNED = "refs/governed"
+
+GovernedLeaf = Literal["intent", "terminal"]
+# intent moves (by compare-and-swap) to each new dispatch of the step; terminal is written once.
+GOVERNED_LEAVES: tuple[GovernedLeaf, ...] = get_args(GovernedLeaf)
 
 
 def plan(plan_oid: str) -> str:
@@ -78,6 +86,18 @@ def reevaluation_pass(plan_oid: str, profile: str) -> str:
 
 def signature(oid: str) -> str:
     return f"{SIGNATURES}/{oid}"
+
+
+def governed_plan(plan_oid: str) -> str:
+    return f"{GOVERNED}/{plan_oid}/plan"
+
+
+def governed_authorization(plan_oid: str) -> str:
+    return f"{GOVERNED}/{plan_oid}/authorization"
+
+
+def governed_step(plan_oid: str, attempt_oid: str, leaf: GovernedLeaf) -> str:
+    return f"{GOVERNED}/{plan_oid}/{attempt_oid}/{leaf}"
 
 
 def experiment(plan_oid: str) -> list[str]:

@@ -39,6 +39,19 @@ LONGITUDINAL_LAYER_V2 = "yylo_benchmark_longitudinal_layer.v2"
 LONGITUDINAL_COHORTS = "yylo_benchmark_longitudinal_cohorts.v3"
 SIGNATURE = "yyb_signature.v1"
 CASE_VALIDATION = "yylo_benchmark_case_validation.v2"
+# The governed workflow lane (docs/workflow.md): its configuration file, its plan and the
+# records each step attempt leaves.
+GOVERNED_CONFIG = "juno_benchmark_config.v1"
+GOVERNED_PLAN = "yylo_benchmark_governed_plan.v1"
+GOVERNED_STEP = "yylo_benchmark_governed_step.v1"
+GOVERNED_WORKFLOW = "yylo_benchmark_compiled_workflow.v1"
+GOVERNED_AUTHORIZATION = "yylo_benchmark_production_authorization.v1"
+GOVERNED_INTENT = "yylo_benchmark_governed_intent.v1"
+GOVERNED_TERMINAL = "yylo_benchmark_governed_terminal.v1"
+
+# What the boundary's journal proves about one dispatch (docs/boundary.md, ``status``).
+DispatchState = Literal["never_dispatched", "resumable", "completed", "unknown"]
+DISPATCH_STATES: tuple[DispatchState, ...] = get_args(DispatchState)
 
 # Records yyb signs when a signing key is configured. Every one of them reachable from a signed
 # head must carry its own trusted signature, so nothing unsigned sits between a head and what

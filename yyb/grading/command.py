@@ -18,7 +18,6 @@ to the candidate); a pass also needs exit status 0.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 
@@ -29,28 +28,13 @@ from yyb.grading.outcome import Outcome, run_sandboxed
 from yyb.harness import layers, manifest, sandbox, scratch, worktree
 from yyb.harness.channel import Channel
 from yyb.harness.environment import Folders, build
+from yyb.harness.pinned import verified_copy
 from yyb.store import codec, schema
 
 INPUT = GRADER_INPUT
 OUTPUT = GRADER_OUTPUT
 DEFAULT_TIMEOUT_MS = 5 * 60 * 1000
 MAX_OUTPUT = 1 << 20
-
-
-def verified_copy(path: str, expected: str, dest: str) -> str | None:
-    """Copy ``path`` to ``dest`` if its bytes hash to ``expected``; else say why not."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        return f"{path} is missing or unreadable ({exc.strerror})"
-    got = hashlib.sha256(data).hexdigest()
-    if got != expected:
-        return f"{path} does not match its bound sha256 (found {got})"
-    with open(dest, "wb") as handle:
-        handle.write(data)
-    os.chmod(dest, 0o755)
-    return None
 
 
 def parse_output(data: bytes | None) -> tuple[dict | None, str | None]:

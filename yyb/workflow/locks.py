@@ -80,12 +80,17 @@ def lock_path(lock_store: str, kind: str, name: str) -> str:
         UsageError: a type that is not ``[a-z][a-z0-9_-]*`` (at most 64 characters), or a name
             that is empty or over 1024 bytes.
     """
-    if not TYPE.match(kind):
-        raise UsageError(f"resource type {kind!r} must match [a-z][a-z0-9_-]* (1-64 characters)")
-    if not name or len(name.encode()) > MAX_NAME:
-        raise UsageError(f"resource name {name!r} must be 1 to {MAX_NAME} bytes")
+    check_resource(kind, name)
     digest = hashlib.sha256(name.encode()).hexdigest()
     return os.path.join(lock_store, kind, digest + ".lock")
+
+
+def check_resource(kind, name) -> None:
+    """Refuse (UsageError) a resource type or name ``lock_path`` cannot name a lock for."""
+    if not isinstance(kind, str) or not TYPE.match(kind):
+        raise UsageError(f"resource type {kind!r} must match [a-z][a-z0-9_-]* (1-64 characters)")
+    if not isinstance(name, str) or not name or len(name.encode()) > MAX_NAME:
+        raise UsageError(f"resource name {name!r} must be 1 to {MAX_NAME} bytes")
 
 
 def acquire(

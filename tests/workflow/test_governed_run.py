@@ -1,0 +1,122 @@
+"""The governed lane end to end through the reference boundary: plan, authorize, run,
+report, doctor; terminals for every honest and dishonest agent; nothing retained lost."""
+
+from __future__ import annotations
+
+import json
+
+from yyb.evidence import names
+from yyb.store.repo import Store
+
+
+def plan_oid(path: str) -> str:
+    return json.loads(open(path).read())["plan"]
+
+
+def test_a_two_model_workflow_runs_end_to_end(governed):
+    plan = governed.plan("zz/good,zz/bad")
+    done = governed.run(plan)
+    assert done.exit_code == 0, done.stdout + done.stderr
+    assert "dispatch_count: 4" in done.stdout
+    # Every step touched its resources once, in plan order; the non-selected step never ran.
+    ledger = governed.lines("ledger")
+    assert [line.split()[:2] for line in ledger] == [
+        ["first", "zz/good"],
+        ["second", "zz/good"],
+        ["first", "zz/bad"],
+        ["second", "zz/bad"],
+    ]
+    assert [line.split()[:2] for line in governed.lines("digest")] == [
+        ["second", "zz/good"],
+        ["second", "zz/bad"],
+    ]
+    # The model went in at the agent dispatch, replacing the one the workflow had.
+    assert "someone/else" not in "".join(ledger)
+
+    report = governed.yyb("workflow", "report", "--plan", plan, "--json")
+    assert report.exit_code == 0, report.stderr
+    rows = {(r["step"], r["model"]): r for r in json.loads(report.stdout)["rows"]}
+    assert rows[("first", "zz/good")]["resolved"] == 1
+    assert rows[("second", "zz/bad")]["classes"] == {"model_failure": 1}
+    doctor = governed.yyb("workflow", "doctor", "--plan", plan)
+    assert doctor.exit_code == 0, doctor.stdout
+
+    # A second run reuses every terminal: nothing is dispatched again.
+    again = governed.run(plan)
+    assert again.exit_code == 0 and "dispatch_count: 0" in again.stdout
+    assert len(governed.lines("ledger")) == 4
+
+
+def test_planning_and_a_dry_run_dispatch_nothing(governed):
+    plan = governed.plan("zz/good")
+    done = governed.run(plan, "--dry-run")
+    assert done.exit_code == 0 and "would_run" in done.stdout
+    assert "dispatch_count: 0" in done.stdout
+    assert governed.lines("ledger") == [] and not governed.journal().exists()
+
+
+def test_a_live_run_needs_an_authorization(governed, tmp_path):
+    out = tmp_path / "p.json"
+    done = governed.yyb(
+        "workflow",
+        "plan",
+        "--workflow",
+        str(governed.workflow),
+        "--steps-file",
+        str(governed.policy),
+        "--steps",
+        "first",
+        "--models",
+        "zz/good",
+        "--output",
+        str(out),
+    )
+    assert done.exit_code == 0, done.stderr
+    refused = governed.run(str(out))
+    assert refused.exit_code == 2 and "not authorized" in refused.stderr
+    assert governed.lines("ledger") == []
+
+
+def test_dishonest_agents_end_as_durable_harness_failures(governed):
+    plan = governed.plan("zz/liar,zz/mute,zz/garbled", steps="first")
+    done = governed.run(plan, "--json")
+    assert done.exit_code == 0, done.stdout + done.stderr
+    steps = json.loads(done.stdout)["steps"]
+    assert [s["terminal_class"] for s in steps] == ["harness_failure"] * 3
+    assert "reports zz/other, not zz/liar" in steps[0]["reason"]
+    assert governed.yyb("workflow", "doctor", "--plan", plan).exit_code == 0
+    # Durable: recovery has nothing to do, and nothing runs again.
+    assert governed.recover(plan).exit_code == 0
+    assert len(governed.lines("ledger")) == 3
+
+
+def test_a_terminal_rewritten_to_another_model_or_class_is_found(governed):
+    plan = governed.plan("zz/bad", steps="first")
+    assert governed.run(plan).exit_code == 0
+    store = Store.open(governed.store_path)
+    oid = plan_oid(plan)
+    attempt = store.objects.get_record(oid)["links"]["attempts"][0]
+    ref = names.governed_step(oid, attempt, "terminal")
+    old = store.refs.read(ref)
+    forged = dict(store.objects.get_record(old), **{"class": "resolved"})
+    store.refs.update(ref, store.objects.put_record(forged), old=old)
+    doctor = governed.yyb("workflow", "doctor", "--plan", plan)
+    assert doctor.exit_code == 1 and "terminal-derivation" in doctor.stdout
+
+
+def test_a_governed_configuration_is_not_an_isolated_one(governed, tmp_path):
+    """The isolated lane refuses the governed file: it cannot widen what an attempt sees."""
+    done = governed.yyb(
+        "plan",
+        "--models",
+        "zz/good",
+        "--attempts",
+        "1",
+        "--output",
+        str(tmp_path / "x.json"),
+        "--task",
+        str(governed.workflow),
+    )
+    assert done.exit_code == 2
+    assert "expected 'yylo_benchmark_config.v2'" in done.stderr, done.stderr
+    assert not (tmp_path / "x.json").exists()

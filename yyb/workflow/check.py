@@ -1,0 +1,133 @@
+"""``workflow doctor`` and ``workflow report``: a governed experiment from retained evidence.
+
+The doctor proves every step attempt's chain: plan -> step attempt -> intents (one per
+dispatch, each linking the one before) -> terminal, every dispatch id derived from the plan,
+the step attempt and the dispatch number, and the terminal's class derived again from the
+retained envelope, so a terminal rewritten to another model or class is found. A plan with a
+step attempt that has no terminal is incomplete, which is an error: no partial experiment is
+verified as whole. The report counts only what the doctor would accept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from yyb.errors import YybError
+from yyb.evidence import names
+from yyb.evidence.records import GOVERNED_INTENT, GOVERNED_TERMINAL
+from yyb.reports import stats
+from yyb.store.fsck import Finding
+from yyb.workflow import files
+from yyb.workflow.plan import Plan
+from yyb.workflow.run import classify, dispatch_id
+
+
+def doctor(store, plan: Plan) -> list[Finding]:
+    found: list[Finding] = []
+
+    def error(code: str, subject: str, message: str) -> None:
+        found.append(Finding("error", code, subject, message))
+
+    if store.refs.read(names.governed_plan(plan.oid)) != plan.oid:
+        error("plan-not-stored", plan.oid, "refs/governed/<plan>/plan does not name the plan")
+    for oid, value in plan.records.items():
+        try:
+            if store.objects.get_record(oid) != value:
+                error("plan-record-differs", oid, "the stored record is not the plan's")
+        except YybError as exc:
+            error("plan-record-missing", oid, str(exc))
+    for oid in plan.value["links"]["workflows"]:
+        value = plan.records[oid]
+        if hashlib.sha256(files.canonical(value["workflow"])).hexdigest() != value["sha256"]:
+            error("workflow-hash", oid, "the compiled workflow does not hash to its sha256")
+    for attempt_oid in plan.attempts:
+        try:
+            _step(store, plan, attempt_oid, error)
+        except YybError as exc:
+            error("chain-unreadable", attempt_oid, str(exc))
+    return found
+
+
+def _step(store, plan: Plan, attempt_oid: str, error) -> None:
+    step = plan.records[attempt_oid]
+    terminal_oid = store.refs.read(names.governed_step(plan.oid, attempt_oid, "terminal"))
+    intent_oid = store.refs.read(names.governed_step(plan.oid, attempt_oid, "intent"))
+    if terminal_oid is None:
+        error("incomplete", attempt_oid, f"step {step['step']!r} has no terminal")
+        return
+    terminal = store.objects.get_record(terminal_oid)
+    if terminal.get("schema_version") != GOVERNED_TERMINAL:
+        error("terminal-kind", attempt_oid, "the terminal ref names another kind of record")
+        return
+    if (terminal["plan"], terminal["attempt"], terminal["step"]) != (
+        plan.oid,
+        attempt_oid,
+        step["step"],
+    ):
+        error("terminal-elsewhere", attempt_oid, "the terminal names another plan or step")
+    if terminal["links"]["intent"] != intent_oid:
+        error("terminal-intent", attempt_oid, "the terminal links another intent than the ref")
+    # Every dispatch, newest first, back to the first.
+    number, oid = None, terminal["links"]["intent"]
+    while oid is not None:
+        intent = store.objects.get_record(oid)
+        if intent.get("schema_version") != GOVERNED_INTENT or intent["attempt"] != attempt_oid:
+            error("intent-elsewhere", attempt_oid, f"intent {oid} is not this step's")
+            return
+        if number is not None and intent["dispatch"] != number - 1:
+            error("intent-order", attempt_oid, f"intent {oid} is not the dispatch before")
+        number = intent["dispatch"]
+        if intent["dispatch_id"] != dispatch_id(plan.oid, attempt_oid, number):
+            error("dispatch-id", attempt_oid, f"intent {oid} names a dispatch id of its own")
+        if oid == terminal["links"]["intent"] and intent["dispatch_id"] != terminal["dispatch_id"]:
+            error("terminal-dispatch", attempt_oid, "the terminal is for another dispatch")
+        oid = intent["links"].get("previous")
+    if number != 1:
+        error("intent-order", attempt_oid, "the first intent is not dispatch 1")
+    envelope_oid = terminal["links"].get("envelope")
+    data = store.objects.get(envelope_oid).body if envelope_oid else None
+    cls, _, observed = classify(data, terminal["exit_code"], step["model"]["resolved"])
+    if terminal["requested"] != step["model"]["resolved"]:
+        error("terminal-model", attempt_oid, "the terminal names another requested model")
+    if (cls, observed) != (terminal["class"], terminal["observed"]):
+        error(
+            "terminal-derivation",
+            attempt_oid,
+            f"the retained envelope gives {cls} (observed {observed}); the terminal says "
+            f"{terminal['class']} (observed {terminal['observed']})",
+        )
+
+
+def report(store, plan: Plan) -> dict:
+    """Per step and model: step attempts, terminals by class, the resolved rate over every
+    step attempt (one without a terminal counts as not resolved) with its Wilson interval."""
+    cells: dict[tuple[str, str], dict] = {}
+    for attempt_oid in plan.attempts:
+        step = plan.records[attempt_oid]
+        key = (step["step"], step["model"]["resolved"])
+        cell = cells.setdefault(key, {"attempts": 0, "classes": {}, "incomplete": 0})
+        cell["attempts"] += 1
+        oid = store.refs.read(names.governed_step(plan.oid, attempt_oid, "terminal"))
+        if oid is None:
+            cell["incomplete"] += 1
+            continue
+        cls = store.objects.get_record(oid)["class"]
+        cell["classes"][cls] = cell["classes"].get(cls, 0) + 1
+    rows = []
+    for step in plan.value["steps"]:
+        for model in plan.value["models"]:
+            cell = cells.get((step, model["resolved"]))
+            if cell is None:
+                continue
+            resolved = cell["classes"].get("resolved", 0)
+            rows.append(
+                {
+                    "step": step,
+                    "model": model["resolved"],
+                    **cell,
+                    "resolved": resolved,
+                    "resolved_rate_ppm": stats.rate_ppm(resolved, cell["attempts"]),
+                    "interval": stats.wilson(resolved, cell["attempts"]),
+                }
+            )
+    return {"plan": plan.oid, "workflow": plan.value["workflow"]["name"], "rows": rows}

@@ -1,0 +1,222 @@
+"""Governed plans: model x attempt x selected step, bound to everything a run depends on.
+
+The plan record (``yylo_benchmark_governed_plan.v1``) binds the workflow's and the policy's
+bytes and parsed meaning, the variables, the selected steps in canonical order, the source
+commit and tree of the tracked project, the versions, and the boundary's pin; it links one
+compiled workflow per model and one step-attempt record per (model, attempt, step), in the
+order a run takes them. Planning dispatches nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import re
+from dataclasses import dataclass
+
+from yyb import __version__
+from yyb.errors import UsageError
+from yyb.evidence import names
+from yyb.evidence.records import GOVERNED_PLAN, GOVERNED_STEP, GOVERNED_WORKFLOW
+from yyb.plans import planfile
+from yyb.store.object_store import record_body
+from yyb.store.objects import hash_object
+from yyb.workflow import files
+from yyb.workflow.config import GovernedConfig
+
+MODEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._:@+/-]*$")
+
+
+@dataclass(frozen=True)
+class Plan:
+    oid: str
+    records: dict[str, dict]  # every record of the plan file, the plan's own included
+
+    @property
+    def value(self) -> dict:
+        return self.records[self.oid]
+
+    @property
+    def attempts(self) -> list[str]:
+        return self.value["links"]["attempts"]
+
+
+def source(project: str, paths: list[str]) -> dict:
+    """The project's HEAD commit and tree, every one of ``paths`` proved tracked there with
+    the bytes it has on disk (UsageError otherwise)."""
+    import pygit2
+
+    try:
+        repo = pygit2.Repository(project)
+        head = repo.head.peel(pygit2.Commit)
+    except (pygit2.GitError, KeyError) as exc:
+        raise UsageError(
+            f"the project {project} is not a Git repository with a commit ({exc})"
+        ) from None
+    top = os.path.realpath(repo.workdir)
+    for path in paths:
+        rel = os.path.relpath(os.path.realpath(path), top)
+        if rel.startswith(".."):
+            raise UsageError(f"{path} is not inside the project {top}")
+        try:
+            blob = head.tree[rel]
+        except KeyError:
+            raise UsageError(f"{path} is not tracked in the project's HEAD commit") from None
+        with open(path, "rb") as handle:
+            if handle.read() != blob.data:
+                raise UsageError(f"{path} differs from the project's HEAD commit; commit it first")
+    return {"commit": str(head.id), "tree": str(head.tree.id)}
+
+
+def build(
+    cfg: GovernedConfig,
+    workflow_path: str,
+    policy_path: str,
+    selected: list[str],
+    models: list[str],
+    attempts: int,
+    variables: dict,
+) -> Plan:
+    """The plan (UsageError naming the first thing that keeps one from being made)."""
+    if attempts < 1:
+        raise UsageError("--attempts must be at least 1")
+    if not models or len(set(models)) != len(models):
+        raise UsageError("--models must name each model once")
+    for model in models:
+        if not MODEL.match(model):
+            raise UsageError(f"model {model!r} is not provider/model")
+    workflow_bytes, workflow = files.read(workflow_path)
+    policy_bytes, policy = files.read(policy_path)
+    steps = files.workflow_steps(workflow_path, workflow)
+    order = [s["id"] for s in steps]
+    rules = files.policy_steps(policy_path, policy, order)
+    if not selected or len(set(selected)) != len(selected):
+        raise UsageError("--steps must name each step once")
+    by_id = {s["id"]: s for s in steps}
+    for step in selected:
+        if step not in by_id:
+            raise UsageError(f"step {step!r} is not in {workflow_path}")
+        if step not in rules:
+            raise UsageError(f"step {step!r} has no entry in the policy {policy_path}")
+        if not files.is_agent_dispatch(by_id[step]["run"]):
+            raise UsageError(f"step {step!r} is not an agent dispatch (yy pi): no model to swap")
+    chosen = [s for s in order if s in selected]  # canonical order
+    tree = source(cfg.project, [workflow_path, policy_path])
+    records: dict[str, dict] = {}
+
+    def put(value: dict) -> str:
+        oid = hash_object("record", record_body(value))
+        records[oid] = value
+        return oid
+
+    compiled = {}
+    for model in models:
+        value = files.compile_for(workflow, chosen, model)
+        compiled[model] = put(
+            {
+                "schema_version": GOVERNED_WORKFLOW,
+                "model": model,
+                "sha256": hashlib.sha256(files.canonical(value)).hexdigest(),
+                "workflow": value,
+            }
+        )
+    attempt_oids = []
+    ordinal = 0
+    for model in models:
+        for attempt in range(1, attempts + 1):
+            for step in chosen:
+                attempt_oids.append(
+                    put(
+                        {
+                            "schema_version": GOVERNED_STEP,
+                            "ordinal": ordinal,
+                            "step": step,
+                            "model": {"requested": model, "resolved": model},
+                            "attempt": attempt,
+                            "policy": rules[step],
+                            "links": {"workflow": compiled[model]},
+                        }
+                    )
+                )
+                ordinal += 1
+    project = os.path.realpath(cfg.project)
+    plan = {
+        "schema_version": GOVERNED_PLAN,
+        "versions": {
+            "yyb": __version__,
+            "yylo": cfg.yylo_version,
+            "python": platform.python_version(),
+        },
+        "workflow": {
+            "path": os.path.relpath(os.path.realpath(workflow_path), project),
+            "name": workflow["name"],
+            "sha256": hashlib.sha256(workflow_bytes).hexdigest(),
+            "meaning": files.meaning(workflow),
+        },
+        "policy": {
+            "path": os.path.relpath(os.path.realpath(policy_path), project),
+            "sha256": hashlib.sha256(policy_bytes).hexdigest(),
+            "meaning": files.meaning(policy),
+        },
+        "variables": variables,
+        "steps": chosen,
+        "models": [{"requested": m, "resolved": m} for m in models],
+        "attempts_per_cell": attempts,
+        "attempt_count": len(attempt_oids),
+        "source": tree,
+        "boundary": cfg.boundary.pin(),
+        "dispatch_count": 0,
+        "links": {"attempts": attempt_oids, "workflows": [compiled[m] for m in models]},
+    }
+    oid = put(plan)
+    return Plan(oid, records)
+
+
+def write(store, plan: Plan) -> None:
+    """Store every record of ``plan`` and point ``refs/governed/<plan>/plan`` at it."""
+    for value in plan.records.values():
+        store.objects.put_record(value)
+    ref = names.governed_plan(plan.oid)
+    if store.refs.read(ref) != plan.oid:
+        store.refs.update(ref, plan.oid, old=None, reason="governed plan")
+
+
+def load(name: str, open_store) -> Plan:
+    """A governed plan from a plan file, else from the store (oid, abbreviation or ref)."""
+    if os.path.exists(name):
+        oid, records = planfile.load(name)
+    else:
+        store = open_store()
+        oid = store.rev_parse(name)
+        value = store.objects.get_record(oid)
+        records = {oid: value}
+        for linked in value.get("links", {}).get("attempts", []) + value.get("links", {}).get(
+            "workflows", []
+        ):
+            records[linked] = store.objects.get_record(linked)
+    value = records[oid]
+    if value.get("schema_version") != GOVERNED_PLAN:
+        raise UsageError(f"{name} is not a governed plan ({GOVERNED_PLAN})")
+    for linked in value["links"]["workflows"]:
+        if linked not in records:
+            raise UsageError(f"{name}: the plan links {linked}, which it does not hold")
+    return Plan(oid, records)
+
+
+def check_current(cfg: GovernedConfig, plan: Plan, policy_path: str) -> None:
+    """Refuse (UsageError) to run ``plan`` where it no longer describes what would run: the
+    policy given is not the planned one, the tracked project moved, or the boundary pinned
+    in the configuration is not the planned one."""
+    value = plan.value
+    data = files.read(policy_path)[0]
+    if hashlib.sha256(data).hexdigest() != value["policy"]["sha256"]:
+        raise UsageError(f"{policy_path} is not the policy the plan binds")
+    workflow_path = os.path.join(cfg.project, value["workflow"]["path"])
+    now = source(cfg.project, [workflow_path, policy_path])
+    if now["tree"] != value["source"]["tree"]:
+        raise UsageError(
+            f"the project's tree is {now['tree']}, not the planned {value['source']['tree']}"
+        )
+    if cfg.boundary.pin() != value["boundary"]:
+        raise UsageError("the configuration pins another boundary than the plan")

@@ -1,0 +1,405 @@
+"""Running and recovering a governed plan, one step attempt at a time, in plan order.
+
+For each step attempt a run: holds the locks of the step's resources; writes the intent (its
+dispatch number and dispatch id) durably; asks the boundary to dispatch; concludes a terminal
+from the answer; releases the locks. A step attempt whose intent has no terminal is never
+dispatched again by ``run``: ``recover`` asks the boundary's journal what happened first
+(docs/workflow.md, "Recovery"). The first step that cannot be concluded stops the run, so
+steps keep their order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from dataclasses import dataclass, field
+
+from yyb.errors import UsageError
+from yyb.evidence import names
+from yyb.evidence.records import (
+    GOVERNED_AUTHORIZATION,
+    GOVERNED_INTENT,
+    GOVERNED_TERMINAL,
+)
+from yyb.harness import envelope, scratch, worktree
+from yyb.workflow import boundary, files, locks
+from yyb.workflow.config import GovernedConfig
+from yyb.workflow.plan import Plan
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass
+class StepResult:
+    attempt: str
+    ordinal: int
+    step: str
+    model: str
+    status: str  # concluded | retained | stopped | would_run
+    terminal_class: str | None = None
+    reason: str = ""
+    replaced_locks: list = field(default_factory=list)
+
+
+class Stopped(Exception):
+    """A step attempt that cannot go on without a person (or a recovery)."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def dispatch_id(plan_oid: str, attempt_oid: str, number: int) -> str:
+    return hashlib.sha256(f"yyb-dispatch\0{plan_oid}\0{attempt_oid}\0{number}".encode()).hexdigest()
+
+
+# -- authorization -------------------------------------------------------------------------
+
+
+def authorize(store, plan: Plan, hours: float) -> str:
+    """Record that ``plan`` may touch production for ``hours`` from now; return its oid."""
+    if not 0 < hours <= 24 * 30:
+        raise UsageError("--hours must be more than 0 and at most 720")
+    created = now_ms()
+    value = {
+        "schema_version": GOVERNED_AUTHORIZATION,
+        "plan": plan.oid,
+        "created_ms": created,
+        "expires_ms": created + int(hours * 3_600_000),
+    }
+    oid = store.objects.put_record(value)
+    ref = names.governed_authorization(plan.oid)
+    store.refs.update(ref, oid, old=store.refs.read(ref), reason="production authorization")
+    return oid
+
+
+def check_authorized(store, plan: Plan) -> None:
+    oid = store.refs.read(names.governed_authorization(plan.oid))
+    if oid is None:
+        raise UsageError(
+            "the plan is not authorized for production: run 'yyb workflow authorize' first"
+        )
+    value = store.objects.get_record(oid)
+    if value.get("plan") != plan.oid:
+        raise UsageError("the production authorization is for another plan")
+    if value["expires_ms"] <= now_ms():
+        raise UsageError("the plan's production authorization has expired")
+
+
+# -- the run -------------------------------------------------------------------------------
+
+
+@dataclass
+class Context:
+    store: object
+    cfg: GovernedConfig
+    plan: Plan
+    environ: dict
+    lock_timeout_s: float = 0.0
+    dispatch_timeout_s: float = boundary.DEFAULT_TIMEOUT_S
+
+
+def order(plan: Plan) -> list[tuple[str, dict]]:
+    return sorted(((o, plan.records[o]) for o in plan.attempts), key=lambda p: p[1]["ordinal"])
+
+
+def refs_of(ctx: Context, attempt_oid: str) -> tuple[str | None, str | None]:
+    read = ctx.store.refs.read
+    return (
+        read(names.governed_step(ctx.plan.oid, attempt_oid, "intent")),
+        read(names.governed_step(ctx.plan.oid, attempt_oid, "terminal")),
+    )
+
+
+def check_boundary(ctx: Context) -> None:
+    """The boundary answers the identity the plan pinned (UsageError otherwise)."""
+    try:
+        identity = boundary.identify(ctx.cfg.boundary, ctx.environ)
+    except boundary.BoundaryFailure as exc:
+        raise UsageError(f"the boundary cannot be used: {exc.reason}") from None
+    if identity != ctx.plan.value["boundary"]["identity"]:
+        raise UsageError(
+            f"the boundary says it is {identity!r}; the plan pins "
+            f"{ctx.plan.value['boundary']['identity']!r}"
+        )
+
+
+def run(ctx: Context, dry_run: bool = False) -> list[StepResult]:
+    """Run every step attempt without a terminal, in plan order, until one stops."""
+    if not dry_run:
+        check_authorized(ctx.store, ctx.plan)
+        check_boundary(ctx)
+
+    def interrupted(attempt_oid, step, intent_oid, result) -> None:
+        raise Stopped(
+            "it has an intent and no terminal: run 'yyb workflow recover' to ask the boundary "
+            "what happened"
+        )
+
+    def fresh(attempt_oid, step, result) -> None:
+        if dry_run:
+            result.status = "would_run"
+        else:
+            _dispatch_step(ctx, attempt_oid, step, 1, None, result)
+
+    return _walk(ctx, interrupted, fresh)
+
+
+def _walk(ctx: Context, interrupted, fresh) -> list[StepResult]:
+    """Every step attempt in plan order: a retained terminal is reported, one with an intent
+    and no terminal goes to ``interrupted``, one never started to ``fresh``; the walk ends
+    at the first that stops."""
+    results = []
+    for attempt_oid, step in order(ctx.plan):
+        result = _result(attempt_oid, step)
+        intent_oid, terminal = refs_of(ctx, attempt_oid)
+        try:
+            if terminal is not None:
+                result.status = "retained"
+                result.terminal_class = ctx.store.objects.get_record(terminal)["class"]
+            elif intent_oid is not None:
+                interrupted(attempt_oid, step, intent_oid, result)
+            else:
+                fresh(attempt_oid, step, result)
+        except Stopped as exc:
+            result.status, result.reason = "stopped", exc.reason
+        results.append(result)
+        if result.status == "stopped":
+            break
+    return results
+
+
+def _result(attempt_oid: str, step: dict) -> StepResult:
+    return StepResult(
+        attempt_oid, step["ordinal"], step["step"], step["model"]["resolved"], "concluded"
+    )
+
+
+def _leases(ctx: Context, attempt_oid: str, step: dict, number: int) -> list[locks.Lease]:
+    """Hold every resource of the step (sorted, so two runs never wait on each other in a
+    cycle); Stopped when one is held."""
+    held = []
+    record = {"plan": ctx.plan.oid, "attempt": attempt_oid, "step": step["step"]}
+    try:
+        for resource in sorted(step["policy"]["resources"], key=lambda r: (r["type"], r["name"])):
+            held.append(
+                locks.acquire(
+                    ctx.cfg.lock_store,
+                    resource["type"],
+                    resource["name"],
+                    dict(record, dispatch=number),
+                    ctx.lock_timeout_s,
+                )
+            )
+    except locks.ResourceHeld as exc:
+        for lease in held:
+            lease.release()
+        raise Stopped(str(exc)) from None
+    return held
+
+
+def _dispatch_step(
+    ctx: Context,
+    attempt_oid: str,
+    step: dict,
+    number: int,
+    recovery: dict | None,
+    result,
+    held: list | None = None,
+) -> None:
+    """Hold the step's resources (unless the caller holds them: ``held``), write the intent
+    of dispatch ``number``, dispatch it and conclude its terminal. Stopped when the answer
+    cannot conclude it."""
+    mine = held is None
+    if mine:
+        held = _leases(ctx, attempt_oid, step, number)
+    result.replaced_locks = [lease.replaced for lease in held if lease.replaced]
+    try:
+        the_id = dispatch_id(ctx.plan.oid, attempt_oid, number)
+        ref = names.governed_step(ctx.plan.oid, attempt_oid, "intent")
+        old = ctx.store.refs.read(ref)
+        intent = {
+            "schema_version": GOVERNED_INTENT,
+            "plan": ctx.plan.oid,
+            "attempt": attempt_oid,
+            "step": step["step"],
+            "dispatch": number,
+            "dispatch_id": the_id,
+            "model": step["model"],
+            "resources": step["policy"]["resources"],
+            "created_ms": now_ms(),
+            "recovery": recovery,
+            "links": {"plan": ctx.plan.oid, "attempt": attempt_oid},
+        }
+        if old is not None:
+            intent["links"]["previous"] = old
+        intent_oid = ctx.store.objects.put_record(intent)
+        ctx.store.refs.update(ref, intent_oid, old=old, reason=f"dispatch {number}")
+        workflow = ctx.plan.records[step["links"]["workflow"]]
+        answer = _ask(ctx, attempt_oid, step, the_id, workflow)
+        if answer.get("status") == "refused":
+            raise Stopped(f"the boundary refused dispatch {number}: {answer.get('reason')}")
+        if answer.get("status") != "completed":
+            raise Stopped(f"the boundary answered status {answer.get('status')!r}")
+        try:
+            done = boundary.completed(answer)
+        except boundary.BoundaryFailure as exc:
+            raise Stopped(exc.reason) from None
+        conclude(ctx, attempt_oid, step, intent_oid, the_id, done, result)
+    finally:
+        if mine:
+            for lease in held:
+                lease.release()
+
+
+def _ask(ctx: Context, attempt_oid: str, step: dict, the_id: str, workflow: dict) -> dict:
+    folder = scratch.folder("dispatch")
+    try:
+        path = os.path.join(folder, "workflow.json")
+        data = files.canonical(workflow["workflow"])
+        with open(path, "wb") as handle:
+            handle.write(data)
+        request = {
+            "dispatch_id": the_id,
+            "plan": ctx.plan.oid,
+            "attempt": attempt_oid,
+            "step": step["step"],
+            "model": step["model"],
+            "workflow": path,
+            "workflow_sha256": workflow["sha256"],
+            "variables": ctx.plan.value["variables"],
+            "resources": step["policy"]["resources"],
+        }
+        try:
+            return boundary.call(
+                ctx.cfg.boundary, "dispatch", request, ctx.environ, ctx.dispatch_timeout_s
+            ).value
+        except boundary.BoundaryFailure as exc:
+            raise Stopped(f"{exc.reason}; run 'yyb workflow recover'") from None
+    finally:
+        worktree.remove(folder)
+
+
+def conclude(
+    ctx: Context,
+    attempt_oid: str,
+    step: dict,
+    intent_oid: str,
+    the_id: str,
+    done: boundary.Completed,
+    result: StepResult,
+    recovered: str | None = None,
+) -> None:
+    """Write the step attempt's terminal from what its dispatch completed with."""
+    stamp = now_ms()
+    requested = step["model"]["resolved"]
+    cls, reason, observed = classify(done.envelope, done.exit_code, requested)
+    links = {"plan": ctx.plan.oid, "attempt": attempt_oid, "intent": intent_oid}
+    if done.envelope is not None:
+        links["envelope"] = ctx.store.objects.put("blob", done.envelope)
+    terminal = {
+        "schema_version": GOVERNED_TERMINAL,
+        "plan": ctx.plan.oid,
+        "attempt": attempt_oid,
+        "step": step["step"],
+        "dispatch_id": the_id,
+        "class": cls,
+        "reason": reason,
+        "requested": requested,
+        "observed": observed,
+        "exit_code": done.exit_code,
+        "recovered": recovered,
+        "created_ms": stamp,
+        "links": links,
+    }
+    oid = ctx.store.objects.put_record(terminal)
+    ctx.store.refs.update(
+        names.governed_step(ctx.plan.oid, attempt_oid, "terminal"), oid, old=None, reason=cls
+    )
+    result.status, result.terminal_class, result.reason = "concluded", cls, reason
+
+
+def classify(data: bytes | None, exit_code: int | None, requested: str) -> tuple:
+    """(terminal class, reason, observed identity) of a completed dispatch, from its envelope's
+    bytes and exit status (docs/boundary.md, "What yyb concludes from a dispatch")."""
+    value, problem = envelope.read(data, 0, 0)
+    observed = envelope.observed(value) if value is not None else None
+    if problem is not None:
+        return "harness_failure", problem, observed
+    if observed != requested:
+        return "harness_failure", f"the envelope reports {observed}, not {requested}", observed
+    if value["status"] == "succeeded" and exit_code == 0:
+        return "resolved", "the step completed", observed
+    if value["status"] == "succeeded":
+        return "model_failure", f"the step exited with status {exit_code}", observed
+    return "model_failure", f"the envelope reports {value['status']}", observed
+
+
+# -- recovery ------------------------------------------------------------------------------
+
+
+def recover(ctx: Context) -> list[StepResult]:
+    """Settle every step attempt with an intent and no terminal, in plan order, by what the
+    boundary's journal proves (a new dispatch where the gate allows one); stop at the first
+    that a person must decide. Step attempts not started are left to ``run``."""
+    check_boundary(ctx)
+
+    def fresh(attempt_oid, step, result) -> None:
+        result.status = "not_started"
+
+    return _walk(ctx, lambda *args: _settle(ctx, *args), fresh)
+
+
+def _settle(ctx: Context, attempt_oid: str, step: dict, intent_oid: str, result) -> None:
+    intent = ctx.store.objects.get_record(intent_oid)
+    the_id = intent["dispatch_id"]
+    if the_id != dispatch_id(ctx.plan.oid, attempt_oid, intent["dispatch"]):
+        raise Stopped(f"the intent {intent_oid} does not name this step's dispatch")
+    held = _leases(ctx, attempt_oid, step, intent["dispatch"])
+    try:
+        _settle_held(ctx, attempt_oid, step, intent_oid, intent, held, result)
+    finally:
+        for lease in held:
+            lease.release()
+
+
+def _settle_held(ctx, attempt_oid, step, intent_oid, intent, held, result) -> None:
+    """``_settle`` with the step's resources held from the question to any new dispatch."""
+    the_id = intent["dispatch_id"]
+    try:
+        state, done = boundary.status(ctx.cfg.boundary, the_id, ctx.environ)
+    except boundary.BoundaryFailure as exc:
+        raise Stopped(f"the boundary cannot say what happened: {exc.reason}") from None
+    if state == "completed":
+        conclude(ctx, attempt_oid, step, intent_oid, the_id, done, result, recovered=state)
+        return
+    if state == "unknown":
+        raise Stopped(
+            f"dispatch {intent['dispatch']} ({the_id}) was launched and never completed: what "
+            "it did to its resources is unknown; a person must check them and decide"
+        )
+    # never_dispatched or resumable: nothing that could touch a resource started.
+    rule = step["policy"]
+    used = intent["dispatch"] - 1
+    if not rule["retry_safe"]:
+        raise Stopped(
+            f"dispatch {intent['dispatch']} is {state}, but step {step['step']!r} is not "
+            "retry-safe in the policy: a person must decide whether to run it again"
+        )
+    if used >= rule["recovery_budget"]:
+        raise Stopped(
+            f"dispatch {intent['dispatch']} is {state}, and the step's recovery budget "
+            f"({rule['recovery_budget']}) is spent"
+        )
+    _dispatch_step(
+        ctx,
+        attempt_oid,
+        step,
+        intent["dispatch"] + 1,
+        {"after": the_id, "state": state},
+        result,
+        held,
+    )
