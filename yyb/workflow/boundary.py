@@ -46,10 +46,11 @@ def call(
     request: dict,
     environ: dict[str, str],
     timeout_s: float = DEFAULT_TIMEOUT_S,
+    pass_fds: tuple[int, ...] = (),
 ) -> Answer:
     """Ask the boundary ``operation`` with ``request`` (the common fields are added); the
     environment is PATH and, for a dispatch, the credentials the configuration names, taken
-    from ``environ`` by name.
+    from ``environ`` by name; ``pass_fds`` are inherited (the held locks of a dispatch).
 
     Raises:
         BoundaryFailure: its bytes do not match the pin, or it did not answer properly.
@@ -66,12 +67,12 @@ def call(
         if problem is not None:
             raise BoundaryFailure(f"the boundary {problem}")
         argv = [*([boundary.interpreter] if boundary.interpreter else []), copy, operation]
-        return _run(argv, json.dumps(document).encode(), env, timeout_s)
+        return _run(argv, json.dumps(document).encode(), env, timeout_s, pass_fds)
     finally:
         worktree.remove(folder)
 
 
-def _run(argv: list[str], data: bytes, env: dict, timeout_s: float) -> Answer:
+def _run(argv: list[str], data: bytes, env: dict, timeout_s: float, pass_fds=()) -> Answer:
     try:
         process = subprocess.Popen(
             argv,
@@ -80,15 +81,17 @@ def _run(argv: list[str], data: bytes, env: dict, timeout_s: float) -> Answer:
             stderr=subprocess.PIPE,
             env=env,
             start_new_session=True,
+            pass_fds=pass_fds,
         )
     except OSError as exc:
         raise BoundaryFailure(f"the boundary could not start ({exc.strerror})") from None
     try:
         out, err = process.communicate(data, timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
+        _kill_group(process.pid)
         out, err = process.communicate()
         raise BoundaryFailure(f"the boundary did not answer within {timeout_s:g} s", err) from None
+    _kill_group(process.pid)  # nothing a call started may outlive its answer
     if process.returncode != 0:
         how = (
             f"was killed by signal {-process.returncode}"
@@ -105,6 +108,13 @@ def _run(argv: list[str], data: bytes, env: dict, timeout_s: float) -> Answer:
     if not isinstance(value, dict):
         raise BoundaryFailure("the boundary's answer is not one JSON object", err)
     return Answer(value, err)
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def identify(boundary: Boundary, environ: dict) -> str:

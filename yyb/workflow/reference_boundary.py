@@ -123,6 +123,9 @@ def read_request(operation: str) -> dict:
             raise Malformed(f"workflow must be an absolute path, not {request['workflow']!r}")
         if not HEX64.match(request["workflow_sha256"]):
             raise Malformed("workflow_sha256 must be 64 lowercase hex digits")
+        lock_fds = request.get("lock_fds", [])
+        if not isinstance(lock_fds, list) or not all(type(fd) is int and fd > 2 for fd in lock_fds):
+            raise Malformed("lock_fds must be a list of descriptor numbers above 2")
         resources = field(request, "resources", list)
         for resource in resources:
             if not (
@@ -336,6 +339,14 @@ def read_envelope(path: str) -> bytes | None:
     return b"".join(chunks) or None
 
 
+def _open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+        return True
+    except OSError:
+        return False
+
+
 def run_step(run: list[str], envelope: str, request: dict) -> int | None:
     env = dict(os.environ)
     env.pop(CRASH_HOOK, None)
@@ -351,6 +362,7 @@ def run_step(run: list[str], envelope: str, request: dict) -> int | None:
             stderr=sys.stderr.fileno(),
             env=env,
             check=False,
+            pass_fds=tuple(fd for fd in request.get("lock_fds", []) if _open(fd)),
         )
     except (OSError, ValueError, subprocess.SubprocessError) as exc:
         sys.stderr.write(f"cannot start step {request['step']!r}: {exc}\n")

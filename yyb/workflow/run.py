@@ -178,9 +178,9 @@ def _result(attempt_oid: str, step: dict) -> StepResult:
     )
 
 
-def _leases(ctx: Context, attempt_oid: str, step: dict, number: int) -> list[locks.Lease]:
+def _leases(ctx: Context, attempt_oid: str, step: dict, number: int, result) -> list:
     """Hold every resource of the step (sorted, so two runs never wait on each other in a
-    cycle); Stopped when one is held."""
+    cycle), noting on ``result`` the abandoned locks replaced; Stopped when one is held."""
     held = []
     record = {"plan": ctx.plan.oid, "attempt": attempt_oid, "step": step["step"]}
     try:
@@ -198,6 +198,7 @@ def _leases(ctx: Context, attempt_oid: str, step: dict, number: int) -> list[loc
         for lease in held:
             lease.release()
         raise Stopped(str(exc)) from None
+    result.replaced_locks += [lease.replaced for lease in held if lease.replaced]
     return held
 
 
@@ -215,8 +216,7 @@ def _dispatch_step(
     cannot conclude it."""
     mine = held is None
     if mine:
-        held = _leases(ctx, attempt_oid, step, number)
-    result.replaced_locks = [lease.replaced for lease in held if lease.replaced]
+        held = _leases(ctx, attempt_oid, step, number, result)
     try:
         the_id = dispatch_id(ctx.plan.oid, attempt_oid, number)
         ref = names.governed_step(ctx.plan.oid, attempt_oid, "intent")
@@ -239,7 +239,7 @@ def _dispatch_step(
         intent_oid = ctx.store.objects.put_record(intent)
         ctx.store.refs.update(ref, intent_oid, old=old, reason=f"dispatch {number}")
         workflow = ctx.plan.records[step["links"]["workflow"]]
-        answer = _ask(ctx, attempt_oid, step, the_id, workflow)
+        answer = _ask(ctx, attempt_oid, step, the_id, workflow, held)
         if answer.get("status") == "refused":
             raise Stopped(f"the boundary refused dispatch {number}: {answer.get('reason')}")
         if answer.get("status") != "completed":
@@ -255,7 +255,10 @@ def _dispatch_step(
                 lease.release()
 
 
-def _ask(ctx: Context, attempt_oid: str, step: dict, the_id: str, workflow: dict) -> dict:
+def _ask(ctx: Context, attempt_oid: str, step: dict, the_id: str, workflow: dict, held) -> dict:
+    """The boundary's answer to the dispatch; the locks' descriptors are inherited, so a
+    resource stays locked while anything the dispatch started holds one, even if this
+    process dies (docs/workflow.md, "Resource locks")."""
     folder = scratch.folder("dispatch")
     try:
         path = os.path.join(folder, "workflow.json")
@@ -272,10 +275,16 @@ def _ask(ctx: Context, attempt_oid: str, step: dict, the_id: str, workflow: dict
             "workflow_sha256": workflow["sha256"],
             "variables": ctx.plan.value["variables"],
             "resources": step["policy"]["resources"],
+            "lock_fds": [lease.fd for lease in held],
         }
         try:
             return boundary.call(
-                ctx.cfg.boundary, "dispatch", request, ctx.environ, ctx.dispatch_timeout_s
+                ctx.cfg.boundary,
+                "dispatch",
+                request,
+                ctx.environ,
+                ctx.dispatch_timeout_s,
+                tuple(lease.fd for lease in held),
             ).value
         except boundary.BoundaryFailure as exc:
             raise Stopped(f"{exc.reason}; run 'yyb workflow recover'") from None
@@ -358,7 +367,7 @@ def _settle(ctx: Context, attempt_oid: str, step: dict, intent_oid: str, result)
     the_id = intent["dispatch_id"]
     if the_id != dispatch_id(ctx.plan.oid, attempt_oid, intent["dispatch"]):
         raise Stopped(f"the intent {intent_oid} does not name this step's dispatch")
-    held = _leases(ctx, attempt_oid, step, intent["dispatch"])
+    held = _leases(ctx, attempt_oid, step, intent["dispatch"], result)
     try:
         _settle_held(ctx, attempt_oid, step, intent_oid, intent, held, result)
     finally:
