@@ -129,6 +129,7 @@ def build(root: Path, monkeypatch=None, retry_safe_second: bool = False) -> Gove
                 "recovery_budget": 1,
                 "resources": [{"type": "file", "name": str(resources["ledger"])}],
             },
+            "notify": {"retry_safe": True},
             "second": {
                 "retry_safe": retry_safe_second,
                 "resources": [

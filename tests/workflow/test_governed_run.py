@@ -40,6 +40,12 @@ def test_a_two_model_workflow_runs_end_to_end(governed):
     assert rows[("second", "zz/bad")]["classes"] == {"model_failure": 1}
     doctor = governed.yyb("workflow", "doctor", "--plan", plan)
     assert doctor.exit_code == 0, doctor.stdout
+    # yyb doctor verifies it by its identity from the store alone: no configuration, no plan
+    # file, no project.
+    from tests.conftest import Yyb
+
+    alone = Yyb(governed.store_path)("doctor", f"workflow-{plan_oid(plan)}")
+    assert alone.exit_code == 0, alone.stdout + alone.stderr
 
     # A second run reuses every terminal: nothing is dispatched again.
     again = governed.run(plan)
@@ -102,6 +108,10 @@ def test_a_terminal_rewritten_to_another_model_or_class_is_found(governed):
     store.refs.update(ref, store.objects.put_record(forged), old=old)
     doctor = governed.yyb("workflow", "doctor", "--plan", plan)
     assert doctor.exit_code == 1 and "terminal-derivation" in doctor.stdout
+    alone = governed.yyb("doctor", f"workflow-{oid}")
+    assert alone.exit_code == 1 and "terminal-derivation" in alone.stdout
+    assert governed.yyb("doctor", f"workflow-{'0' * 64}").exit_code == 2
+    assert governed.yyb("doctor", "workflow-xyz").exit_code == 2
 
 
 def test_a_governed_configuration_is_not_an_isolated_one(governed, tmp_path):

@@ -44,13 +44,18 @@ if chosen and (first or RULES.get("always")):
     open(RULES["mark"], "a").close()
     if RULES["crash"] == "before-journal":
         sys.exit(70)
-    if RULES["crash"] != "garbage":
+    if RULES["crash"] not in ("garbage", "bad-envelope"):
         env["YYB_BOUNDARY_CRASH"] = RULES["crash"]
 done = subprocess.run([sys.executable, RULES["reference"], op], input=data, env=env,
                       capture_output=True, pass_fds=tuple(request.get("lock_fds", [])))
 sys.stderr.buffer.write(done.stderr)
 if chosen and first and RULES["crash"] == "garbage":
     sys.stdout.write("this is not the answer")
+    sys.exit(0)
+if chosen and first and RULES["crash"] == "bad-envelope":
+    answer = json.loads(done.stdout)
+    answer["envelope_b64"] = "*** not base64 ***"
+    sys.stdout.write(json.dumps(answer))
     sys.exit(0)
 sys.stdout.buffer.write(done.stdout)
 sys.exit(done.returncode)
@@ -150,6 +155,20 @@ def test_a_lost_answer_is_taken_from_the_journal_without_running_again(governed)
     assert governed.run(plan).exit_code == 0
     assert [line.split()[0] for line in governed.lines("ledger")] == ["first", "second"]
     assert governed.yyb("workflow", "doctor", "--plan", plan).exit_code == 0
+
+
+def test_a_malformed_envelope_from_the_boundary_is_a_durable_harness_failure(governed):
+    pin(governed, "bad-envelope", "first")
+    plan = governed.plan("zz/good")
+    done = governed.run(plan, "--json")
+    assert done.exit_code == 0, done.stdout
+    first, second = steps_of(done)
+    assert first["terminal_class"] == "harness_failure" and "malformed" in first["reason"]
+    assert second["terminal_class"] == "resolved"
+    assert governed.recover(plan).exit_code == 0
+    assert len(governed.lines("ledger")) == 2  # nothing ran again
+    oid = json.loads(Path(plan).read_text())["plan"]
+    assert governed.yyb("doctor", f"workflow-{oid}").exit_code == 0
 
 
 def test_a_spent_recovery_budget_stops(governed):

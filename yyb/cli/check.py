@@ -63,16 +63,20 @@ def _leftovers(store):
     help="Verify one experiment end to end (a plan file, or its oid or ref).",
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON array of findings.")
+@click.argument("experiment", required=False, metavar="[workflow-<PLAN OID>]")
 @click.pass_context
-def doctor(ctx, plan_name, as_json):
+def doctor(ctx, plan_name, as_json, experiment):
     """Check the whole store, like git fsck, or one experiment with --plan.
 
     Prints one line per finding, '<level> <code> <subject>: <detail>'; exit 0 when clean, 1
     when problems are found. 'info' lines (dangling objects, leftovers of interrupted writes)
     do not fail the check. With --plan, an experiment whose attempts do not all have a
-    complete, exactly linked evidence chain is reported incomplete.
+    complete, exactly linked evidence chain is reported incomplete. 'workflow-<plan oid>'
+    verifies a governed experiment from retained evidence alone (docs/workflow.md).
     """
     store = open_store(ctx)
+    if experiment is not None:
+        return _governed(store, experiment, plan_name, as_json)
     if plan_name is not None:
         from yyb.cli.plans import plan_oid as resolve_plan
         from yyb.evidence.experiment import verify_experiment
@@ -93,4 +97,25 @@ def doctor(ctx, plan_name, as_json):
 
     errors, infos = emit_findings(itertools.chain(fsck(store), _leftovers(store)), as_json)
     click.echo(f"doctor: {errors} problem(s), {infos} note(s) in {store.path}", err=True)
+    return 1 if errors else 0
+
+
+def _governed(store, experiment: str, plan_name, as_json: bool) -> int:
+    """``yyb doctor workflow-<plan oid>``: the governed experiment's chain (check.doctor)."""
+    from yyb.errors import UsageError
+    from yyb.evidence import names
+    from yyb.store.objects import is_oid
+    from yyb.workflow import check
+    from yyb.workflow.plan import load
+
+    oid = experiment.removeprefix("workflow-")
+    if plan_name is not None or not experiment.startswith("workflow-") or not is_oid(oid):
+        raise UsageError(
+            f"{experiment!r}: name a governed experiment as workflow-<64 hex> (without --plan)"
+        )
+    if store.refs.read(names.governed_plan(oid)) != oid:
+        raise UsageError(f"no governed plan {oid} in {store.path}")
+    findings = check.doctor(store, load(oid, lambda: store))
+    errors, _ = emit_findings(findings, as_json)
+    click.echo(f"doctor: governed experiment {oid}: {errors} problem(s)", err=True)
     return 1 if errors else 0

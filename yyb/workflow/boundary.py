@@ -142,13 +142,14 @@ def completed(value: dict) -> Completed:
     encoded = value.get("envelope_b64")
     if encoded is None:
         return Completed(code, None)
+    if not isinstance(encoded, str):
+        raise BoundaryFailure("the boundary's envelope_b64 is not a string or null")
     try:
-        envelope = base64.b64decode(encoded, validate=True) if isinstance(encoded, str) else None
+        return Completed(code, base64.b64decode(encoded, validate=True))
     except ValueError:
-        envelope = None
-    if envelope is None:
-        raise BoundaryFailure("the boundary's envelope_b64 is not base64")
-    return Completed(code, envelope)
+        # The step completed; what came back as its envelope is kept as it came, and does
+        # not parse as one: a durable harness failure, like any malformed envelope.
+        return Completed(code, encoded.encode())
 
 
 def status(boundary: Boundary, dispatch_id: str, environ: dict) -> tuple[str, Completed | None]:
