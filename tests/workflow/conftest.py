@@ -75,23 +75,25 @@ class Governed:
     def yyb(self, *args: str):
         return Yyb(self.store_path)("--config", str(self.config_path), *args)
 
-    def plan(self, models: str, steps: str = "first,second", attempts: int = 1) -> str:
-        out = self.root / f"plan-{hashlib.sha256((models + steps).encode()).hexdigest()[:8]}.json"
-        done = self.yyb(
+    def make_plan(self, out, *options: str, policy=None):
+        """``yyb workflow plan`` of this workflow and ``policy`` (default: the bench's)."""
+        return self.yyb(
             "workflow",
             "plan",
             "--workflow",
             str(self.workflow),
             "--steps-file",
-            str(self.policy),
-            "--steps",
-            steps,
-            "--models",
-            models,
-            "--attempts",
-            str(attempts),
+            str(policy or self.policy),
             "--output",
             str(out),
+            *options,
+        )
+
+    def plan(self, models: str, steps: str = "first,second", attempts: int = 1) -> str:
+        """A plan file made and authorized."""
+        out = self.root / f"plan-{hashlib.sha256((models + steps).encode()).hexdigest()[:8]}.json"
+        done = self.make_plan(
+            out, "--steps", steps, "--models", models, "--attempts", str(attempts)
         )
         assert done.exit_code == 0, done.stderr
         assert self.yyb("workflow", "authorize", "--plan", str(out)).exit_code == 0

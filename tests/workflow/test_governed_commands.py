@@ -109,17 +109,7 @@ def test_a_plan_that_cannot_be_made_is_refused(governed, tmp_path, args, message
         base[flag] = value
     extra = [item for pair in base.items() for item in pair]
     out = tmp_path / "p.json"
-    done = governed.yyb(
-        "workflow",
-        "plan",
-        "--workflow",
-        str(governed.workflow),
-        "--steps-file",
-        str(governed.policy),
-        "--output",
-        str(out),
-        *extra,
-    )
+    done = governed.make_plan(out, *extra)
     assert done.exit_code == 2, done.stdout
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and message in lines[0], lines
@@ -141,18 +131,7 @@ def test_a_policy_that_names_unknown_steps_or_fields_is_refused(governed, tmp_pa
     policy.write_text("steps:\n  first: {retry_safe: maybe}\n")
     git(governed.project, "add", "-A")
     git(governed.project, "commit", "-qm", "bad policy")
-    done = governed.yyb(
-        "workflow",
-        "plan",
-        "--workflow",
-        str(governed.workflow),
-        "--steps-file",
-        str(policy),
-        "--steps",
-        "first",
-        "--models",
-        "zz/good",
-        "--output",
-        str(tmp_path / "p.json"),
+    done = governed.make_plan(
+        tmp_path / "p.json", "--steps", "first", "--models", "zz/good", policy=policy
     )
     assert done.exit_code == 2 and "retry_safe must be true or false" in done.stderr

@@ -63,20 +63,7 @@ def test_planning_and_a_dry_run_dispatch_nothing(governed):
 
 def test_a_live_run_needs_an_authorization(governed, tmp_path):
     out = tmp_path / "p.json"
-    done = governed.yyb(
-        "workflow",
-        "plan",
-        "--workflow",
-        str(governed.workflow),
-        "--steps-file",
-        str(governed.policy),
-        "--steps",
-        "first",
-        "--models",
-        "zz/good",
-        "--output",
-        str(out),
-    )
+    done = governed.make_plan(out, "--steps", "first", "--models", "zz/good")
     assert done.exit_code == 0, done.stderr
     refused = governed.run(str(out))
     assert refused.exit_code == 2 and "not authorized" in refused.stderr
