@@ -28,10 +28,11 @@ LAYERS = [
 PORCELAIN = 4
 # Porcelain packages use evidence, not each other; the run orchestrator alone grades (it runs
 # generation 1) and checks grants; the governed lane reads plan files as the isolated lane
-# writes them and reports with its statistics.
+# writes them, judges with its judges and reports with its statistics.
 PORCELAIN_USES = {
     ("yyb.attempts", "yyb.grading"),
     ("yyb.attempts", "yyb.plans"),
+    ("yyb.workflow", "yyb.grading"),
     ("yyb.workflow", "yyb.plans"),
     ("yyb.workflow", "yyb.reports"),
 }

@@ -115,7 +115,24 @@ class Governed:
         return self.root / "state" / "journal"
 
 
-def build(root: Path, monkeypatch=None, retry_safe_second: bool = False) -> Governed:
+# A stand-in judge (command harness: MODEL WORKSPACE ENVELOPE PAYLOAD): passes a step that
+# exited 0, fails one that did not; its envelope names the judge model it was given.
+JUDGE = r"""#!/bin/sh
+MODEL="$1"; ENVELOPE="$3"; PAYLOAD="$4"
+cat > "$ENVELOPE" <<EOF
+{"schema_version": "juno_execution_envelope.v1", "provider": "${MODEL%%/*}",
+ "model": "${MODEL#*/}", "status": "succeeded",
+ "cost": {"completeness": "complete", "currency": "USD", "micros": 700},
+ "started_ms": 0, "ended_ms": 0, "elapsed_ms": 0}
+EOF
+if grep -q "^Exit status: 0$" "$PAYLOAD"; then v=pass; else v=fail; fi
+echo "{\"verdict\": \"$v\", \"reason\": \"judged\"}"
+"""
+
+
+def build(
+    root: Path, monkeypatch=None, retry_safe_second: bool = False, judged: bool = False
+) -> Governed:
     root.mkdir(parents=True, exist_ok=True)
     project = root / "project"
     (project / ".juno_task" / "workflows").mkdir(parents=True)
@@ -130,6 +147,7 @@ def build(root: Path, monkeypatch=None, retry_safe_second: bool = False) -> Gove
                 "retry_safe": True,
                 "recovery_budget": 1,
                 "resources": [{"type": "file", "name": str(resources["ledger"])}],
+                **({"judge": "quality"} if judged else {}),
             },
             "notify": {"retry_safe": True},
             "second": {
@@ -152,6 +170,7 @@ def build(root: Path, monkeypatch=None, retry_safe_second: bool = False) -> Gove
     agent = tools / "yy"
     agent.write_text(AGENT.replace("PYTHON", sys.executable))
     agent.chmod(0o755)
+    (tools / "judge.sh").write_text(JUDGE)
     boundary = Path(__file__).resolve().parents[2] / "yyb" / "workflow" / "reference_boundary.py"
     (root / "state").mkdir()
     (root / "state" / "locks").mkdir()
@@ -168,6 +187,26 @@ def build(root: Path, monkeypatch=None, retry_safe_second: bool = False) -> Gove
             "credentials": ["OPS_TOKEN"],
         },
         "lock_store": "state/locks",
+        "tool_paths": ["tools"],
+        "judges": {
+            "quality": {
+                "model": "judges/j1",
+                "prompt": "Judge the step.",
+                "rubric": "Did the step do its work?",
+                "timeout_ms": 20_000,
+                "harness": {
+                    "kind": "command",
+                    "argv": [
+                        "/bin/sh",
+                        str(tools / "judge.sh"),
+                        "{model}",
+                        "{workspace}",
+                        "{envelope}",
+                        "{prompt_file}",
+                    ],
+                },
+            }
+        },
     }
     config_path = root / "juno-benchmark.config.json"
     config_path.write_text(json.dumps(config, indent=2))

@@ -1,7 +1,8 @@
 """The reference boundary (docs/boundary.md), run as yyb runs it: a copy of its file, by path,
 in a process of its own. A dispatch runs its step once and never again, journaled before it
 acts and before the effect; status tells what the journal proves, crashes included; the
-step's envelope comes back through the one place it was given; a malformed request is one
+step's envelope comes back through the one place it was given, and what it printed (its two
+streams merged, at most the last 256 KiB) comes back beside it; a malformed request is one
 line and exit 2."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import ast
 import base64
 import hashlib
+import importlib.util
 import json
 import os
 import shutil
@@ -37,8 +39,10 @@ ENVELOPE = {
 
 # The stand-in agent `yy`: appends its dispatch id to each resource file it is given, records
 # what it was started with, and writes its envelope where the boundary said. AGENT_MODE
-# (comma-separated) changes what it does: junk (prints to stdout), no-envelope, big-envelope,
-# kill (SIGKILLs itself), sleep (waits a moment first); AGENT_EXIT is its exit status.
+# (comma-separated) changes what it does: junk (prints to stdout, then stderr), interleaved
+# (stdout, stderr, stdout), big-output (BIG_OUTPUT to stdout), no-envelope, kill (SIGKILLs
+# itself), sleep (waits a moment first); AGENT_ENVELOPE_SIZE pads its envelope with leading
+# spaces to that many bytes; AGENT_EXIT is its exit status.
 AGENT = """\
 import json, os, signal, sys, time
 args = sys.argv[1:]
@@ -57,6 +61,10 @@ if record:
             "crash_hook": os.environ.get("YYB_BOUNDARY_CRASH"),
             "envelope_existed": os.path.exists(envelope),
             "folder_mode": os.stat(folder).st_mode & 0o777,
+            "folder": {name: os.stat(os.path.join(folder, name)).st_ino
+                       for name in os.listdir(folder)},
+            "stdout_ino": os.fstat(1).st_ino,
+            "stderr_ino": os.fstat(2).st_ino,
         }) + "\\n")
 for resource in json.loads(os.environ["YYB_STEP_RESOURCES"]):
     with open(resource["name"], "a") as handle:
@@ -64,9 +72,17 @@ for resource in json.loads(os.environ["YYB_STEP_RESOURCES"]):
 if "junk" in modes:
     print("junk on stdout {not json", flush=True)
     print("and on stderr", file=sys.stderr, flush=True)
-if "big-envelope" in modes:
+if "interleaved" in modes:
+    for n, stream in enumerate([sys.stdout, sys.stderr, sys.stdout, sys.stderr, sys.stdout]):
+        print(f"{stream.name} {n}", file=stream, flush=True)
+if "big-output" in modes:
+    sys.stdout.buffer.write(BIG_OUTPUT)
+    sys.stdout.flush()
+size = os.environ.get("AGENT_ENVELOPE_SIZE")
+if size:
+    text = json.dumps(ENVELOPE)
     with open(envelope, "w") as handle:
-        handle.write(" " * (1 << 20) + json.dumps(ENVELOPE))
+        handle.write(" " * (int(size) - len(text)) + text)
 elif "no-envelope" not in modes:
     with open(envelope, "w") as handle:
         json.dump(ENVELOPE, handle)
@@ -74,6 +90,18 @@ if "kill" in modes:
     os.kill(os.getpid(), signal.SIGKILL)
 sys.exit(int(os.environ.get("AGENT_EXIT", "0")))
 """
+
+
+# What the big-output agent prints: more than the 256 KiB kept, no two 256 KiB windows alike.
+KEPT = 256 << 10
+BIG_OUTPUT = b"".join(b"%07d\n" % n for n in range(KEPT // 8 + 5000)) + b"the end"
+
+
+def load_boundary():
+    spec = importlib.util.spec_from_file_location("reference_boundary_under_test", SOURCE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def did(n: int) -> str:
@@ -94,7 +122,11 @@ class World:
         self.bin.mkdir()
         agent = self.bin / "yy"
         agent.write_text(
-            f"#!{sys.executable}\n" + f"ENVELOPE = {ENVELOPE!r}\n" + AGENT, encoding="utf-8"
+            f"#!{sys.executable}\n"
+            + f"ENVELOPE = {ENVELOPE!r}\n"
+            + f"BIG_OUTPUT = {BIG_OUTPUT!r}\n"
+            + AGENT,
+            encoding="utf-8",
         )
         agent.chmod(0o755)
         self.resource = root / "orders.db"
@@ -190,6 +222,16 @@ def envelope_of(answer: dict) -> dict:
     return json.loads(base64.b64decode(answer["envelope_b64"]))
 
 
+def tail(data: bytes) -> tuple[int, bytes, str]:
+    """Big output, compared cheaply: its size, its first line, its digest."""
+    return len(data), data[: data.find(b"\n") + 1], hashlib.sha256(data).hexdigest()
+
+
+def output_of(answer: dict) -> bytes:
+    assert isinstance(answer["output_b64"], str)
+    return base64.b64decode(answer["output_b64"], validate=True)
+
+
 # The program itself
 
 
@@ -220,6 +262,7 @@ def test_a_dispatch_runs_its_step_once_and_journals_each_event_in_order(world):
     assert answer["status"] == "completed"
     assert answer["exit_code"] == 0
     assert envelope_of(answer) == ENVELOPE
+    assert answer["output_b64"] == ""  # it printed nothing
     assert world.touched() == [did(1)]
 
     lines = world.lines()
@@ -230,6 +273,7 @@ def test_a_dispatch_runs_its_step_once_and_journals_each_event_in_order(world):
     assert lines[0]["time_ms"] <= lines[1]["time_ms"] <= lines[2]["time_ms"]
     assert lines[2]["exit_code"] == 0
     assert lines[2]["envelope_b64"] == answer["envelope_b64"]
+    assert lines[2]["output_b64"] == ""
     assert stat.S_IMODE(world.journal.stat().st_mode) == 0o700
 
     # The step got its argv with one envelope place appended, in a private folder of its own
@@ -243,6 +287,10 @@ def test_a_dispatch_runs_its_step_once_and_journals_each_event_in_order(world):
     assert record["folder_mode"] == 0o700
     assert not os.path.exists(os.path.dirname(argv[-1]))
     assert record["step"] == "first" and record["dispatch"] == did(1)
+    # Its standard output and error are one file, in that same folder.
+    assert record["stdout_ino"] == record["stderr_ino"]
+    assert list(record["folder"].values()) == [record["stdout_ino"]]
+    assert os.path.basename(argv[-1]) not in record["folder"]
 
 
 def test_the_same_dispatch_is_refused_and_touches_nothing(world):
@@ -265,31 +313,94 @@ def test_a_dispatch_makes_a_missing_journal_folder_private(world):
     assert stat.S_IMODE(world.journal.stat().st_mode) == 0o700
 
 
-def test_the_steps_stdout_does_not_reach_the_answer(world):
+def test_the_steps_stdout_does_not_pollute_the_answer(world):
     done = world.call_raw(
         ["dispatch"], json.dumps(world.request("dispatch")).encode(), AGENT_MODE="junk"
     )
     assert done.returncode == 0
-    answer = json.loads(done.stdout)
+    answer = json.loads(done.stdout)  # one JSON object, nothing around it
     assert answer["status"] == "completed" and envelope_of(answer) == ENVELOPE
-    assert b"junk on stdout" in done.stderr and b"and on stderr" in done.stderr
-    assert b"junk" not in done.stdout
+    assert output_of(answer) == b"junk on stdout {not json\nand on stderr\n"
+    # The step's output is in the answer only: not around it, not on the boundary's stderr.
+    assert b"junk" not in done.stdout.replace(answer["output_b64"].encode(), b"")
+    assert b"junk" not in done.stderr and b"and on stderr" not in done.stderr
+
+
+def test_the_steps_two_streams_come_back_merged_in_order(world):
+    answer = world.call("dispatch", AGENT_MODE="interleaved")
+    printed = b"<stdout> 0\n<stderr> 1\n<stdout> 2\n<stderr> 3\n<stdout> 4\n"
+    assert output_of(answer) == printed
+    assert world.lines()[-1]["output_b64"] == answer["output_b64"]
+    assert world.status() == {
+        "state": "completed",
+        "dispatch_id": did(1),
+        "exit_code": 0,
+        "envelope_b64": answer["envelope_b64"],
+        "output_b64": answer["output_b64"],
+    }
+    assert output_of(world.status()) == printed
+
+
+def test_an_output_over_256_kib_is_cut_to_its_last_256_kib(world):
+    assert len(BIG_OUTPUT) > KEPT
+    answer = world.call("dispatch", AGENT_MODE="big-output")
+    assert tail(output_of(answer)) == tail(BIG_OUTPUT[-KEPT:])
+    assert tail(output_of(world.status())) == tail(BIG_OUTPUT[-KEPT:])
+    assert envelope_of(answer) == ENVELOPE
+
+
+def test_an_output_of_exactly_256_kib_is_kept_whole(world):
+    exact = world.root / "exact"
+    exact.write_bytes(BIG_OUTPUT[-KEPT:])
+    script = "import sys; sys.stdout.buffer.write(open(sys.argv[1], 'rb').read())"
+    run = [sys.executable, "-c", script, str(exact)]
+    world.write_workflow({"name": "w", "steps": [{"id": "first", "run": run}]})
+    answer = world.dispatch()
+    assert answer["exit_code"] == 0
+    assert tail(output_of(answer)) == tail(BIG_OUTPUT[-KEPT:])
 
 
 def test_a_step_that_writes_no_envelope(world):
     answer = world.call("dispatch", AGENT_MODE="no-envelope")
-    assert answer == {"status": "completed", "exit_code": 0, "envelope_b64": None}
+    assert answer == {"status": "completed", "exit_code": 0, "envelope_b64": None, "output_b64": ""}
     assert world.lines()[-1]["envelope_b64"] is None
     assert world.touched() == [did(1)]
 
 
-def test_an_envelope_too_big_for_an_answer_is_answered_as_none(world):
+def test_the_largest_envelope_and_output_fit_in_an_answer(world):
+    boundary = load_boundary()
+    assert boundary.MAX_ANSWER == 2 << 20 and boundary.MAX_OUTPUT == KEPT
+    size = boundary.MAX_ENVELOPE
     done = world.call_raw(
-        ["dispatch"], json.dumps(world.request("dispatch")).encode(), AGENT_MODE="big-envelope"
+        ["dispatch"],
+        json.dumps(world.request("dispatch")).encode(),
+        AGENT_MODE="big-output",
+        AGENT_ENVELOPE_SIZE=str(size),
+    )
+    assert done.returncode == 0, done.stderr
+    # Room for at least 4 KiB more of the answer's JSON.
+    assert len(done.stdout) + (4 << 10) - 200 <= boundary.MAX_ANSWER
+    answer = json.loads(done.stdout)
+    assert len(base64.b64decode(answer["envelope_b64"])) == size
+    assert envelope_of(answer) == ENVELOPE
+    assert tail(output_of(answer)) == tail(BIG_OUTPUT[-KEPT:])
+
+
+def test_an_envelope_too_big_for_an_answer_is_answered_as_none(world):
+    size = load_boundary().MAX_ENVELOPE + 1
+    done = world.call_raw(
+        ["dispatch"],
+        json.dumps(world.request("dispatch")).encode(),
+        AGENT_ENVELOPE_SIZE=str(size),
     )
     assert done.returncode == 0
-    assert len(done.stdout) <= 1 << 20
-    assert json.loads(done.stdout) == {"status": "completed", "exit_code": 0, "envelope_b64": None}
+    assert len(done.stdout) <= 2 << 20
+    assert json.loads(done.stdout) == {
+        "status": "completed",
+        "exit_code": 0,
+        "envelope_b64": None,
+        "output_b64": "",
+    }
 
 
 def test_the_steps_exit_status_is_answered(world):
@@ -301,6 +412,7 @@ def test_the_steps_exit_status_is_answered(world):
         "dispatch_id": did(1),
         "exit_code": 3,
         "envelope_b64": answer["envelope_b64"],
+        "output_b64": "",
     }
 
 
@@ -312,11 +424,32 @@ def test_a_step_killed_by_a_signal_has_no_exit_status(world):
     assert world.lines()[-1]["exit_code"] is None
 
 
-def test_a_step_that_cannot_start_exits_127_after_launched(world):
+def test_a_step_killed_by_a_signal_keeps_what_it_printed(world):
+    answer = world.call("dispatch", AGENT_MODE="interleaved,kill")
+    assert answer["exit_code"] is None
+    assert output_of(answer).endswith(b"<stdout> 4\n")
+
+
+def test_a_step_that_cannot_start_exits_127_after_launched_with_no_output(world):
     world.write_workflow({"name": "w", "steps": [{"id": "first", "run": ["no-such-yy-here"]}]})
     answer = world.dispatch()
-    assert answer == {"status": "completed", "exit_code": 127, "envelope_b64": None}
+    assert answer == {
+        "status": "completed",
+        "exit_code": 127,
+        "envelope_b64": None,
+        "output_b64": None,
+    }
     assert world.events() == ["dispatched", "launched", "completed"]
+    assert world.lines()[-1]["output_b64"] is None
+    assert world.status()["output_b64"] is None
+
+
+def test_a_step_that_started_and_exits_127_has_its_output(world):
+    run = [sys.executable, "-c", "print('command not found'); raise SystemExit(127)"]
+    world.write_workflow({"name": "w", "steps": [{"id": "first", "run": run}]})
+    answer = world.dispatch()
+    assert answer["exit_code"] == 127
+    assert output_of(answer) == b"command not found\n"
 
 
 def test_a_workflow_whose_bytes_differ_is_refused_and_nothing_runs(world):
@@ -379,13 +512,15 @@ def test_status_of_a_dispatch_never_made(world):
 
 
 def test_status_of_a_completed_dispatch_is_its_answer(world):
-    answer = world.dispatch()
+    answer = world.call("dispatch", AGENT_MODE="junk")
     assert world.status() == {
         "state": "completed",
         "dispatch_id": did(1),
         "exit_code": 0,
         "envelope_b64": answer["envelope_b64"],
+        "output_b64": answer["output_b64"],
     }
+    assert output_of(world.status()) == b"junk on stdout {not json\nand on stderr\n"
     assert world.status(did(2))["state"] == "never_dispatched"
 
 
@@ -453,6 +588,19 @@ def test_a_torn_last_line_is_ignored(world):
     assert world.touched() == []
 
 
+def test_a_completed_entry_journaled_before_output_was_kept_answers_no_output(world):
+    envelope_b64 = base64.b64encode(json.dumps(ENVELOPE).encode()).decode()
+    completed = entry("completed", exit_code=0, envelope_b64=envelope_b64)
+    write_journal(world, entry("dispatched") + entry("launched") + completed)
+    assert world.status() == {
+        "state": "completed",
+        "dispatch_id": did(1),
+        "exit_code": 0,
+        "envelope_b64": envelope_b64,
+        "output_b64": None,
+    }
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -463,6 +611,12 @@ def test_a_torn_last_line_is_ignored(world):
         entry("dispatched", did(2)),
         entry("dispatched") + entry("launched") + entry("completed", exit_code="0"),
         entry("dispatched") + entry("launched") + entry("completed", exit_code=0),
+        entry("dispatched")
+        + entry("launched")
+        + entry("completed", exit_code=0, envelope_b64=None, output_b64=7),
+        entry("dispatched")
+        + entry("launched")
+        + entry("completed", exit_code=0, envelope_b64=None, output_b64=["a"]),
         "[1]\n",
     ],
     ids=[
@@ -473,6 +627,8 @@ def test_a_torn_last_line_is_ignored(world):
         "other-dispatch",
         "bad-exit-code",
         "no-envelope-field",
+        "output-a-number",
+        "output-a-list",
         "not-an-object",
     ],
 )

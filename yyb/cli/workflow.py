@@ -234,7 +234,7 @@ def _results(results, as_json: bool) -> int:
     rows = [vars(r) for r in results]
     lines = []
     for r in results:
-        what = r.terminal_class or ""
+        what = (r.terminal_class or "") + (f", judged {r.judgement}" if r.judgement else "")
         lines.append(f"{r.ordinal:>4} {r.step} {r.model}: {r.status} {what}".rstrip())
         if r.reason and r.status == "stopped":
             lines.append(f"     {r.reason}")
@@ -294,6 +294,28 @@ def recover_command(ctx, plan_name, policy_path, lock_timeout, as_json):
     return _results(runs.recover(_context(ctx, plan_name, policy_path, lock_timeout)), as_json)
 
 
+@workflow.command("rejudge")
+@plan_option
+@click.option("--profile", required=True, metavar="ID", help="The judge profile.")
+@json_option
+@click.pass_context
+def rejudge(ctx, plan_name, profile, as_json):
+    """Judge again, as a new generation, every step attempt the profile judges that has a
+    terminal. Dispatches no step."""
+    from yyb.workflow import judging
+
+    cfg = _config(ctx)
+    store = _store(ctx, cfg)
+    claim_scratch(store)
+    records = judging.rejudge(store, cfg, _plan(ctx, cfg, plan_name), profile)
+    lines = [
+        f"{r['step']} {r['attempt'][:12]} generation {r['generation']}: {r['verdict']}"
+        for r in records
+    ]
+    lines.append("dispatch_count: 0")
+    _print({"judgements": records, "dispatch_count": 0}, as_json, lines)
+
+
 @workflow.command("doctor")
 @plan_option
 @json_option
@@ -325,6 +347,8 @@ def report(ctx, plan_name, as_json):
         )
         rate = row["resolved_rate_ppm"]
         classes = ", ".join(f"{k} {v}" for k, v in sorted(row["classes"].items()))
+        if row.get("judged"):
+            classes += "; judged " + ", ".join(f"{k} {v}" for k, v in sorted(row["judged"].items()))
         lines.append(
             f"{row['step']} {row['model']}: {row['resolved']}/{row['attempts']} resolved"
             f" ({rate / 1e4:.1f}%){span}; {classes or 'no terminal'}"

@@ -14,6 +14,7 @@ refs/signatures/<oid>                              the signatures of one object
 refs/governed/<plan>/plan                          a governed workflow plan (names itself)
 refs/governed/<plan>/authorization                 its production authorization
 refs/governed/<plan>/<step attempt>/<leaf>         a step attempt's intent and terminal
+refs/governed/<plan>/<step attempt>/judgements/<profile>  its newest judgement generation
 ```
 """
 
@@ -98,6 +99,10 @@ def governed_authorization(plan_oid: str) -> str:
 
 def governed_step(plan_oid: str, attempt_oid: str, leaf: GovernedLeaf) -> str:
     return f"{GOVERNED}/{plan_oid}/{attempt_oid}/{leaf}"
+
+
+def governed_judgement(plan_oid: str, attempt_oid: str, profile: str) -> str:
+    return f"{GOVERNED}/{plan_oid}/{attempt_oid}/judgements/{profile}"
 
 
 def experiment(plan_oid: str) -> list[str]:

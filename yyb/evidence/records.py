@@ -48,6 +48,7 @@ GOVERNED_WORKFLOW = "yylo_benchmark_compiled_workflow.v1"
 GOVERNED_AUTHORIZATION = "yylo_benchmark_production_authorization.v1"
 GOVERNED_INTENT = "yylo_benchmark_governed_intent.v1"
 GOVERNED_TERMINAL = "yylo_benchmark_governed_terminal.v1"
+GOVERNED_JUDGEMENT = "yylo_benchmark_governed_judgement.v1"
 
 # What the boundary's journal proves about one dispatch (docs/boundary.md, ``status``).
 DispatchState = Literal["never_dispatched", "resumable", "completed", "unknown"]

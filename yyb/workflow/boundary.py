@@ -21,7 +21,7 @@ from yyb.harness.pinned import verified_copy
 from yyb.workflow.config import Boundary
 
 PROTOCOL = "yyb_boundary.v1"
-MAX_ANSWER = 1 << 20
+MAX_ANSWER = 2 << 20
 DEFAULT_TIMEOUT_S = 3600.0
 
 
@@ -100,7 +100,7 @@ def _run(argv: list[str], data: bytes, env: dict, timeout_s: float, pass_fds=())
         )
         raise BoundaryFailure(f"the boundary {how}", err)
     if len(out) > MAX_ANSWER:
-        raise BoundaryFailure("the boundary's answer is larger than 1 MiB", err)
+        raise BoundaryFailure("the boundary's answer is larger than 2 MiB", err)
     try:
         value = json.loads(out)
     except (ValueError, UnicodeDecodeError):
@@ -132,6 +132,7 @@ class Completed:
 
     exit_code: int | None
     envelope: bytes | None
+    output: bytes | None = None  # what the step printed (its last 256 KiB), when returned
 
 
 def completed(value: dict) -> Completed:
@@ -139,17 +140,23 @@ def completed(value: dict) -> Completed:
     code = value.get("exit_code")
     if code is not None and type(code) is not int:
         raise BoundaryFailure("the boundary's exit_code is not an integer or null")
+    printed = value.get("output_b64")
+    if printed is not None:
+        try:
+            printed = base64.b64decode(printed, validate=True)
+        except (ValueError, TypeError):
+            raise BoundaryFailure("the boundary's output_b64 is not base64") from None
     encoded = value.get("envelope_b64")
     if encoded is None:
-        return Completed(code, None)
+        return Completed(code, None, printed)
     if not isinstance(encoded, str):
         raise BoundaryFailure("the boundary's envelope_b64 is not a string or null")
     try:
-        return Completed(code, base64.b64decode(encoded, validate=True))
+        return Completed(code, base64.b64decode(encoded, validate=True), printed)
     except ValueError:
         # The step completed; what came back as its envelope is kept as it came, and does
         # not parse as one: a durable harness failure, like any malformed envelope.
-        return Completed(code, encoded.encode())
+        return Completed(code, encoded.encode(), printed)
 
 
 def status(boundary: Boundary, dispatch_id: str, environ: dict) -> tuple[str, Completed | None]:

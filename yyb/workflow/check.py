@@ -14,10 +14,10 @@ import hashlib
 
 from yyb.errors import YybError
 from yyb.evidence import names
-from yyb.evidence.records import GOVERNED_INTENT, GOVERNED_TERMINAL
+from yyb.evidence.records import GOVERNED_INTENT, GOVERNED_JUDGEMENT, GOVERNED_TERMINAL
 from yyb.reports import stats
 from yyb.store.fsck import Finding
-from yyb.workflow import files
+from yyb.workflow import files, judging
 from yyb.workflow.plan import Plan
 from yyb.workflow.run import classify, dispatch_id
 
@@ -84,6 +84,7 @@ def _step(store, plan: Plan, attempt_oid: str, error) -> None:
         oid = intent["links"].get("previous")
     if number != 1:
         error("intent-order", attempt_oid, "the first intent is not dispatch 1")
+    _judgements(store, plan, attempt_oid, step, terminal_oid, error)
     envelope_oid = terminal["links"].get("envelope")
     data = store.objects.get(envelope_oid).body if envelope_oid else None
     cls, _, observed = classify(data, terminal["exit_code"], step["model"]["resolved"])
@@ -98,9 +99,39 @@ def _step(store, plan: Plan, attempt_oid: str, error) -> None:
         )
 
 
+def _judgements(store, plan: Plan, attempt_oid: str, step: dict, terminal_oid: str, error):
+    """The judgement generations of a judged step attempt: present, numbered down to 1, each
+    judging this step attempt's terminal with the step's profile."""
+    profile = judging.profile_of(step)
+    if profile is None:
+        return
+    oid = store.refs.read(names.governed_judgement(plan.oid, attempt_oid, profile))
+    if oid is None:
+        error("unjudged", attempt_oid, f"step {step['step']!r} has no {profile} judgement")
+        return
+    expected = None
+    while oid is not None:
+        value = store.objects.get_record(oid)
+        if value.get("schema_version") != GOVERNED_JUDGEMENT or (
+            value["attempt"],
+            value["profile"],
+            value["links"]["terminal"],
+        ) != (attempt_oid, profile, terminal_oid):
+            error("judgement-elsewhere", attempt_oid, f"judgement {oid} is not of this terminal")
+            return
+        if expected is not None and value["generation"] != expected:
+            error("judgement-order", attempt_oid, f"judgement {oid} is out of order")
+        store.objects.get(value["links"]["input"])  # the judged payload is retained
+        expected = value["generation"] - 1
+        oid = value["links"].get("previous")
+    if expected != 0:
+        error("judgement-order", attempt_oid, "the first judgement is not generation 1")
+
+
 def report(store, plan: Plan) -> dict:
-    """Per step and model: step attempts, terminals by class, the resolved rate over every
-    step attempt (one without a terminal counts as not resolved) with its Wilson interval."""
+    """Per step and model: step attempts, terminals by class, the newest judgements' verdicts
+    (``judged``, for a judged step), the resolved rate over every step attempt (one without a
+    terminal counts as not resolved) with its Wilson interval."""
     cells: dict[tuple[str, str], dict] = {}
     for attempt_oid in plan.attempts:
         step = plan.records[attempt_oid]
@@ -113,6 +144,11 @@ def report(store, plan: Plan) -> dict:
             continue
         cls = store.objects.get_record(oid)["class"]
         cell["classes"][cls] = cell["classes"].get(cls, 0) + 1
+        profile = judging.profile_of(step)
+        judged = judging.newest(store, plan, attempt_oid, profile) if profile else None
+        if judged is not None:
+            verdicts = cell.setdefault("judged", {})
+            verdicts[judged["verdict"]] = verdicts.get(judged["verdict"], 0) + 1
     rows = []
     for step in plan.value["steps"]:
         for model in plan.value["models"]:

@@ -19,7 +19,29 @@ from yyb.store import file
 IDENTITY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$")
 CREDENTIAL = re.compile(r"^[A-Z_][A-Z0-9_]{0,127}$")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
-FIELDS = {"schema_version", "yylo_version", "project", "boundary", "lock_store"}
+FIELDS = {
+    "schema_version",
+    "yylo_version",
+    "project",
+    "boundary",
+    "lock_store",
+    "judges",
+    "tool_paths",
+}
+JUDGE_FIELDS = {
+    "harness",
+    "model",
+    "prompt",
+    "rubric",
+    "evidence",
+    "identity",
+    "parsing",
+    "timeout_ms",
+    "repetitions",
+    "aggregation",
+    "byte_limit",
+}
+PROFILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 BOUNDARY_FIELDS = {"executable", "sha256", "identity", "interpreter", "journal", "credentials"}
 
 
@@ -53,6 +75,8 @@ class GovernedConfig:
     boundary: Boundary
     lock_store: str
     data: dict
+    judges: dict  # profile -> judge spec with its harness (docs/workflow.md, "Judges")
+    tool_paths: tuple[str, ...]  # read-only paths a judge's sandbox shows (its programs)
 
 
 def load(path: str) -> GovernedConfig:
@@ -91,6 +115,8 @@ def load(path: str) -> GovernedConfig:
         boundary=boundary,
         lock_store=os.path.join(here, data["lock_store"]),
         data=data,
+        judges=data.get("judges", {}),
+        tool_paths=tuple(os.path.join(here, p) for p in data.get("tool_paths", [])),
     )
 
 
@@ -107,6 +133,10 @@ def lacks(data: dict) -> list[str]:
         found.append("project must be a path")
     if not isinstance(data.get("lock_store"), str) or not data.get("lock_store"):
         found.append("lock_store must name the folder of the shared resource locks")
+    found += _judges_lack(data.get("judges", {}))
+    tool_paths = data.get("tool_paths", [])
+    if not isinstance(tool_paths, list) or not all(isinstance(p, str) for p in tool_paths):
+        found.append("tool_paths must list paths")
     b = data.get("boundary")
     if not isinstance(b, dict):
         found.append("boundary must pin the boundary program (docs/boundary.md)")
@@ -129,6 +159,50 @@ def lacks(data: dict) -> list[str]:
         isinstance(c, str) and CREDENTIAL.match(c) for c in credentials
     ):
         found.append("boundary.credentials must list environment variable names")
+    return found
+
+
+def _judges_lack(judges) -> list[str]:
+    """What keeps the ``judges`` catalog (profile -> LLM judge spec, docs/grading.md, with
+    its ``harness``) from being usable."""
+    if not isinstance(judges, dict):
+        return ["judges must map a profile to a judge"]
+    found = []
+    for profile, spec in sorted(judges.items()):
+        where = f"judges.{profile}"
+        if not PROFILE.match(profile):
+            found.append(f"{where}: a profile is a plain name")
+        if not isinstance(spec, dict):
+            found.append(f"{where} must be an object")
+            continue
+        unknown = sorted(set(spec) - JUDGE_FIELDS)
+        if unknown:
+            found.append(f"{where} has an unknown field {unknown[0]!r}")
+        for name in ("model", "prompt", "rubric"):
+            if not isinstance(spec.get(name), str) or not spec.get(name):
+                found.append(f"{where}.{name} must be a non-empty string")
+        harness = spec.get("harness")
+        if not (
+            isinstance(harness, dict)
+            and harness.get("kind") == "command"
+            and isinstance(harness.get("argv"), list)
+            and harness["argv"]
+            and all(isinstance(a, str) for a in harness["argv"])
+        ):
+            found.append(f"{where}.harness must be {{kind: command, argv: [...]}}")
+        choices = {
+            "identity": ("blinded", "visible"),
+            "parsing": ("strict_json", "verdict_line"),
+            "aggregation": ("majority", "all", "any"),
+        }
+        for name, allowed in choices.items():
+            if name in spec and spec[name] not in allowed:
+                found.append(f"{where}.{name} must be one of {', '.join(allowed)}")
+        if not set(spec.get("evidence", ["outputs"])) <= {"outputs"}:
+            found.append(f"{where}.evidence may only name outputs")
+        for name in ("timeout_ms", "repetitions", "byte_limit"):
+            if name in spec and not (type(spec[name]) is int and spec[name] >= 1):
+                found.append(f"{where}.{name} must be a positive integer")
     return found
 
 

@@ -6,8 +6,9 @@ step's ``run`` is an **agent dispatch** when it starts ``yy pi``: only there is 
 
 A **policy** (the steps file, reviewed beside the workflow) says for each step that may be
 benchmarked: ``retry_safe`` (may it run again after an interruption that the boundary proves
-harmless), ``recovery_budget`` (how many such re-runs, default 1), and ``resources`` (the
-production resources it touches, each ``{"type": ..., "name": ...}``).
+harmless), ``recovery_budget`` (how many such re-runs, default 1), ``resources`` (the
+production resources it touches, each ``{"type": ..., "name": ...}``), and ``judge`` (the
+profile of the blinded judge of each of its step attempts, from the configuration's judges).
 
 Compiling for a model puts ``--model <selector>`` right after ``yy pi`` in every selected
 step (replacing any ``--model`` there) and changes nothing else; the compiled workflow is
@@ -28,7 +29,7 @@ from yyb.store import codec, file
 from yyb.workflow import locks
 
 STEP_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-POLICY_FIELDS = {"retry_safe", "recovery_budget", "resources"}
+POLICY_FIELDS = {"retry_safe", "recovery_budget", "resources", "judge"}
 
 
 class WorkflowFileError(UsageError):
@@ -118,7 +119,15 @@ def policy_steps(path: str, value: dict, workflow_ids: list[str]) -> dict[str, d
             except UsageError as exc:
                 raise WorkflowFileError(path, f"step {step_id!r}: {exc}") from None
             checked.append({"type": resource["type"], "name": resource["name"]})
-        out[step_id] = {"retry_safe": retry_safe, "recovery_budget": budget, "resources": checked}
+        judge = entry.get("judge")
+        if judge is not None and not isinstance(judge, str):
+            raise WorkflowFileError(path, f"step {step_id!r}: judge must name a judge profile")
+        out[step_id] = {
+            "retry_safe": retry_safe,
+            "recovery_budget": budget,
+            "resources": checked,
+            "judge": judge,
+        }
     return out
 
 

@@ -102,6 +102,16 @@ def build(
         if not files.is_agent_dispatch(by_id[step]["run"]):
             raise UsageError(f"step {step!r} is not an agent dispatch (yy pi): no model to swap")
     chosen = [s for s in order if s in selected]  # canonical order
+    judges = {}
+    for step in chosen:
+        profile = rules[step]["judge"]
+        if profile is not None:
+            if profile not in cfg.judges:
+                raise UsageError(
+                    f"step {step!r} is judged by {profile!r}, which the configuration's "
+                    "judges do not define"
+                )
+            judges[profile] = cfg.judges[profile]
     tree = source(cfg.project, [workflow_path, policy_path])
     records: dict[str, dict] = {}
 
@@ -166,6 +176,7 @@ def build(
         "attempt_count": len(attempt_oids),
         "source": tree,
         "boundary": cfg.boundary.pin(),
+        "judges": judges,
         "dispatch_count": 0,
         "links": {"attempts": attempt_oids, "workflows": [compiled[m] for m in models]},
     }

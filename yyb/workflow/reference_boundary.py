@@ -19,12 +19,15 @@ Operations:
 - ``dispatch``: runs one step of a compiled workflow, at most once for ever per
   ``dispatch_id``. The journal file is created exclusively (two calls with one id cannot both
   go on), ``dispatched`` is journaled before anything else, ``launched`` immediately before the
-  step starts, ``completed`` (exit status and envelope bytes) once it has ended. The step's
-  ``run`` argv gets ``--execution-envelope PATH`` appended once, ``PATH`` a file not yet made
-  in a private (0700) folder of this call, removed afterwards; its environment is this
+  step starts, ``completed`` (exit status, envelope bytes and output) once it has ended. The
+  step's ``run`` argv gets ``--execution-envelope PATH`` appended once, ``PATH`` a file not yet
+  made in a private (0700) folder of this call, removed afterwards; its environment is this
   program's own plus ``YYB_STEP_RESOURCES`` (the request's resources, JSON), ``YYB_STEP_ID``
-  and ``YYB_DISPATCH_ID``; its standard input is ``/dev/null`` and its standard output and
-  error go to this program's standard error, never into the answer.
+  and ``YYB_DISPATCH_ID``; its standard input is ``/dev/null``, and its standard output and
+  error are one descriptor of one file in that same folder, so they are merged in the order
+  written. The last 256 KiB of that file (all of it when smaller) are answered, in base64, as
+  ``output_b64`` (null when the step could not be started); nothing of it reaches this
+  program's own standard output or error.
 - ``status``: what the journal proves about a dispatch: ``never_dispatched``, ``resumable``
   (nothing that could touch a resource started), ``unknown`` (the step was launched and its
   end is not journaled, or the journal cannot be read) or ``completed`` (with the journaled
@@ -33,10 +36,12 @@ Operations:
 The journal is the folder the request names (made 0700 when missing): one file per dispatch,
 ``<journal>/<dispatch_id>.jsonl``, one JSON object per line
 (``{"event": "dispatched" | "launched" | "completed", "dispatch_id": ..., "time_ms": ...}``,
-``completed`` adding ``exit_code`` and ``envelope_b64``), each line appended and ``fsync``-ed,
-and the folder ``fsync``-ed once the file exists, before the next action. A last line that is
-not JSON was torn by a crash while it was being written, before it was durable, and is
-ignored; any other unreadable line makes the dispatch ``unknown``.
+``completed`` adding ``exit_code``, ``envelope_b64`` and ``output_b64``), each line appended
+and ``fsync``-ed, and the folder ``fsync``-ed once the file exists, before the next action. A
+last line that is not JSON was torn by a crash while it was being written, before it was
+durable, and is ignored; any other unreadable line makes the dispatch ``unknown``. A
+``completed`` entry without ``output_b64`` (journaled before the output was kept) is answered
+with it null.
 
 Test hooks (they stand in for crashes; unset, they change nothing): ``YYB_BOUNDARY_CRASH``
 set to ``after-dispatched``, ``after-launched`` or ``after-effect`` makes ``dispatch`` end the
@@ -66,11 +71,20 @@ IDENTITY = "yyb-reference-boundary@1"
 OPERATIONS = ("identify", "dispatch", "status")
 
 MAX_REQUEST = 1 << 20
-# An answer is at most 1 MiB (docs/boundary.md) and carries the envelope in base64, four
-# characters for every three bytes: the largest envelope whose answer still fits, leaving
-# room for the answer's other fields. A bigger envelope is answered as none.
-MAX_ANSWER = 1 << 20
-MAX_ENVELOPE = (MAX_ANSWER - 1024) // 4 * 3
+# An answer is at most 2 MiB (docs/boundary.md). It carries, in base64 (four characters for
+# every three bytes, the last three rounded up), the step's output, at most its last
+# MAX_OUTPUT bytes, and the envelope. MAX_ENVELOPE is the largest envelope whose answer still
+# fits beside the largest output and ANSWER_OVERHEAD characters of the answer's JSON:
+#
+#     4 * ceil(MAX_ENVELOPE / 3) + 4 * ceil(MAX_OUTPUT / 3) + ANSWER_OVERHEAD <= MAX_ANSWER
+#
+# (MAX_ENVELOPE a multiple of 3, so its base64 is exactly 4 * MAX_ENVELOPE / 3 characters).
+# A bigger envelope is answered as none.
+MAX_ANSWER = 2 << 20
+MAX_OUTPUT = 256 << 10
+ANSWER_OVERHEAD = 4 << 10
+MAX_OUTPUT_B64 = 4 * -(-MAX_OUTPUT // 3)
+MAX_ENVELOPE = (MAX_ANSWER - MAX_OUTPUT_B64 - ANSWER_OVERHEAD) // 4 * 3
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 ENVELOPE_FLAG = "--execution-envelope"
@@ -238,6 +252,10 @@ def read_journal(journal: str, dispatch_id: str) -> list[dict] | None:
                 raise ValueError("the completed entry has no exit_code")
             if "envelope_b64" not in entry or not (envelope is None or isinstance(envelope, str)):
                 raise ValueError("the completed entry has no envelope_b64")
+            # Absent in a journal written before the output was kept: answered as null.
+            output = entry.get("output_b64")
+            if not (output is None or isinstance(output, str)):
+                raise ValueError("the completed entry's output_b64 is neither text nor null")
         entries.append(entry)
     return entries
 
@@ -268,6 +286,7 @@ def status(request: dict) -> dict:
             "dispatch_id": dispatch_id,
             "exit_code": done["exit_code"],
             "envelope_b64": done["envelope_b64"],
+            "output_b64": done.get("output_b64"),
         }
     if "launched" in events:
         return {"state": "unknown", "dispatch_id": dispatch_id}
@@ -347,27 +366,55 @@ def _open(fd: int) -> bool:
         return False
 
 
-def run_step(run: list[str], envelope: str, request: dict) -> int | None:
+def open_output(path: str) -> int:
+    """Make the file the step's standard output and error both go to: new, private."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        return os.open(path, flags, 0o600)
+    except OSError as exc:
+        raise Failure(f"cannot make the step's output file {path}: {exc}") from None
+
+
+def read_output(fd: int) -> bytes:
+    """The last MAX_OUTPUT bytes of the output file (all of it when smaller), read through the
+    descriptor the step was given, as long as the file was when the step had ended."""
+    try:
+        size = os.fstat(fd).st_size
+        start = max(0, size - MAX_OUTPUT)
+        chunks, offset = [], start
+        while offset < size:
+            chunk = os.pread(fd, size - offset, offset)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            offset += len(chunk)
+    except OSError as exc:
+        raise Failure(f"cannot read the step's output: {exc}") from None
+    return b"".join(chunks)
+
+
+def run_step(run: list[str], envelope: str, output: int, request: dict) -> tuple[bool, int | None]:
+    """Run the step, its standard output and error both ``output``: whether it started, and
+    its exit status (None when a signal ended it, NOT_STARTED when it could not be started)."""
     env = dict(os.environ)
     env.pop(CRASH_HOOK, None)
     env["YYB_STEP_RESOURCES"] = json.dumps(request["resources"])
     env["YYB_STEP_ID"] = request["step"]
     env["YYB_DISPATCH_ID"] = request["dispatch_id"]
-    sys.stderr.flush()
     try:
         done = subprocess.run(
             [*run, ENVELOPE_FLAG, envelope],
             stdin=subprocess.DEVNULL,
-            stdout=sys.stderr.fileno(),
-            stderr=sys.stderr.fileno(),
+            stdout=output,
+            stderr=output,
             env=env,
             check=False,
             pass_fds=tuple(fd for fd in request.get("lock_fds", []) if _open(fd)),
         )
     except (OSError, ValueError, subprocess.SubprocessError) as exc:
         sys.stderr.write(f"cannot start step {request['step']!r}: {exc}\n")
-        return NOT_STARTED
-    return None if done.returncode < 0 else done.returncode
+        return False, NOT_STARTED
+    return True, None if done.returncode < 0 else done.returncode
 
 
 def dispatch(request: dict) -> dict:
@@ -383,18 +430,36 @@ def dispatch(request: dict) -> dict:
         if isinstance(run, str):
             return refused(run)
         private = tempfile.mkdtemp(prefix="yyb-boundary-")  # 0700
+        output = None
         try:
             envelope = os.path.join(private, "envelope.json")
+            output = open_output(os.path.join(private, "output"))
             append(fd, dispatch_id, "launched")
             crash_hook("after-launched")
-            exit_code = run_step(run, envelope, request)
+            started, exit_code = run_step(run, envelope, output, request)
+            printed = read_output(output) if started else None
             data = read_envelope(envelope)
         finally:
+            if output is not None:
+                os.close(output)
             shutil.rmtree(private, ignore_errors=True)
         crash_hook("after-effect")
         envelope_b64 = None if data is None else base64.b64encode(data).decode("ascii")
-        append(fd, dispatch_id, "completed", exit_code=exit_code, envelope_b64=envelope_b64)
-        return {"status": "completed", "exit_code": exit_code, "envelope_b64": envelope_b64}
+        output_b64 = None if printed is None else base64.b64encode(printed).decode("ascii")
+        append(
+            fd,
+            dispatch_id,
+            "completed",
+            exit_code=exit_code,
+            envelope_b64=envelope_b64,
+            output_b64=output_b64,
+        )
+        return {
+            "status": "completed",
+            "exit_code": exit_code,
+            "envelope_b64": envelope_b64,
+            "output_b64": output_b64,
+        }
     finally:
         os.close(fd)
 

@@ -23,7 +23,7 @@ from yyb.evidence.records import (
     GOVERNED_TERMINAL,
 )
 from yyb.harness import envelope, scratch, worktree
-from yyb.workflow import boundary, files, locks
+from yyb.workflow import boundary, files, judging, locks
 from yyb.workflow.config import GovernedConfig
 from yyb.workflow.plan import Plan
 
@@ -41,6 +41,7 @@ class StepResult:
     status: str  # concluded | retained | stopped | would_run
     terminal_class: str | None = None
     reason: str = ""
+    judgement: str | None = None  # the newest judgement's verdict, when the step is judged
     replaced_locks: list = field(default_factory=list)
 
 
@@ -145,13 +146,14 @@ def run(ctx: Context, dry_run: bool = False) -> list[StepResult]:
         else:
             _dispatch_step(ctx, attempt_oid, step, 1, None, result)
 
-    return _walk(ctx, interrupted, fresh)
+    return _walk(ctx, interrupted, fresh, judge=not dry_run)
 
 
-def _walk(ctx: Context, interrupted, fresh) -> list[StepResult]:
-    """Every step attempt in plan order: a retained terminal is reported, one with an intent
-    and no terminal goes to ``interrupted``, one never started to ``fresh``; the walk ends
-    at the first that stops."""
+def _walk(ctx: Context, interrupted, fresh, judge: bool = True) -> list[StepResult]:
+    """Every step attempt in plan order: a retained terminal is reported (and, with
+    ``judge``, judged if its policy asks and it is not yet), one with an intent and no
+    terminal goes to ``interrupted``, one never started to ``fresh``; the walk ends at the
+    first that stops."""
     results = []
     for attempt_oid, step in order(ctx.plan):
         result = _result(attempt_oid, step)
@@ -160,6 +162,8 @@ def _walk(ctx: Context, interrupted, fresh) -> list[StepResult]:
             if terminal is not None:
                 result.status = "retained"
                 result.terminal_class = ctx.store.objects.get_record(terminal)["class"]
+                if judge:
+                    judge_if_due(ctx, attempt_oid, step, result)
             elif intent_oid is not None:
                 interrupted(attempt_oid, step, intent_oid, result)
             else:
@@ -309,6 +313,8 @@ def conclude(
     links = {"plan": ctx.plan.oid, "attempt": attempt_oid, "intent": intent_oid}
     if done.envelope is not None:
         links["envelope"] = ctx.store.objects.put("blob", done.envelope)
+    if done.output is not None:
+        links["output"] = ctx.store.objects.put("blob", done.output)
     terminal = {
         "schema_version": GOVERNED_TERMINAL,
         "plan": ctx.plan.oid,
@@ -329,6 +335,19 @@ def conclude(
         names.governed_step(ctx.plan.oid, attempt_oid, "terminal"), oid, old=None, reason=cls
     )
     result.status, result.terminal_class, result.reason = "concluded", cls, reason
+    judge_if_due(ctx, attempt_oid, step, result)
+
+
+def judge_if_due(ctx: Context, attempt_oid: str, step: dict, result: StepResult) -> None:
+    """The first judgement of a step attempt whose policy names a judge and that has none
+    yet (a run killed between the terminal and the judgement judges it on its next pass)."""
+    profile = judging.profile_of(step)
+    if profile is None:
+        return
+    found = judging.newest(ctx.store, ctx.plan, attempt_oid, profile)
+    if found is None:
+        found = judging.judge_step(ctx.store, ctx.cfg, ctx.plan, attempt_oid, profile)
+    result.judgement = found["verdict"]
 
 
 def classify(data: bytes | None, exit_code: int | None, requested: str) -> tuple:
