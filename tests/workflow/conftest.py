@@ -114,6 +114,22 @@ class Governed:
     def journal(self) -> Path:
         return self.root / "state" / "journal"
 
+    def histories(self, plan: str, ref_of) -> list[list[dict]]:
+        """Per step attempt in plan order, the records of the chain ``ref_of(plan oid,
+        attempt oid)`` names, oldest first (each links the one before as ``previous``)."""
+        from yyb.store.repo import Store
+
+        store = Store.open(self.store_path)
+        oid = json.loads(Path(plan).read_text())["plan"]
+        found = []
+        for attempt in store.objects.get_record(oid)["links"]["attempts"]:
+            ref, chain = store.refs.read(ref_of(oid, attempt)), []
+            while ref:
+                chain.append(store.objects.get_record(ref))
+                ref = chain[-1]["links"].get("previous")
+            found.append(chain[::-1])
+        return found
+
 
 # A stand-in judge (command harness: MODEL WORKSPACE ENVELOPE PAYLOAD): passes a step that
 # exited 0, fails one that did not; its envelope names the judge model it was given.

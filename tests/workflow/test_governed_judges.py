@@ -14,17 +14,8 @@ from yyb.store.repo import Store
 
 def chain(g, plan: str) -> list[list[tuple[int, str]]]:
     """Per step attempt, its judgement generations (generation, verdict), oldest first."""
-    store = Store.open(g.store_path)
-    oid = json.loads(open(plan).read())["plan"]
-    found = []
-    for attempt in store.objects.get_record(oid)["links"]["attempts"]:
-        ref = store.refs.read(names.governed_judgement(oid, attempt, "quality"))
-        seen = []
-        while ref:
-            seen.append(store.objects.get_record(ref))
-            ref = seen[-1]["links"].get("previous")
-        found.append([(j["generation"], j["verdict"]) for j in reversed(seen)])
-    return found
+    ref_of = lambda plan_oid, attempt: names.governed_judgement(plan_oid, attempt, "quality")  # noqa: E731
+    return [[(j["generation"], j["verdict"]) for j in c] for c in g.histories(plan, ref_of)]
 
 
 def first_step(g, plan: str) -> tuple[Store, dict, dict]:

@@ -23,7 +23,6 @@ import pytest
 
 from tests.workflow.conftest import Governed, build
 from yyb.evidence import names
-from yyb.store.repo import Store
 from yyb.workflow import locks
 
 REFERENCE = Path(__file__).resolve().parents[2] / "yyb" / "workflow" / "reference_boundary.py"
@@ -81,17 +80,8 @@ def steps_of(done) -> list[dict]:
 
 def intents(g: Governed, plan: str) -> list[dict]:
     """Every intent of every step attempt (each dispatch), oldest first per step."""
-    store = Store.open(g.store_path)
-    oid = json.loads(Path(plan).read_text())["plan"]
-    found = []
-    for attempt in store.objects.get_record(oid)["links"]["attempts"]:
-        ref = store.refs.read(names.governed_step(oid, attempt, "intent"))
-        chain = []
-        while ref:
-            chain.append(store.objects.get_record(ref))
-            ref = chain[-1]["links"].get("previous")
-        found += reversed(chain)
-    return found
+    ref_of = lambda plan_oid, attempt: names.governed_step(plan_oid, attempt, "intent")  # noqa: E731
+    return [intent for chain in g.histories(plan, ref_of) for intent in chain]
 
 
 def test_a_crash_before_journaling_is_dispatched_again_through_the_gate(governed):
