@@ -316,6 +316,39 @@ def rejudge(ctx, plan_name, profile, as_json):
     _print({"judgements": records, "dispatch_count": 0}, as_json, lines)
 
 
+@workflow.command("history")
+@click.argument("files", nargs=-1, required=True, metavar="FILE...")
+@click.option("--expect", metavar="SHA256", help="The hash to check (else each file's name).")
+@json_option
+def history(files, expect, as_json):
+    """Read and check historical v1 governed objects (JSON objects carrying juno_version),
+    each against its SHA-256; never writes. Exit 1 when any is refused."""
+    from yyb.workflow import history as old
+
+    rows, lines = [], []
+    for path in files:
+        try:
+            found = old.read(path, expect)
+        except old.HistoricalRefused as exc:
+            rows.append({"file": path, "ok": False, "reason": exc.reason})
+            lines.append(f"refused {path}: {exc.reason}")
+            continue
+        rows.append(
+            {
+                "file": path,
+                "ok": True,
+                "sha256": found.sha256,
+                "size": found.size,
+                "schema_version": found.schema_version,
+                "juno_version": found.juno_version,
+                "fields": sorted(found.value),
+            }
+        )
+        lines.append(f"ok {found.sha256} {found.schema_version} juno {found.juno_version} {path}")
+    _print(rows, as_json, lines)
+    return 0 if all(r["ok"] for r in rows) else 1
+
+
 @workflow.command("doctor")
 @plan_option
 @json_option

@@ -18,6 +18,7 @@ from yyb.evidence import cost
 from yyb.grading.outcome import Outcome
 from yyb.harness import adapters, envelope, limits, manifest, sandbox, scratch, worktree
 from yyb.harness.environment import Folders, build
+from yyb.store import codec
 
 DEFAULT_LIMIT = 64 * 1024
 DEFAULT_TIMEOUT_MS = 10 * 60 * 1000
@@ -98,24 +99,13 @@ def parse_answer(text: bytes, parsing: str) -> tuple[str | None, str]:
             return None, f"expected exactly one 'VERDICT: PASS|FAIL' line, found {len(found)}"
         return found[0].lower(), "verdict line"
     try:
-        value = json.loads(decoded, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+        value = codec.loads_strict(decoded)
     except ValueError as exc:
         return None, f"the judge's answer is not strict JSON ({exc})"
     if not isinstance(value, dict) or value.get("verdict") not in ("pass", "fail"):
         return None, 'the judge\'s answer lacks "verdict": "pass" | "fail"'
     reason = value.get("reason", "")
     return value["verdict"], reason if isinstance(reason, str) else ""
-
-
-def _unique_keys(pairs: list) -> dict:
-    keys = [k for k, _ in pairs]
-    if len(set(keys)) != len(keys):
-        raise ValueError("a key appears twice")
-    return dict(pairs)
-
-
-def _no_constant(name: str):
-    raise ValueError(f"{name} is not JSON")
 
 
 def aggregate(verdicts: list[str], rule: str) -> str:

@@ -389,6 +389,23 @@ def from_json(text: str | bytes) -> dict:
     return value
 
 
+def loads_strict(text: str) -> Any:
+    """JSON another program wrote, read strictly but not as a record: any number, but no key
+    twice in an object and no NaN or Infinity. Raises ValueError (json's, or saying which)."""
+    return json.loads(text, object_pairs_hook=_unique_pairs, parse_constant=_not_json)
+
+
+def _unique_pairs(pairs: list) -> dict:
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("a key appears twice")
+    return dict(pairs)
+
+
+def _not_json(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
 def to_json(value: Any) -> Any:
     """Return a JSON-serializable view of a decoded record (bytes become ``{"$bin": ...}``)."""
     t = type(value)
