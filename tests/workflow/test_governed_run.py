@@ -53,6 +53,30 @@ def test_a_two_model_workflow_runs_end_to_end(governed):
     assert len(governed.lines("ledger")) == 4
 
 
+def test_credentials_never_reach_plans_or_evidence(governed):
+    """The step gets its credential through the boundary and prints it, base64 and all: the
+    retained output has it redacted, and no object in the store holds any form of it."""
+    import base64
+
+    agent = governed.root / "tools" / "yy"
+    agent.write_text(
+        agent.read_text().replace(
+            "status = ",
+            "import base64\ntoken = os.environ['OPS_TOKEN']\n"
+            "print('token', token, base64.b64encode(token.encode()).decode())\nstatus = ",
+            1,
+        )
+    )
+    plan = governed.plan("zz/good", steps="first")
+    assert governed.run(plan).exit_code == 0
+    store = Store.open(governed.store_path)
+    forms = [b"s3cret", base64.b64encode(b"s3cret")]
+    bodies = [store.objects.get(oid).body for oid in store.objects.iter_oids()]
+    assert not [f for f in forms for body in bodies if f in body]
+    assert any(b"[REDACTED:OPS_TOKEN]" in body for body in bodies)
+    assert b"s3cret" not in open(plan, "rb").read()
+
+
 def test_planning_and_a_dry_run_dispatch_nothing(governed):
     plan = governed.plan("zz/good")
     done = governed.run(plan, "--dry-run")

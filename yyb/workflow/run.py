@@ -23,6 +23,7 @@ from yyb.evidence.records import (
     GOVERNED_TERMINAL,
 )
 from yyb.harness import envelope, scratch, worktree
+from yyb.harness.redaction import Redactor
 from yyb.workflow import boundary, files, judging, locks
 from yyb.workflow.config import GovernedConfig
 from yyb.workflow.plan import Plan
@@ -309,6 +310,15 @@ def conclude(
     """Write the step attempt's terminal from what its dispatch completed with."""
     stamp = now_ms()
     requested = step["model"]["resolved"]
+    # The credentials the boundary was given never reach the evidence, in any encoding.
+    secrets = Redactor(
+        {n: ctx.environ[n] for n in ctx.cfg.boundary.credentials if ctx.environ.get(n)}
+    )
+    done = boundary.Completed(
+        done.exit_code,
+        None if done.envelope is None else secrets.redact(done.envelope),
+        None if done.output is None else secrets.redact(done.output),
+    )
     cls, reason, observed = classify(done.envelope, done.exit_code, requested)
     links = {"plan": ctx.plan.oid, "attempt": attempt_oid, "intent": intent_oid}
     if done.envelope is not None:
