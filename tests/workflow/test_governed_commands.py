@@ -78,6 +78,19 @@ def test_setup_and_readiness_report_without_dispatching(governed, monkeypatch):
         "zz/good": True,
         "zz/bad": True,
     }
+    # A resource another live process holds is not lockable; once it is gone, it is again.
+    from yyb.workflow import locks
+
+    ledger = str(governed.resources["ledger"])
+    with locks.acquire(str(governed.root / "state" / "locks"), "file", ledger):
+        held = governed.yyb(
+            "workflow", "readiness", "--models", "zz/good", "--steps-file", str(governed.policy)
+        )
+    assert held.exit_code == 1 and f"file:{ledger} is held" in held.stdout
+    free = governed.yyb(
+        "workflow", "readiness", "--models", "zz/good", "--steps-file", str(governed.policy)
+    )
+    assert free.exit_code == 0, free.stdout
     monkeypatch.delenv("OPS_TOKEN")
     missing = governed.yyb("workflow", "readiness", "--models", "zz/good,bad-selector")
     assert missing.exit_code == 1

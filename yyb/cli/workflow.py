@@ -156,11 +156,14 @@ def readiness(ctx, models, policy_path, as_json):
         common.append(f"credentials not set: {', '.join(missing)}")
     if policy_path:
         _, value = files.read(policy_path)
-        for entry in (value.get("steps") or {}).values():
-            for resource in (entry or {}).get("resources", []):
-                path = locks.lock_path(cfg.lock_store, resource["type"], resource["name"])
-                if os.path.exists(path):
-                    common.append(f"resource {resource['type']}:{resource['name']} is locked")
+        rules = files.policy_steps(policy_path, value, list(value.get("steps") or {}))
+        for rule in rules.values():
+            for resource in rule["resources"]:
+                state = locks.state(cfg.lock_store, resource["type"], resource["name"])
+                if state in ("held", "unknown"):
+                    common.append(
+                        f"resource {resource['type']}:{resource['name']} is {state} by another"
+                    )
     out, lines = {}, []
     for model in [m for m in models.split(",") if m]:
         problems = list(common)

@@ -136,6 +136,12 @@ def acquire(
         return Lease(kind, name, path, fd, replaced)
 
 
+def state(lock_store: str, kind: str, name: str) -> str:
+    """The state of resource ``kind``:``name``'s lock: held, abandoned, unknown, or gone (none:
+    free). A held or unknown one cannot be taken; an abandoned one would be replaced."""
+    return file.lock_state(lock_path(lock_store, kind, name))[0]
+
+
 def holders(lock_store: str) -> list[dict]:
     """Every lock in the store: its resource, state (held, abandoned, unknown) and holder
     (process and record), sorted by resource."""
