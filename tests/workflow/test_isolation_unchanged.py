@@ -2,8 +2,9 @@
 
 An isolated candidate, run while a governed configuration, its boundary journal, lock store,
 production files and credential exist (the credential set in the controller's environment),
-tries to read each of them, to take a production lock, and to find the credential in its
-environment. Everything it manages is printed; nothing may be.
+tries to read each of them, to write into the lock store, and to find the credential in its
+environment. Everything it manages is printed; nothing may be, and nothing it writes may
+reach the host's lock store.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ for path in @PATHS@; do
 done
 env | grep -q OPS_TOKEN && echo "SAW OPS_TOKEN"
 env | grep -q s3cret && echo "SAW the credential"
-mkdir -p @LOCKS@/file 2>/dev/null && echo "WROTE the lock store"
+touch @LOCKS@/file/CANDIDATE-WAS-HERE 2>/dev/null
 echo "probe done"
 envelope succeeded
 """
@@ -46,5 +47,7 @@ def test_an_isolated_attempt_sees_nothing_of_the_governed_lane(tmp_path, monkeyp
     _, (result,) = bench.run([model])
     stdout = bench.body(bench.terminal(result)["links"]["stdout"])
     assert b"probe done" in stdout, stdout
-    assert b"SAW" not in stdout and b"READ" not in stdout and b"WROTE" not in stdout, stdout
+    assert b"SAW" not in stdout and b"READ" not in stdout, stdout
+    # What it wrote landed in its own private view, never in the host's lock store.
+    assert not (governed.root / "state" / "locks" / "file" / "CANDIDATE-WAS-HERE").exists()
     assert governed.lines("ledger") and len(governed.lines("ledger")) == 1
