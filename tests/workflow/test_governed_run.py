@@ -107,6 +107,24 @@ def test_dishonest_agents_end_as_durable_harness_failures(governed):
     assert len(governed.lines("ledger")) == 3
 
 
+def test_the_report_does_not_reward_invalid_failures(governed):
+    """A model whose every step ends without an envelope has no valid step attempt: its
+    valid rate is undefined, its intent-to-treat rate 0, and the report warns that the two
+    models' invalidity differs."""
+    plan = governed.plan("zz/good,zz/mute", steps="first", attempts=5)
+    assert governed.run(plan).exit_code == 0
+    done = governed.yyb("workflow", "report", "--plan", plan, "--json")
+    value = json.loads(done.stdout)
+    models = {m["model"]: m for m in value["models"]}
+    assert (models["zz/good"]["valid"], models["zz/good"]["resolved_rate_ppm"]) == (5, 1_000_000)
+    assert models["zz/mute"]["invalid"] == 5 and models["zz/mute"]["valid_rate_ppm"] is None
+    assert models["zz/mute"]["resolved_rate_ppm"] == 0
+    (comparison,) = value["comparisons"]
+    assert comparison["invalidity_fisher_exact"]["significant"]
+    text = governed.yyb("workflow", "report", "--plan", plan)
+    assert "warning: zz/good and zz/mute differ in invalidity" in text.stdout
+
+
 def test_a_terminal_rewritten_to_another_model_or_class_is_found(governed):
     plan = governed.plan("zz/bad", steps="first")
     assert governed.run(plan).exit_code == 0

@@ -39,6 +39,13 @@ def _plan(ctx, cfg, name: str):
     return plan.load(name, lambda: _store(ctx, cfg))
 
 
+def _rate(ppm, interval) -> str:
+    if ppm is None:
+        return "-"
+    span = f" [{interval['low_ppm'] / 1e4:.1f}, {interval['high_ppm'] / 1e4:.1f}]"
+    return f"{ppm / 1e4:.1f}%{span}"
+
+
 def _evidence(ctx, plan_name: str):
     """(the store, the plan) for the commands that read retained evidence only."""
     cfg = _config(ctx)
@@ -369,25 +376,27 @@ def doctor(ctx, plan_name, as_json):
 @json_option
 @click.pass_context
 def report(ctx, plan_name, as_json):
-    """Per step and model: outcomes and the resolved rate with its 95% interval."""
+    """Per step and model, and per model: outcomes, the intent-to-treat, valid and invalidity
+    rates with 95% intervals, and a warning where two models' invalidity differs."""
     from yyb.workflow import check
 
     value = check.report(*_evidence(ctx, plan_name))
     lines = [f"workflow {value['workflow']} plan {value['plan']}"]
-    for row in value["rows"]:
-        interval = row["interval"]
-        span = (
-            f" [{interval['low_ppm'] / 1e4:.1f}%, {interval['high_ppm'] / 1e4:.1f}%]"
-            if interval
-            else ""
-        )
-        rate = row["resolved_rate_ppm"]
+    for row in value["rows"] + value["models"]:
+        where = f"{row['step']} {row['model']}" if "step" in row else f"all steps {row['model']}"
         classes = ", ".join(f"{k} {v}" for k, v in sorted(row["classes"].items()))
         if row.get("judged"):
-            classes += "; judged " + ", ".join(f"{k} {v}" for k, v in sorted(row["judged"].items()))
+            judged = ", ".join(f"{k} {v}" for k, v in sorted(row["judged"].items()))
+            classes += f"; judged {judged}"
         lines.append(
-            f"{row['step']} {row['model']}: {row['resolved']}/{row['attempts']} resolved"
-            f" ({rate / 1e4:.1f}%){span}; {classes or 'no terminal'}"
+            f"{where}: {row['resolved']}/{row['attempts']} resolved, "
+            f"itt {_rate(row['resolved_rate_ppm'], row['interval'])}, "
+            f"valid {_rate(row['valid_rate_ppm'], row['valid_interval'])}, "
+            f"invalid {_rate(row['invalidity_ppm'], row['invalidity_interval'])}; "
+            f"{classes or 'no terminal'}"
             + (f"; {row['incomplete']} incomplete" if row["incomplete"] else "")
         )
+    for comparison in value["comparisons"]:
+        if comparison["warning"]:
+            lines.append(f"warning: {comparison['warning']}")
     _print(value, as_json, lines)

@@ -129,9 +129,15 @@ def _judgements(store, plan: Plan, attempt_oid: str, step: dict, terminal_oid: s
 
 
 def report(store, plan: Plan) -> dict:
-    """Per step and model: step attempts, terminals by class, the newest judgements' verdicts
-    (``judged``, for a judged step), the resolved rate over every step attempt (one without a
-    terminal counts as not resolved) with its Wilson interval."""
+    """Per step and model (``rows``) and per model over its steps (``models``): step
+    attempts, terminals by class, the newest judgements' verdicts (``judged``), and three
+    rates with their Wilson intervals, as the isolated report has them (docs/reports.md):
+    ``itt`` resolved over every step attempt (an incomplete or invalid one counts as not
+    resolved), ``valid`` resolved over the valid ones (a terminal that is not a harness
+    failure), and ``invalidity`` (harness failures and incomplete step attempts over all).
+    ``comparisons``: for each pair of models, the exact Fisher test of their invalid and
+    valid counts; ``warning`` when it is significant (one model's failures are made invalid
+    more often, which a comparison of valid rates alone would reward)."""
     cells: dict[tuple[str, str], dict] = {}
     for attempt_oid in plan.attempts:
         step = plan.records[attempt_oid]
@@ -149,21 +155,62 @@ def report(store, plan: Plan) -> dict:
         if judged is not None:
             verdicts = cell.setdefault("judged", {})
             verdicts[judged["verdict"]] = verdicts.get(judged["verdict"], 0) + 1
-    rows = []
+    rows, models = [], {}
     for step in plan.value["steps"]:
         for model in plan.value["models"]:
             cell = cells.get((step, model["resolved"]))
             if cell is None:
                 continue
-            resolved = cell["classes"].get("resolved", 0)
-            rows.append(
+            rows.append({"step": step, "model": model["resolved"], **_rates(cell)})
+            total = models.setdefault(
+                model["resolved"], {"attempts": 0, "classes": {}, "incomplete": 0}
+            )
+            total["attempts"] += cell["attempts"]
+            total["incomplete"] += cell["incomplete"]
+            for cls, count in cell["classes"].items():
+                total["classes"][cls] = total["classes"].get(cls, 0) + count
+    by_model = {m: {"model": m, **_rates(total)} for m, total in models.items()}
+    names_ = list(by_model)
+    comparisons = []
+    for i, first in enumerate(names_):
+        for second in names_[i + 1 :]:
+            a, b = by_model[first], by_model[second]
+            test = stats.fisher_exact(a["invalid"], a["valid"], b["invalid"], b["valid"])
+            comparisons.append(
                 {
-                    "step": step,
-                    "model": model["resolved"],
-                    **cell,
-                    "resolved": resolved,
-                    "resolved_rate_ppm": stats.rate_ppm(resolved, cell["attempts"]),
-                    "interval": stats.wilson(resolved, cell["attempts"]),
+                    "first": first,
+                    "second": second,
+                    "invalidity_fisher_exact": test,
+                    "warning": (
+                        f"{first} and {second} differ in invalidity (p {stats.p_text(test)}): "
+                        "compare their intent-to-treat rates, not their valid rates"
+                    )
+                    if test["significant"]
+                    else None,
                 }
             )
-    return {"plan": plan.oid, "workflow": plan.value["workflow"]["name"], "rows": rows}
+    return {
+        "plan": plan.oid,
+        "workflow": plan.value["workflow"]["name"],
+        "rows": rows,
+        "models": list(by_model.values()),
+        "comparisons": comparisons,
+    }
+
+
+def _rates(cell: dict) -> dict:
+    resolved = cell["classes"].get("resolved", 0)
+    invalid = cell["classes"].get("harness_failure", 0) + cell["incomplete"]
+    valid = cell["attempts"] - invalid
+    return {
+        **cell,
+        "resolved": resolved,
+        "valid": valid,
+        "invalid": invalid,
+        "resolved_rate_ppm": stats.rate_ppm(resolved, cell["attempts"]),
+        "interval": stats.wilson(resolved, cell["attempts"]),
+        "valid_rate_ppm": stats.rate_ppm(resolved, valid),
+        "valid_interval": stats.wilson(resolved, valid),
+        "invalidity_ppm": stats.rate_ppm(invalid, cell["attempts"]),
+        "invalidity_interval": stats.wilson(invalid, cell["attempts"]),
+    }
