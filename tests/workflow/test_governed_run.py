@@ -143,6 +143,32 @@ def test_a_terminal_rewritten_to_another_model_or_class_is_found(governed):
     assert governed.yyb("doctor", "workflow-xyz").exit_code == 2
 
 
+def test_neither_lane_takes_the_others_plan(governed, tmp_path):
+    """The isolated commands refuse a governed plan with one line, and the governed ones an
+    isolated plan: a governed plan can never be run, regraded, reported or pooled as an
+    isolated experiment."""
+    from tests.grading.conftest import build_bench
+
+    plan = governed.plan("zz/good", steps="first")
+    bench = build_bench(tmp_path / "isolated")
+    bench.configure()
+    isolated, _ = bench.run(["zz/fixer"])
+    for args in (
+        ["run", "--plan", plan],
+        ["recover", "--plan", plan],
+        ["regrade", "--plan", plan, "--profile", "tests"],
+        ["report", "--plan", plan],
+        ["doctor", "--plan", plan],
+        ["plan", "show", plan],
+    ):
+        done = bench.yyb(*args)  # the isolated configuration and store
+        assert done.exit_code == 2, (args, done.stdout, done.stderr)
+        lines = done.stderr.splitlines()
+        assert len(lines) == 1 and "yylo_benchmark_governed_plan.v1 plan" in lines[0], args
+    refused = governed.yyb("workflow", "doctor", "--plan", bench.plan_file(isolated))
+    assert refused.exit_code == 2 and "governed" in refused.stderr
+
+
 def test_a_governed_configuration_is_not_an_isolated_one(governed, tmp_path):
     """The isolated lane refuses the governed file: it cannot widen what an attempt sees."""
     done = governed.yyb(

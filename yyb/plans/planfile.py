@@ -48,11 +48,13 @@ def check_output_free(path: str) -> None:
         raise UsageError(f"{path}: folder {folder} does not exist")
 
 
-def load(path: str) -> tuple[str, dict[str, dict]]:
+def load(path: str, kind: str = PLAN) -> tuple[str, dict[str, dict]]:
     """Read a plan file and prove it unedited: return (plan oid, {oid: record value}).
 
     Raises:
-        PlanFileError: unreadable, malformed, or any record not hashing to its stated oid.
+        PlanFileError: unreadable, malformed, any record not hashing to its stated oid, or a
+            plan that is not of ``kind`` (an isolated experiment plan, unless the governed lane
+            asks for its own: neither lane takes the other's plan).
     """
     data = file.read_input(path)
     try:
@@ -67,6 +69,7 @@ def load(path: str) -> tuple[str, dict[str, dict]]:
         raise PlanFileError(path, "it does not hold its plan record")
     records = {oid: _proved(path, oid, value) for oid, value in raw.items()}
     plan = records[plan_oid]
+    _of_kind(path, plan, kind)
     links = plan.get("links", {})
     for oid in list(links.get("attempts", [])) + list(links.get("cases", [])):
         if oid not in records:
@@ -108,8 +111,14 @@ def plan_oid(name: str, open_store) -> str:
         value = codec.from_json(json.dumps(raw[oid]))
     except YybError as exc:
         raise PlanFileError(name, f"record {oid} is invalid ({exc})") from None
-    _proved(name, oid, value)
+    _of_kind(name, _proved(name, oid, value), PLAN)
     return oid
+
+
+def _of_kind(name: str, plan: dict, kind: str) -> None:
+    found = plan.get("schema_version")
+    if found != kind:
+        raise PlanFileError(name, f"it holds a {found} plan, not a {kind} one")
 
 
 def from_store(store, name: str) -> tuple[str, dict[str, dict]]:

@@ -196,7 +196,7 @@ def write(store, plan: Plan) -> None:
 def load(name: str, open_store) -> Plan:
     """A governed plan from a plan file, else from the store (oid, abbreviation or ref)."""
     if os.path.exists(name):
-        oid, records = planfile.load(name)
+        oid, records = planfile.load(name, GOVERNED_PLAN)
     else:
         store = open_store()
         oid = store.rev_parse(name)
