@@ -77,6 +77,37 @@ def test_credentials_never_reach_plans_or_evidence(governed):
     assert b"s3cret" not in open(plan, "rb").read()
 
 
+def test_a_governed_experiment_is_audited_on_another_machine_from_a_bundle(governed, tmp_path):
+    """Its refs, bundled, carry everything the doctor needs: unbundled into an empty store,
+    `yyb doctor workflow-<id>` verifies it there; a bundle missing a terminal is incomplete."""
+    from tests.conftest import Yyb
+
+    plan = governed.plan("zz/good,zz/liar")
+    assert governed.run(plan).exit_code == 0
+    oid = plan_oid(plan)
+    bundle = tmp_path / "governed.bundle"
+    made = governed.yyb("bundle", "create", str(bundle), "--plan", f"workflow-{oid}")
+    assert made.exit_code == 0, made.stderr
+    elsewhere = Yyb(str(tmp_path / "elsewhere"))
+    assert elsewhere("store", "init").exit_code == 0
+    assert elsewhere("bundle", "unbundle", str(bundle)).exit_code == 0
+    audit = elsewhere("doctor", f"workflow-{oid}")
+    assert audit.exit_code == 0, audit.stdout + audit.stderr
+    assert elsewhere("doctor").exit_code == 0
+
+    # Leave one terminal out: the experiment audited there is incomplete, not whole.
+    refs = Store.open(governed.store_path).refs.names(under=f"refs/governed/{oid}")
+    dropped = next(r for r in refs if r.endswith("/terminal"))
+    partial = tmp_path / "partial.bundle"
+    kept = [r for r in refs if r != dropped]
+    assert governed.yyb("bundle", "create", str(partial), *kept).exit_code == 0
+    third = Yyb(str(tmp_path / "third"))
+    assert third("store", "init").exit_code == 0
+    assert third("bundle", "unbundle", str(partial)).exit_code == 0
+    incomplete = third("doctor", f"workflow-{oid}")
+    assert incomplete.exit_code == 1 and "incomplete" in incomplete.stdout
+
+
 def test_planning_and_a_dry_run_dispatch_nothing(governed):
     plan = governed.plan("zz/good")
     done = governed.run(plan, "--dry-run")

@@ -35,7 +35,12 @@ def plan_ref_names(store, plan_oid: str) -> list[str]:
 @bundle.command("create")
 @click.argument("path", metavar="FILE")
 @click.argument("refs", nargs=-1)
-@click.option("--plan", "plan_name", metavar="PLAN", help="Every ref of one experiment.")
+@click.option(
+    "--plan",
+    "plan_name",
+    metavar="PLAN",
+    help="Every ref of one experiment (a governed one: workflow-<plan oid>).",
+)
 @click.option("--all", "everything", is_flag=True, help="Every ref in the store.")
 @click.pass_context
 def create(ctx, path, refs, plan_name, everything):
@@ -52,8 +57,13 @@ def create(ctx, path, refs, plan_name, everything):
         names = [name for name, _ in store.refs.iter_refs()]
     elif plan_name is not None:
         from yyb.cli.plans import plan_oid as resolve_plan
+        from yyb.store.objects import is_oid
 
-        plan_oid = resolve_plan(ctx, plan_name)
+        governed = plan_name.removeprefix("workflow-")
+        if plan_name.startswith("workflow-") and is_oid(governed):
+            plan_oid = governed  # a governed experiment, named as yyb doctor names it
+        else:
+            plan_oid = resolve_plan(ctx, plan_name)
         names = plan_ref_names(store, plan_oid)
     else:
         names = list(refs)

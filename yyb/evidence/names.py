@@ -107,5 +107,12 @@ def governed_judgement(plan_oid: str, attempt_oid: str, profile: str) -> str:
 
 def experiment(plan_oid: str) -> list[str]:
     """The ref names and folders that belong to one experiment (for bundles and listings):
-    its plan, grant and report layers, and every run ref."""
-    return [plan(plan_oid), grant(plan_oid), report(plan_oid), runs(plan_oid) + "/"]
+    its plan, grant and report layers, and every run ref; for a governed experiment, every
+    ref under ``refs/governed/<plan>``."""
+    return [
+        plan(plan_oid),
+        grant(plan_oid),
+        report(plan_oid),
+        runs(plan_oid) + "/",
+        f"{GOVERNED}/{plan_oid}/",
+    ]
