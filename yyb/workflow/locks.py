@@ -18,7 +18,6 @@ reboot (``unknown``: it cannot be told from a live one), is never taken.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -58,27 +57,18 @@ class Lease:
     replaced: dict | None  # the holder of an abandoned lock this one replaced
 
     def release(self) -> None:
-        """Let the resource go, unless a process this holder handed the lock's descriptor to
-        (a dispatch's boundary and what it started) still holds it: then the lock stays held
-        by them, and becomes abandoned, to be replaced, only once the last of them is gone."""
+        """Let the resource go: the file is removed while still locked, then closed, so a
+        waiter finds either the lock held or no lock at all. (A lock whose descriptor was
+        handed to a dispatch that outlives this process is never released: it stays held by
+        them, and is abandoned, to be replaced, once the last of them is gone.)"""
         if self.fd < 0:
             return
-        os.close(self.fd)
-        self.fd = -1
         try:
-            fd = os.open(self.path, os.O_RDONLY)
-        except FileNotFoundError:
-            return
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            if os.stat(self.path).st_ino == os.fstat(fd).st_ino:
-                os.unlink(self.path)
-        except BlockingIOError:
-            pass  # still held through a descriptor handed on
+            os.unlink(self.path)
         except FileNotFoundError:
             pass
-        finally:
-            os.close(fd)
+        os.close(self.fd)
+        self.fd = -1
 
     def __enter__(self) -> Lease:
         return self
