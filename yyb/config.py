@@ -151,11 +151,30 @@ def _semantic_problems(data: dict) -> list[tuple[str, str]]:
                 (f"/default_evaluators/{i}", f"expected a configured evaluator, not {name!r}")
             )
     for name, spec in evaluators.items():
-        if spec.get("kind") == "llm_judge" and spec.get("harness") not in harnesses:
+        if spec.get("kind") != "llm_judge":
+            continue
+        if spec.get("harness") not in harnesses:
             found.append(
                 (
                     pointer(("evaluators", name, "harness")),
                     "expected the id of a configured harness",
+                )
+            )
+        reference = spec.get("mode") == "reference"
+        if reference and not spec.get("assets"):
+            found.append(
+                (
+                    pointer(("evaluators", name, "assets")),
+                    "a reference judge needs its reference material as assets "
+                    "(path and sha256 of each); without it there is nothing to judge against",
+                )
+            )
+        if spec.get("assets") and not reference:
+            found.append(
+                (
+                    pointer(("evaluators", name, "mode")),
+                    "assets are the reference material of mode reference; "
+                    "set mode to reference or drop them",
                 )
             )
     return found

@@ -98,7 +98,7 @@ envelope() {  # envelope [STATUS [COST_JSON [PROVIDER [MODEL]]]]
   provider="${3:-${MODEL%%/*}}"; name="${4:-${MODEL#*/}}"
   cat > "$ENVELOPE" <<EOF
 {"schema_version": "juno_execution_envelope.v1", "provider": "$provider",
- "model": "$name", "status": "$status", "cost": $cost,
+ "model": "$name", "status": "$status", "cost": $cost, "session_id": "${SESSION-judge-session-1}",
  "started_ms": 0, "ended_ms": 0, "elapsed_ms": 0}
 EOF
 }

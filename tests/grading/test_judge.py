@@ -51,7 +51,21 @@ def test_a_judge_that_passes_resolves_with_the_grader(bench, judge_runs):
     e = bench.evaluation(plan, fixer, "judge")
     assert (e["kind"], e["verdict"], e["_result"]["quality"]) == ("llm_judge", "pass", "pass")
     assert e["evaluator"]["model"] == "judges/j1"
-    assert e["_result"]["details"] == {"verdicts": ["pass"], "aggregation": "majority"}
+    details = e["_result"]["details"]
+    assert (details["verdicts"], details["aggregation"], details["mode"]) == (
+        ["pass"],
+        "majority",
+        "single",
+    )
+    # The judge's identities are retained: requested, resolved and what its envelope observed.
+    assert details["identities"] == [
+        {
+            "requested": "judges/j1",
+            "resolved": "judges/j1",
+            "observed": "judges/j1",
+            "session_id": "judge-session-1",
+        }
+    ]
     assert len(judge_runs) == 1 and judge_runs[0]["payload"] == e["_input"]
     assert RAN in e["_output"]
     # The payload: the case prompt, the rubric, the patch, the candidate's outputs.
@@ -303,7 +317,9 @@ def test_repetitions_run_the_judge_each_time_and_add_their_costs(bench, judge_ru
     plan, (fixer,) = bench.run(["zz/fixer"])
     e = bench.evaluation(plan, fixer, "judge")
     assert len(judge_runs) == 3 and len(json.loads(e["_output"])) == 3
-    assert e["_result"]["details"] == {"verdicts": ["pass"] * 3, "aggregation": "all"}
+    details = e["_result"]["details"]
+    assert (details["verdicts"], details["aggregation"]) == (["pass"] * 3, "all")
+    assert len(details["identities"]) == 3
     assert e["judge_cost"] == {"completeness": "complete", "currency": "USD", "micros": 4500}
 
 

@@ -137,7 +137,7 @@ JUDGE = r"""#!/bin/sh
 MODEL="$1"; ENVELOPE="$3"; PAYLOAD="$4"
 cat > "$ENVELOPE" <<EOF
 {"schema_version": "juno_execution_envelope.v1", "provider": "${MODEL%%/*}",
- "model": "${MODEL#*/}", "status": "succeeded",
+ "model": "${MODEL#*/}", "status": "succeeded", "session_id": "judge-session",
  "cost": {"completeness": "complete", "currency": "USD", "micros": 700},
  "started_ms": 0, "ended_ms": 0, "elapsed_ms": 0}
 EOF

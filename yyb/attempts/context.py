@@ -150,7 +150,14 @@ def prepare(
         judge = plan["evaluators"]["harnesses"].get(spec["harness"])
         if judge is None:
             raise UsageError(f"the judge {profile} has no harness bound in the plan")
-        adapters.executable(judge)
+        if spec.get("executable"):
+            from yyb.harness.pinned import pinned_bytes
+
+            _, problem = pinned_bytes(spec["executable"], spec["sha256"])
+            if problem is not None:  # fail closed before any candidate is dispatched
+                raise UsageError(f"the judge {profile}'s pinned executable: {problem}")
+        if judge["kind"] != "command" or judge["argv"][0] != "{judge}":
+            adapters.executable(judge)
         for name in judge.get("secrets", []):
             if name not in environ:
                 raise UsageError(f"the judge {profile} needs the secret {name}, which is not set")

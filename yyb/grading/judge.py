@@ -18,6 +18,7 @@ from yyb.evidence import cost
 from yyb.grading.outcome import Outcome
 from yyb.harness import adapters, envelope, limits, manifest, sandbox, scratch, worktree
 from yyb.harness.environment import Folders, build
+from yyb.harness.pinned import pinned_bytes, verified_copy
 from yyb.store import codec
 
 DEFAULT_LIMIT = 64 * 1024
@@ -56,8 +57,11 @@ def privacy_hit(payload: bytes, identities: list[str]) -> str | None:
     return None
 
 
-def build_payload(store, spec: dict, truth: dict, prompt: bytes) -> bytes:
-    """The judged payload: prompt, rubric, then the selected evidence, in a fixed order."""
+def build_payload(
+    store, spec: dict, truth: dict, prompt: bytes, references: list[bytes] = ()
+) -> bytes:
+    """The judged payload: prompt, rubric, then the selected evidence, in a fixed order, and
+    in reference mode the reference material (``references``: the verified assets' bytes)."""
     parts = [
         b"# Instructions\n",
         spec["prompt"].encode(),
@@ -84,9 +88,8 @@ def build_payload(store, spec: dict, truth: dict, prompt: bytes) -> bytes:
             if truth.get(name):
                 parts += [f"\n# Candidate {name}\n".encode(), store.objects.get(truth[name]).body]
     if spec.get("mode") == "reference":
-        for asset in spec.get("assets", []):
-            with open(asset["path"], "rb") as handle:
-                parts += [b"\n# Reference\n", handle.read()]
+        for material in references:
+            parts += [b"\n# Reference\n", material]
     return b"".join(parts)
 
 
@@ -139,8 +142,19 @@ def run(
         return Outcome.invalid(
             "pairwise judging needs a paired attempt, which this version does not assemble"
         )
+    references, pinned = [], []
+    for asset in spec.get("assets", []):
+        data, problem = pinned_bytes(asset["path"], asset["sha256"])
+        if problem is not None:
+            return Outcome.invalid(f"the judge's reference material: {problem}")
+        references.append(data)
+        pinned.append({"path": asset["path"], "sha256": asset["sha256"]})
+    if spec.get("executable"):
+        _, problem = pinned_bytes(spec["executable"], spec["sha256"])
+        if problem is not None:
+            return Outcome.invalid(f"the judge's pinned executable: {problem}")
     try:
-        payload = build_payload(store, spec, truth, prompt)
+        payload = build_payload(store, spec, truth, prompt, references)
     except UnsafeListing as exc:
         return Outcome.invalid(f"the final workspace cannot be shown to the judge: {exc}")
     blinded = spec.get("identity", "blinded") == "blinded"
@@ -173,7 +187,13 @@ def run(
         verdicts.append(answer["verdict"])
     outcome.output_bytes = json.dumps(answers, sort_keys=True).encode()
     outcome.judge_cost = cost.sum_runs(costs)
-    outcome.details = {"verdicts": verdicts, "aggregation": spec.get("aggregation", "majority")}
+    outcome.details = {
+        "verdicts": verdicts,
+        "aggregation": spec.get("aggregation", "majority"),
+        "mode": spec.get("mode", "single"),
+        "references": pinned,
+        "identities": [a["identity"] for a in answers],
+    }
     verdict = aggregate(verdicts, spec.get("aggregation", "majority"))
     return outcome.with_verdict(verdict, f"judge verdicts {verdicts}")
 
@@ -203,15 +223,38 @@ def _judge_once(
         "reason": "",
         "problem": None,
         "cost": unavailable,
+        # requested is the profile's model, resolved the same exact id (a judge's model is
+        # never a selector), observed what its envelope reported.
+        "identity": {
+            "requested": spec["model"],
+            "resolved": spec["model"],
+            "observed": None,
+            "session_id": None,
+        },
     }
     try:
         folders = Folders(root)
         folders.create()
         os.makedirs(folders.workspace)
+        extra = {"settings_file": os.path.join(folders.control, "settings.json")}
+        with open(extra["settings_file"], "w") as handle:
+            json.dump(spec.get("settings", {}), handle, sort_keys=True)
+        if spec.get("executable"):
+            extra["judge"] = os.path.join(folders.control, "judge")
+            problem = verified_copy(spec["executable"], spec["sha256"], extra["judge"])
+            if problem is not None:
+                answer["problem"] = f"the judge's pinned executable: {problem}"
+                return answer
         channel = envelope.channel()
         try:
             argv = adapters.invocation(
-                harness, spec["model"], folders.workspace, folders.control, channel.path, payload
+                harness,
+                spec["model"],
+                folders.workspace,
+                folders.control,
+                channel.path,
+                payload,
+                extra=extra,
             )
             tools = sandbox.tool_paths(read_only, protected)
         except UsageError as exc:
@@ -220,6 +263,7 @@ def _judge_once(
             return answer
         env, _ = build(folders, read_only, sorted(secrets), secrets)
         env[envelope.FD_ENV] = str(channel.fd)
+        env["YYB_JUDGE_SETTINGS_FILE"] = extra["settings_file"]
         box = sandbox.Sandbox(
             writable=[folders.workspace, *folders.private()],
             hidden=protected,
@@ -246,6 +290,12 @@ def _judge_once(
         value, problem = envelope.read(written, ran.started_ms, ran.ended_ms)
         if value is None:
             answer["problem"] = f"judge identity or session missing: {problem}"
+            return answer
+        answer["identity"].update(
+            observed=envelope.observed(value), session_id=value.get("session_id")
+        )
+        if not value.get("session_id"):
+            answer["problem"] = "judge identity or session missing: the envelope names no session"
             return answer
         answer["cost"] = dict(value["cost"])
         if envelope.observed(value) != spec["model"].lower():

@@ -25,6 +25,8 @@ PLACEHOLDERS = (
     "workflow_file",
     "variables_file",
     "model_variable",
+    "settings_file",  # a judge's settings (JSON), when it has some
+    "judge",  # a judge's pinned program, copied into its control folder
 )
 
 
@@ -67,10 +69,12 @@ def invocation(
     workflow: bytes | None = None,
     variables: dict | None = None,
     model_variable: str | None = None,
+    extra: dict[str, str] | None = None,
 ) -> tuple[list[str], str]:
     """The argv of one attempt, ``envelope`` the path of its envelope channel; writes the
-    prompt and workflow files into control."""
-    values = {"workspace": workspace, "model": model, "envelope": envelope}
+    prompt and workflow files into control. ``extra`` fills further placeholders (a judge's
+    ``settings_file`` and ``judge``)."""
+    values = {"workspace": workspace, "model": model, "envelope": envelope, **(extra or {})}
     if prompt is not None:
         values["prompt_file"] = os.path.join(control, "prompt.md")
         with open(values["prompt_file"], "wb") as handle:
@@ -103,5 +107,5 @@ def invocation(
         with open(values["variables_file"], "w") as handle:
             json.dump(resolved, handle, sort_keys=True)
     argv = _fill(harness["argv"], values)
-    argv[0] = executable(harness)
+    argv[0] = executable({**harness, "argv": argv})  # a placeholder program: as filled in
     return argv

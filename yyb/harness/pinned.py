@@ -10,16 +10,24 @@ import hashlib
 import os
 
 
-def verified_copy(path: str, expected: str, dest: str) -> str | None:
-    """Copy ``path`` to ``dest`` if its bytes hash to ``expected``; else say why not."""
+def pinned_bytes(path: str, expected: str) -> tuple[bytes | None, str | None]:
+    """(the bytes at ``path``, None) when they hash to ``expected``; else (None, why not)."""
     try:
         with open(path, "rb") as handle:
             data = handle.read()
     except OSError as exc:
-        return f"{path} is missing or unreadable ({exc.strerror})"
+        return None, f"{path} is missing or unreadable ({exc.strerror})"
     got = hashlib.sha256(data).hexdigest()
     if got != expected:
-        return f"{path} does not match its bound sha256 (found {got})"
+        return None, f"{path} does not match its bound sha256 (found {got})"
+    return data, None
+
+
+def verified_copy(path: str, expected: str, dest: str) -> str | None:
+    """Copy ``path`` to ``dest`` if its bytes hash to ``expected``; else say why not."""
+    data, problem = pinned_bytes(path, expected)
+    if problem is not None:
+        return problem
     with open(dest, "wb") as handle:
         handle.write(data)
     os.chmod(dest, 0o755)

@@ -1,0 +1,156 @@
+"""Judges as evidence: the reference mode with pinned reference material, settings that
+reach the judge, a session every judge must name, identities retained, a pinned judge
+program; each tried the way it could go wrong."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from tests.grading.conftest import JUDGE_HEAD, write
+from tests.grading.test_judge import judge_runs, with_judge  # noqa: F401 - the fixture
+from yyb.errors import UsageError
+
+# Passes only when the payload carries the reference answer under its heading.
+REFERENCE_JUDGE = (
+    JUDGE_HEAD
+    + """envelope
+if grep -q "^# Reference$" "$PAYLOAD" && grep -q "EXPECTED-SUM-5" "$PAYLOAD"
+then v=pass; else v=fail; fi
+echo "{\\"verdict\\": \\"$v\\", \\"reason\\": \\"compared with the reference\\"}"
+"""
+)
+# Passes only when its settings arrive, both by environment and by argument.
+SETTINGS_JUDGE = (
+    JUDGE_HEAD
+    + """envelope
+if grep -q '"temperature_milli": 0' "$YYB_JUDGE_SETTINGS_FILE" && [ -f "$5" ] \\
+   && grep -q '"style": "terse"' "$5"; then v=pass; else v=fail; fi
+echo "{\\"verdict\\": \\"$v\\", \\"reason\\": \\"settings\\"}"
+"""
+)
+NO_SESSION = (
+    JUDGE_HEAD
+    + """SESSION=""; envelope
+echo '{"verdict": "pass", "reason": "no session"}'
+"""
+)
+
+
+def reference(bench, text: str = "EXPECTED-SUM-5\n") -> dict:
+    path = write(bench.root / "hidden" / "reference.txt", text)
+    return {"path": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+
+
+def test_a_reference_judge_sees_the_pinned_reference_and_the_receipt_names_it(bench):
+    asset = reference(bench)
+    with_judge(bench, REFERENCE_JUDGE, mode="reference", assets=[asset])
+    # The candidate looks for the reference answer: it is hidden from it.
+    model = bench.behaviour(
+        "peeker",
+        f"""cat '{asset["path"]}' >/dev/null 2>&1 && echo "SAW THE REFERENCE"
+sed -i 's/\\$1 - \\$2/$1 + $2/' calc.sh
+commit "fix add"
+envelope succeeded
+""",
+    )
+    plan, (result,) = bench.run([model])
+    e = bench.evaluation(plan, result, "judge")
+    assert e["verdict"] == "pass", e["_result"]["reason"]
+    assert e["_result"]["details"]["references"] == [asset]
+    assert b"EXPECTED-SUM-5" in e["_input"]
+    assert b"SAW THE REFERENCE" not in bench.body(bench.terminal(result)["links"]["stdout"])
+
+
+def test_reference_material_changed_after_planning_fails_closed(bench, judge_runs):  # noqa: F811
+    asset = reference(bench)
+    with_judge(bench, REFERENCE_JUDGE, mode="reference", assets=[asset])
+    plan = bench.plan(["zz/fixer"])
+    write(bench.root / "hidden" / "reference.txt", "EXPECTED-SUM-6\n")
+    (result,) = bench.execute(plan)
+    e = bench.evaluation(plan, result, "judge")
+    assert e["verdict"] == "invalid" and "does not match its bound sha256" in e["_result"]["reason"]
+    assert judge_runs == []
+
+
+def test_a_reference_judge_without_reference_material_is_refused(bench):
+    for fields, message in (
+        ({"mode": "reference"}, "needs its reference material"),
+        ({"assets": [reference(bench)]}, "set mode to reference"),
+    ):
+        with_judge(bench, REFERENCE_JUDGE, **fields)
+        done = bench.yyb(
+            "plan",
+            "--task",
+            str(bench.task_path),
+            "--models",
+            "zz/fixer",
+            "--output",
+            str(bench.root / "never.json"),
+        )
+        assert done.exit_code == 2 and message in done.stderr, done.stderr
+        assert not (bench.root / "never.json").exists()
+
+
+def test_settings_reach_the_judge(bench):
+    spec, harness = bench.judge(
+        "s", SETTINGS_JUDGE, settings={"temperature_milli": 0, "style": "terse"}
+    )
+    harness["argv"].append("{settings_file}")
+    bench.configure(
+        {"tests": bench.command("honest"), "judge": (spec, harness)}, defaults=["judge"]
+    )
+    plan, (result,) = bench.run(["zz/fixer"])
+    e = bench.evaluation(plan, result, "judge")
+    assert e["verdict"] == "pass", e["_output"]
+
+
+def test_a_judge_that_names_no_session_is_invalid(bench):
+    with_judge(bench, NO_SESSION)
+    plan, (result,) = bench.run(["zz/fixer"])
+    e = bench.evaluation(plan, result, "judge")
+    assert e["verdict"] == "invalid" and "session" in e["_result"]["reason"]
+    assert result.terminal_class != "resolved"
+    (answer,) = json.loads(e["_output"])
+    assert answer["identity"]["observed"] == "judges/j1" and not answer["identity"]["session_id"]
+
+
+def pinned_judge(bench, script: str):
+    """A judge program pinned by sha256 (outside every tool folder), run as {judge}."""
+    path = write(bench.root / "judges" / "pinned.sh", script, executable=True)
+    spec, harness = bench.judge(
+        "p", "", executable=str(path), sha256=hashlib.sha256(path.read_bytes()).hexdigest()
+    )
+    harness["argv"] = ["{judge}", "{model}", "{workspace}", "{envelope}", "{prompt_file}"]
+    bench.configure(
+        {"tests": bench.command("honest"), "judge": (spec, harness)}, defaults=["judge"]
+    )
+    return path
+
+
+def test_a_pinned_judge_program_runs_from_its_verified_copy(bench):
+    pinned_judge(bench, REFERENCE_JUDGE.replace("EXPECTED-SUM-5", "# Task"))
+    plan, (result,) = bench.run(["zz/fixer"])
+    e = bench.evaluation(plan, result, "judge")
+    assert e["verdict"] in ("pass", "fail") and e["_result"].get("problem") is None, e["_output"]
+
+
+def test_a_judge_program_changed_after_planning_fails_closed(bench, judge_runs):  # noqa: F811
+    path = pinned_judge(bench, REFERENCE_JUDGE)
+    plan = bench.plan(["zz/fixer"])
+    path.write_text(path.read_text() + "\n# changed\n")
+    # A run refuses before dispatching any candidate.
+    with pytest.raises(UsageError, match="pinned executable"):
+        bench.execute(plan)
+    assert judge_runs == [] and not bench.run_refs("intent")
+    # Restored, the run goes; changed again, a rejudge appends an invalid generation.
+    path.write_text(REFERENCE_JUDGE)
+    (result,) = bench.execute(plan)
+    assert len(judge_runs) == 1
+    path.write_text(path.read_text() + "\n# changed again\n")
+    bench.reevaluate(plan, "judge", "rejudge")
+    e = bench.evaluation(plan, result, "judge")
+    assert (e["generation"], e["verdict"], e["problem"]) == (2, "invalid", "not_started")
+    assert "pinned executable" in e["_result"]["reason"] and len(judge_runs) == 1
