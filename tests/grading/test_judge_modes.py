@@ -154,3 +154,57 @@ def test_a_judge_program_changed_after_planning_fails_closed(bench, judge_runs):
     e = bench.evaluation(plan, result, "judge")
     assert (e["generation"], e["verdict"], e["problem"]) == (2, "invalid", "not_started")
     assert "pinned executable" in e["_result"]["reason"] and len(judge_runs) == 1
+
+
+# Takes its time, so that its controller can be killed while it judges.
+SLOW_JUDGE = (
+    JUDGE_HEAD
+    + """sleep 30; envelope
+echo '{"verdict": "pass", "reason": "slow"}'
+"""
+)
+
+
+def test_a_judge_cut_short_by_a_crash_is_not_dispatched_again(bench, judge_runs):  # noqa: F811
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from yyb.evidence import names
+
+    with_judge(bench, SLOW_JUDGE)
+    plan = bench.plan(["zz/fixer"])
+    (attempt,) = plan.attempt_oids
+    run = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "yyb",
+            "--store",
+            bench.store_path,
+            "--config",
+            str(bench.config_path),
+            "run",
+            "--plan",
+            bench.plan_file(plan),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    intent = os.path.join(bench.store_path, names.judge_intent(plan.oid, attempt, "judge"))
+    deadline = time.monotonic() + 60
+    while not os.path.exists(intent):
+        assert time.monotonic() < deadline and run.poll() is None, "the judge never started"
+        time.sleep(0.05)
+    time.sleep(0.5)  # the judge is running now
+    os.killpg(run.pid, signal.SIGKILL)
+    run.wait()
+    done = bench.yyb("recover", "--plan", bench.plan_file(plan))
+    assert done.exit_code == 0, done.stderr
+    assert judge_runs == []  # recovery graded, but never dispatched the judge again
+    e = bench.evaluation(plan, type("R", (), {"attempt": attempt, "ordinal": 0})(), "judge")
+    assert (e["verdict"], e["problem"]) == ("invalid", "interrupted")
+    assert "not dispatched again" in e["_result"]["reason"]

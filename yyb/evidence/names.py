@@ -9,6 +9,7 @@ refs/cases/<case id>                               a validated case record
 refs/validations/<case id>                         the newest gold validation of a case
 refs/runs/<plan>/<attempt>/<leaf>                  intent, execution, terminal, evidence
 refs/runs/<plan>/<attempt>/evaluations/<profile>   the newest evaluation generation
+refs/runs/<plan>/<attempt>/judge-intents/<profile> the newest judge dispatch intent
 refs/runs/<plan>/passes/<profile>                  a regrade or rejudge pass in progress
 refs/signatures/<oid>                              the signatures of one object
 refs/governed/<plan>/plan                          a governed workflow plan (names itself)
@@ -79,6 +80,11 @@ def evaluations(plan_oid: str, attempt_oid: str) -> str:
 
 def evaluation(plan_oid: str, attempt_oid: str, profile: str) -> str:
     return f"{RUNS}/{plan_oid}/{attempt_oid}/evaluations/{profile}"
+
+
+def judge_intent(plan_oid: str, attempt_oid: str, profile: str) -> str:
+    """The intent written before a judge of ``profile`` is dispatched for the attempt."""
+    return f"{RUNS}/{plan_oid}/{attempt_oid}/judge-intents/{profile}"
 
 
 def reevaluation_pass(plan_oid: str, profile: str) -> str:

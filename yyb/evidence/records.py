@@ -28,6 +28,8 @@ TERMINAL = "yylo_benchmark_terminal.v2"
 EVIDENCE = "yylo_benchmark_attempt_evidence.v2"
 EVALUATION = "yylo_benchmark_evaluation.v2"
 EVALUATION_RESULT = "yylo_benchmark_evaluation_result.v2"
+# Written before a judge is dispatched for one evaluation generation (yyb/grading/evaluate.py).
+JUDGE_INTENT = "yylo_benchmark_judge_intent.v1"
 GRADER_INPUT = "yylo_benchmark_grader_input.v2"
 GRADER_OUTPUT = "yylo_benchmark_grader_output.v2"
 REEVALUATION_PASS = "yylo_benchmark_reevaluation_pass.v2"

@@ -10,13 +10,14 @@ the newest, moved only by compare-and-swap from the one before it.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from yyb.errors import RefMismatch, UsageError, YybError
 from yyb.evidence import names
 from yyb.evidence import plan as planned
 from yyb.evidence.chain import history
-from yyb.evidence.records import EVALUATION, EVALUATION_RESULT
+from yyb.evidence.records import EVALUATION, EVALUATION_RESULT, JUDGE_INTENT
 from yyb.grading import command, judge, testsuite
 from yyb.grading.outcome import Outcome
 from yyb.store import codec
@@ -207,19 +208,29 @@ def evaluate(
     if pending is not None:  # graded before a crash cut its publishing short: never again
         _publish(store, ref, old, *pending, signer)
         return pending
-    outcome = run_evaluator(
-        store,
-        plan,
-        spec,
-        profile,
-        truth,
-        attempt,
-        identities,
-        generation,
-        protected,
-        cancel,
-        environ,
-    )
+    if spec["kind"] == "llm_judge" and not _judge_intent(
+        store, plan_oid, attempt_oid, profile, generation
+    ):
+        outcome = Outcome(
+            "invalid",
+            f"a judge was dispatched for generation {generation} before an interruption; it "
+            "is not dispatched again (a judge may be paid): its answer, if any, is lost",
+            problem="interrupted",
+        )
+    else:
+        outcome = run_evaluator(
+            store,
+            plan,
+            spec,
+            profile,
+            truth,
+            attempt,
+            identities,
+            generation,
+            protected,
+            cancel,
+            environ,
+        )
     links = {
         "plan": plan_oid,
         "attempt": attempt_oid,
@@ -268,6 +279,39 @@ def evaluate(
     oid = store.objects.put_record(receipt)
     _publish(store, ref, old, oid, receipt, signer)
     return oid, receipt
+
+
+def _judge_intent(store, plan_oid: str, attempt_oid: str, profile: str, generation: int) -> bool:
+    """Write the intent to dispatch the judge of ``profile`` for ``generation``, durably,
+    before it is dispatched; False when one for that generation is already there (a crash cut
+    that dispatch short: it is never made twice).
+
+    Raises:
+        GenerationError: another process wrote that intent first.
+    """
+    ref = names.judge_intent(plan_oid, attempt_oid, profile)
+    held = store.refs.read(ref)
+    if held is not None and store.objects.get_record(held).get("generation") == generation:
+        return False
+    links = {"plan": plan_oid, "attempt": attempt_oid}
+    if held is not None:
+        links["previous"] = held
+    intent = {
+        "schema_version": JUDGE_INTENT,
+        "plan": plan_oid,
+        "attempt": attempt_oid,
+        "profile": profile,
+        "generation": generation,
+        "created_ms": time.time_ns() // 1_000_000,
+        "links": links,
+    }
+    try:
+        store.refs.update(
+            ref, store.objects.put_record(intent), old=held, reason=f"judge {generation}"
+        )
+    except RefMismatch:
+        raise GenerationError(profile, attempt_oid, generation, generation + 1) from None
+    return True
 
 
 def _pending(store, ref: str, old: str | None, place: tuple) -> tuple[str, dict] | None:
