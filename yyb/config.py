@@ -169,6 +169,29 @@ def _semantic_problems(data: dict) -> list[tuple[str, str]]:
                     "(path and sha256 of each); without it there is nothing to judge against",
                 )
             )
+        if spec.get("mode") == "pairwise":
+            for field, ok, expected in (
+                ("baseline", bool(spec.get("baseline")), "the baseline model it compares with"),
+                (
+                    "required",
+                    spec.get("required") is False,
+                    "false: a comparison with a baseline "
+                    "cannot decide whether one attempt resolved its case",
+                ),
+                (
+                    "parsing",
+                    spec.get("parsing", "strict_json") == "strict_json",
+                    'strict_json: a pairwise judge answers {"winner": "A" | "B" | "tie"}',
+                ),
+            ):
+                if not ok:
+                    found.append(
+                        (pointer(("evaluators", name, field)), f"pairwise needs {expected}")
+                    )
+        elif spec.get("baseline"):
+            found.append(
+                (pointer(("evaluators", name, "baseline")), "a baseline is for mode pairwise")
+            )
         if spec.get("assets") and not reference:
             found.append(
                 (

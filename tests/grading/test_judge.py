@@ -279,14 +279,6 @@ def test_the_payload_is_cut_to_its_byte_limit_with_a_marker(bench, judge_runs):
     )
 
 
-def test_pairwise_mode_is_invalid_without_running_the_judge(bench, judge_runs):
-    with_judge(bench, COUNTED_PASS, mode="pairwise")
-    plan, (fixer,) = bench.run(["zz/fixer"])
-    e = bench.evaluation(plan, fixer, "judge")
-    assert e["verdict"] == "invalid" and "pairwise" in e["_result"]["reason"]
-    assert judge_runs == [] and fixer.terminal_class == "harness_failure"
-
-
 # -- cost ----------------------------------------------------------------------------------
 def test_judge_cost_is_kept_apart_from_candidate_cost(bench):
     with_judge(bench, COUNTED_PASS)

@@ -39,6 +39,16 @@ echo '{"verdict": "pass", "reason": "no session"}'
 )
 
 
+def refused_plan(bench):
+    """``yyb plan`` of the bench's case; the refused configuration must leave no plan."""
+    out = bench.root / "never.json"
+    done = bench.yyb(
+        "plan", "--task", str(bench.task_path), "--models", "zz/fixer", "--output", str(out)
+    )
+    assert not out.exists()
+    return done
+
+
 def reference(bench, text: str = "EXPECTED-SUM-5\n") -> dict:
     path = write(bench.root / "hidden" / "reference.txt", text)
     return {"path": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
@@ -81,17 +91,8 @@ def test_a_reference_judge_without_reference_material_is_refused(bench):
         ({"assets": [reference(bench)]}, "set mode to reference"),
     ):
         with_judge(bench, REFERENCE_JUDGE, **fields)
-        done = bench.yyb(
-            "plan",
-            "--task",
-            str(bench.task_path),
-            "--models",
-            "zz/fixer",
-            "--output",
-            str(bench.root / "never.json"),
-        )
+        done = refused_plan(bench)
         assert done.exit_code == 2 and message in done.stderr, done.stderr
-        assert not (bench.root / "never.json").exists()
 
 
 def test_settings_reach_the_judge(bench):
@@ -208,3 +209,102 @@ def test_a_judge_cut_short_by_a_crash_is_not_dispatched_again(bench, judge_runs)
     e = bench.evaluation(plan, type("R", (), {"attempt": attempt, "ordinal": 0})(), "judge")
     assert (e["verdict"], e["problem"]) == ("invalid", "interrupted")
     assert "not dispatched again" in e["_result"]["reason"]
+
+
+# A pairwise stand-in: the side whose patch makes add add is better; neither or both: a tie.
+PAIRWISE_JUDGE = (
+    JUDGE_HEAD
+    + """envelope
+python3 - "$PAYLOAD" <<'PY'
+import json, sys
+text = open(sys.argv[1]).read()
+a, _, b = text.partition("# Candidate B")
+fixed = lambda part: "+ $2" in part.split("# Candidate A", 1)[-1]
+wins = {side for side, part in (("A", a), ("B", b)) if fixed(part)}
+print(json.dumps({"winner": wins.pop() if len(wins) == 1 else "tie", "reason": "compared"}))
+PY
+"""
+)
+
+
+def pairwise_profile(bench, baseline: str = "zz/idler", **fields) -> None:
+    judged = bench.judge(
+        "pw",
+        PAIRWISE_JUDGE,
+        mode="pairwise",
+        baseline=baseline,
+        required=False,
+        repetitions=3,
+        evidence=["patch"],
+        **fields,
+    )
+    bench.configure({"tests": bench.command("honest"), "pairwise": judged}, defaults=["pairwise"])
+
+
+def test_pairwise_judges_each_attempt_against_its_baseline_partner(bench):
+    from yyb.grading import pairwise
+
+    pairwise_profile(bench)
+    plan, results = bench.run(["zz/idler", "zz/fixer"])  # the baseline's attempts run first
+    by_model = {r.model: r for r in results}
+    fixer = bench.evaluation(plan, by_model["zz/fixer"], "pairwise")
+    assert fixer["verdict"] == "pass", fixer["_result"]["reason"]
+    pair = fixer["_result"]["details"]["pairwise"]
+    assert (pair["baseline"], pair["partner"], pair["outcome"]) == (
+        "zz/idler",
+        by_model["zz/idler"].attempt,
+        "win",
+    )
+    # Each repetition's side is drawn from a seed anyone can derive again.
+    seed = "/".join([plan.oid, by_model["zz/fixer"].attempt, "pairwise", "1"])
+    assert [(r["seed"], r["side"]) for r in pair["repetitions"]] == [
+        pairwise.side(seed, n) for n in range(3)
+    ]
+    assert all(r["result"] == "win" for r in pair["repetitions"])
+    assert b"# Candidate A" in fixer["_input"] and b"fixer" not in fixer["_input"]
+    baseline = bench.evaluation(plan, by_model["zz/idler"], "pairwise")
+    assert (
+        baseline["verdict"] == "invalid" and "not judged against" in baseline["_result"]["reason"]
+    )
+    # Not required: the comparison decides nothing about either attempt's resolution.
+    assert by_model["zz/fixer"].terminal_class == "resolved"
+
+
+def test_a_partner_not_yet_concluded_is_judged_on_rejudge(bench):
+    pairwise_profile(bench)
+    plan, results = bench.run(["zz/fixer", "zz/idler"])  # the baseline's attempt runs after
+    fixer = next(r for r in results if r.model == "zz/fixer")
+    first = bench.evaluation(plan, fixer, "pairwise")
+    assert first["verdict"] == "invalid" and "no terminal yet" in first["_result"]["reason"]
+    bench.reevaluate(plan, "pairwise", "rejudge")
+    second = bench.evaluation(plan, fixer, "pairwise")
+    assert (second["generation"], second["verdict"]) == (2, "pass")
+
+
+def test_a_partner_that_failed_as_a_harness_gives_no_pair(bench):
+    pairwise_profile(bench, baseline="zz/mute")
+    mute = bench.behaviour("mute", "echo nothing to say\n")  # writes no envelope
+    plan, results = bench.run([mute, "zz/fixer"])
+    fixer = next(r for r in results if r.model == "zz/fixer")
+    e = bench.evaluation(plan, fixer, "pairwise")
+    assert e["verdict"] == "invalid" and "ended harness_failure" in e["_result"]["reason"]
+
+
+def test_a_pairwise_profile_must_be_complete(bench):
+    for fields, message in (
+        ({"mode": "pairwise", "required": False}, "pairwise needs the baseline model"),
+        ({"mode": "pairwise", "baseline": "zz/idler"}, "pairwise needs false"),
+        (
+            {
+                "mode": "pairwise",
+                "baseline": "zz/idler",
+                "required": False,
+                "parsing": "verdict_line",
+            },
+            "pairwise needs strict_json",
+        ),
+        ({"baseline": "zz/idler"}, "a baseline is for mode pairwise"),
+    ):
+        with_judge(bench, PAIRWISE_JUDGE, **fields)
+        done = refused_plan(bench)
+        assert done.exit_code == 2 and message in done.stderr, (fields, done.stderr)

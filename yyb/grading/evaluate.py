@@ -18,7 +18,7 @@ from yyb.evidence import names
 from yyb.evidence import plan as planned
 from yyb.evidence.chain import history
 from yyb.evidence.records import EVALUATION, EVALUATION_RESULT, JUDGE_INTENT
-from yyb.grading import command, judge, testsuite
+from yyb.grading import command, judge, pairwise, testsuite
 from yyb.grading.outcome import Outcome
 from yyb.store import codec
 
@@ -97,7 +97,10 @@ def run_evaluator(
     protected: list[str],
     cancel=None,
     environ: dict | None = None,
+    place: tuple[str, str] | None = None,
 ) -> Outcome:
+    """One evaluation's outcome; ``place`` is (plan oid, attempt oid), which a pairwise judge
+    needs to find the attempt's partner."""
     if spec.get("kind") == "tests":
         case_oid = attempt.get("links", {}).get("case")
         header = {
@@ -155,6 +158,24 @@ def run_evaluator(
     if missing:
         return Outcome.invalid(f"the judge harness needs the secret {missing[0]}, which is not set")
     secrets = {name: (environ or {})[name] for name in harness.get("secrets", [])}
+    if spec.get("mode") == "pairwise":
+        partner, problem = _partner(store, plan, place, attempt, spec)
+        if problem is not None:
+            return Outcome.invalid(problem)
+        return pairwise.run(
+            store,
+            spec,
+            harness,
+            truth_links,
+            partner,
+            truth.prompt,
+            identities,
+            "/".join([*place, profile, str(generation)]),
+            protected,
+            cancel,
+            read_only=plan["tool_policy"]["read_only_paths"],
+            secrets=secrets,
+        )
     return judge.run(
         store,
         spec,
@@ -230,6 +251,7 @@ def evaluate(
             protected,
             cancel,
             environ,
+            (plan_oid, attempt_oid),
         )
     links = {
         "plan": plan_oid,
@@ -279,6 +301,53 @@ def evaluate(
     oid = store.objects.put_record(receipt)
     _publish(store, ref, old, oid, receipt, signer)
     return oid, receipt
+
+
+def _partner(store, plan: dict, place, attempt: dict, spec: dict) -> tuple[dict | None, str | None]:
+    """(the pairwise partner of ``attempt``: the baseline model's attempt on the same case with
+    the same attempt number, with its retained truth and identities, None), or (None, why
+    there is no pair)."""
+    baseline = spec.get("baseline")
+    if place is None or not baseline:
+        return None, "a pairwise judge needs its baseline model and the attempt's plan"
+    if attempt["model"]["resolved"] == baseline:
+        return None, f"the baseline {baseline}'s own attempts are not judged against themselves"
+    plan_oid, _ = place
+    for oid in plan["links"]["attempts"]:
+        other = store.objects.get_record(oid)
+        if (other["model"]["resolved"], other.get("case_id"), other["attempt"]) != (
+            baseline,
+            attempt.get("case_id"),
+            attempt["attempt"],
+        ):
+            continue
+        terminal_oid = store.refs.read(names.attempt(plan_oid, oid, "terminal"))
+        if terminal_oid is None:
+            return None, (
+                f"the baseline {baseline}'s attempt {oid} has no terminal yet: list the "
+                "baseline first and run with --jobs 1, or rejudge this profile after the run"
+            )
+        terminal = store.objects.get_record(terminal_oid)
+        if terminal["class"] in pairwise.NO_PAIR:
+            return None, f"the baseline {baseline}'s attempt {oid} ended {terminal['class']}"
+        theirs = Truth.of(store, terminal)
+        identity = terminal["identity"]
+        return {
+            "attempt": oid,
+            "model": baseline,
+            "truth": {
+                "patch": theirs.patch,
+                "manifest": theirs.manifest,
+                "listing": theirs.listing,
+                "stdout": theirs.stdout,
+                "stderr": theirs.stderr,
+            },
+            "identities": [identity["requested"], identity["resolved"], identity["observed"] or ""],
+        }, None
+    return None, (
+        f"the plan has no attempt of the baseline {baseline} on this case with attempt "
+        f"number {attempt['attempt']}"
+    )
 
 
 def _judge_intent(store, plan_oid: str, attempt_oid: str, profile: str, generation: int) -> bool:

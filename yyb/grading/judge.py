@@ -62,7 +62,32 @@ def build_payload(
 ) -> bytes:
     """The judged payload: prompt, rubric, then the selected evidence, in a fixed order, and
     in reference mode the reference material (``references``: the verified assets' bytes)."""
-    parts = [
+    parts = [*header_parts(spec, prompt), *evidence_parts(store, spec, truth)]
+    if spec.get("mode") == "reference":
+        for material in references:
+            parts += [b"\n# Reference\n", material]
+    return b"".join(parts)
+
+
+def pins(spec: dict) -> tuple[list[bytes], list[dict], str | None]:
+    """(the reference material's bytes, each asset's path and sha256, None), every pinned file
+    of the profile (its assets, its program) checked against its sha256; else a problem."""
+    references, pinned = [], []
+    for asset in spec.get("assets", []):
+        data, problem = pinned_bytes(asset["path"], asset["sha256"])
+        if problem is not None:
+            return [], [], f"the judge's reference material: {problem}"
+        references.append(data)
+        pinned.append({"path": asset["path"], "sha256": asset["sha256"]})
+    if spec.get("executable"):
+        _, problem = pinned_bytes(spec["executable"], spec["sha256"])
+        if problem is not None:
+            return [], [], f"the judge's pinned executable: {problem}"
+    return references, pinned, None
+
+
+def header_parts(spec: dict, prompt: bytes) -> list[bytes]:
+    return [
         b"# Instructions\n",
         spec["prompt"].encode(),
         b"\n# Task\n",
@@ -71,6 +96,12 @@ def build_payload(
         spec["rubric"].encode(),
         b"\n",
     ]
+
+
+def evidence_parts(store, spec: dict, truth: dict, label: str = "Candidate") -> list[bytes]:
+    """One candidate's selected evidence: its patch, its added and changed files, its output
+    (``label`` names the candidate in the output headings)."""
+    parts = []
     selected = spec.get("evidence", ["patch"])
     if "patch" in selected and truth.get("patch"):
         parts += [b"\n# Patch\n", store.objects.get(truth["patch"]).body]
@@ -86,16 +117,23 @@ def build_payload(
     if "outputs" in selected:
         for name in ("stdout", "stderr"):
             if truth.get(name):
-                parts += [f"\n# Candidate {name}\n".encode(), store.objects.get(truth[name]).body]
-    if spec.get("mode") == "reference":
-        for material in references:
-            parts += [b"\n# Reference\n", material]
-    return b"".join(parts)
+                parts += [f"\n# {label} {name}\n".encode(), store.objects.get(truth[name]).body]
+    return parts
 
 
-def parse_answer(text: bytes, parsing: str) -> tuple[str | None, str]:
-    """(``pass`` | ``fail`` | None when unparseable, reason)."""
+def parse_answer(text: bytes, parsing: str, pairwise: bool = False) -> tuple[str | None, str]:
+    """(``pass`` | ``fail`` | None when unparseable, reason); for a pairwise judge
+    (``{"winner": "A" | "B" | "tie"}``, strict JSON only) ``A``, ``B`` or ``tie``."""
     decoded = text.decode("utf-8", "replace")
+    if pairwise:
+        try:
+            value = codec.loads_strict(decoded)
+        except ValueError as exc:
+            return None, f"the judge's answer is not strict JSON ({exc})"
+        if not isinstance(value, dict) or value.get("winner") not in ("A", "B", "tie"):
+            return None, 'the judge\'s answer lacks "winner": "A" | "B" | "tie"'
+        reason = value.get("reason", "")
+        return value["winner"], reason if isinstance(reason, str) else ""
     if parsing == "verdict_line":
         found = _VERDICT_LINE.findall(decoded)
         if len(found) != 1:
@@ -138,21 +176,9 @@ def run(
     the network (it reaches its provider), and gets its harness's secrets by name; its answers
     are redacted of their values.
     """
-    if spec.get("mode", "single") == "pairwise":
-        return Outcome.invalid(
-            "pairwise judging needs a paired attempt, which this version does not assemble"
-        )
-    references, pinned = [], []
-    for asset in spec.get("assets", []):
-        data, problem = pinned_bytes(asset["path"], asset["sha256"])
-        if problem is not None:
-            return Outcome.invalid(f"the judge's reference material: {problem}")
-        references.append(data)
-        pinned.append({"path": asset["path"], "sha256": asset["sha256"]})
-    if spec.get("executable"):
-        _, problem = pinned_bytes(spec["executable"], spec["sha256"])
-        if problem is not None:
-            return Outcome.invalid(f"the judge's pinned executable: {problem}")
+    references, pinned, problem = pins(spec)
+    if problem is not None:
+        return Outcome.invalid(problem)
     try:
         payload = build_payload(store, spec, truth, prompt, references)
     except UnsafeListing as exc:
@@ -172,21 +198,13 @@ def run(
                 f"privacy failure: the blinded payload "
                 f"names the candidate ({hit!r}); the judge was not run",
             )
-    answers, verdicts, costs = [], [], []
-    for _ in range(spec.get("repetitions", 1)):
-        answer = _judge_once(
-            spec, harness, payload, protected, cancel, list(read_only), secrets or {}
-        )
-        answers.append({k: v for k, v in answer.items() if k != "cost"})
-        outcome.wall_ms += answer["wall_ms"]
-        costs.append(answer["cost"])
-        if answer["problem"]:
-            outcome.output_bytes = json.dumps(answers, sort_keys=True).encode()
-            outcome.judge_cost = cost.sum_runs(costs)
-            return outcome.with_verdict("invalid", answer["problem"])
-        verdicts.append(answer["verdict"])
-    outcome.output_bytes = json.dumps(answers, sort_keys=True).encode()
-    outcome.judge_cost = cost.sum_runs(costs)
+    payloads = [payload] * spec.get("repetitions", 1)
+    answers, problem = repeat(
+        outcome, spec, harness, payloads, protected, cancel, read_only, secrets
+    )
+    if problem is not None:
+        return outcome.with_verdict("invalid", problem)
+    verdicts = [a["verdict"] for a in answers]
     outcome.details = {
         "verdicts": verdicts,
         "aggregation": spec.get("aggregation", "majority"),
@@ -196,6 +214,29 @@ def run(
     }
     verdict = aggregate(verdicts, spec.get("aggregation", "majority"))
     return outcome.with_verdict(verdict, f"judge verdicts {verdicts}")
+
+
+def repeat(
+    outcome: Outcome, spec, harness, payloads, protected, cancel, read_only, secrets
+) -> tuple[list[dict], str | None]:
+    """Run the judge once per payload, in order, keeping every answer on ``outcome`` (its
+    output, wall time and summed cost); stop at the first that has a problem. Returns (the
+    answers, that problem or None)."""
+    answers, costs = [], []
+    problem = None
+    for payload in payloads:
+        answer = _judge_once(
+            spec, harness, payload, protected, cancel, list(read_only), secrets or {}
+        )
+        answers.append({k: v for k, v in answer.items() if k != "cost"})
+        outcome.wall_ms += answer["wall_ms"]
+        costs.append(answer["cost"])
+        if answer["problem"]:
+            problem = answer["problem"]
+            break
+    outcome.output_bytes = json.dumps(answers, sort_keys=True).encode()
+    outcome.judge_cost = cost.sum_runs(costs)
+    return answers, problem
 
 
 def _judge_once(
@@ -306,7 +347,9 @@ def _judge_once(
         if ran.exit_code != 0 or value["status"] != "succeeded":
             answer["problem"] = f"the judge harness failed (exit {ran.exit_code})"
             return answer
-        verdict, reason = parse_answer(stdout, spec.get("parsing", "strict_json"))
+        verdict, reason = parse_answer(
+            stdout, spec.get("parsing", "strict_json"), spec.get("mode") == "pairwise"
+        )
         if verdict is None:
             answer["problem"] = f"malformed judge output: {reason}"
             return answer
