@@ -268,6 +268,20 @@ def test_pairwise_judges_each_attempt_against_its_baseline_partner(bench):
     )
     # Not required: the comparison decides nothing about either attempt's resolution.
     assert by_model["zz/fixer"].terminal_class == "resolved"
+    # The report counts it beside the paired comparison, in the text and in the layer.
+    text = bench.yyb("report", "--plan", bench.plan_file(plan))
+    assert "zz/fixer vs zz/idler (pairwise): 1 win, 0 tie, 0 loss, 0 invalid" in text.stdout
+    value = json.loads(
+        bench.yyb(
+            "report", "--plan", bench.plan_file(plan), "--format", "json", "--no-layer"
+        ).stdout
+    )
+    (row,) = value["pairwise"]
+    assert (row["wins"], row["win_rate"]["ppm"], row["interval"]["method"]) == (
+        1,
+        1_000_000,
+        "wilson",
+    )
 
 
 def test_a_partner_not_yet_concluded_is_judged_on_rejudge(bench):

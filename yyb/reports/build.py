@@ -458,6 +458,7 @@ def build(
             comparisons.append(
                 {"first": first, "second": second, **comparison, "invalidity_fisher_exact": test}
             )
+    pairs = pairwise_table(store, plan, facts, models)
     complete = doctor["status"] == "complete"
     report = {
         "plan": plan_oid,
@@ -476,7 +477,50 @@ def build(
         "comparisons": comparisons,
         "attempts": [_row(f) for f in facts],
     }
+    if pairs:
+        report["pairwise"] = pairs
     return report, facts
+
+
+def pairwise_table(store, plan: dict, facts: list[Facts], models: list[str]) -> list[dict]:
+    """For every pairwise judge profile (docs/grading.md) and every model but its baseline:
+    the newest pairwise evaluation of each of the model's attempts counted as a win, tie, loss
+    or invalid (no pair, or the judge gave no answer), and the win rate over the decided ones
+    with its Wilson interval. Attempts with no evaluation of the profile are not counted."""
+    rows = []
+    for profile, spec in sorted(plan["evaluators"]["catalog"].items()):
+        if spec.get("kind") != "llm_judge" or spec.get("mode") != "pairwise":
+            continue
+        for model in [m for m in models if m != spec["baseline"]]:
+            counts = {"win": 0, "tie": 0, "loss": 0, "invalid": 0}
+            for f in facts:
+                if f.model != model:
+                    continue
+                newest = [(oid, r) for oid, r in f.evaluations if r["profile"] == profile]
+                if not newest:
+                    continue
+                oid, receipt = newest[-1]
+                if receipt["verdict"] == "invalid":
+                    counts["invalid"] += 1
+                    continue
+                result_oid = store.objects.get_record(oid)["links"]["result"]
+                outcome = store.objects.get_record(result_oid)["details"]["pairwise"]["outcome"]
+                counts[outcome] += 1
+            decided = counts["win"] + counts["tie"] + counts["loss"]
+            rows.append(
+                {
+                    "profile": profile,
+                    "baseline": spec["baseline"],
+                    "model": model,
+                    "wins": counts["win"],
+                    "ties": counts["tie"],
+                    "losses": counts["loss"],
+                    "invalid": counts["invalid"],
+                    "win_rate": _rate(counts["win"], decided),
+                    "interval": stats.wilson(counts["win"], decided),
+                }
+            )
+    return rows
 
 
 def _row(f: Facts) -> dict:

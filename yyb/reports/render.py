@@ -165,6 +165,17 @@ def _comparisons(report: dict) -> list[str]:
     return lines
 
 
+def _pairwise(report: dict) -> list[str]:
+    lines = []
+    for row in report.get("pairwise", []):
+        rate = rate_text({"rate": row["win_rate"], "interval": row["interval"]}, "- (none decided)")
+        lines.append(
+            f"{row['model']} vs {row['baseline']} ({row['profile']}): {row['wins']} win, "
+            f"{row['ties']} tie, {row['losses']} loss, {row['invalid']} invalid; win rate {rate}"
+        )
+    return lines
+
+
 def _changes(report: dict) -> list[str]:
     return [
         f"attempt {row['ordinal']} ({row['model']}, {row['case_id'] or '-'}): verdict "
@@ -201,6 +212,9 @@ def text(report: dict, layer: dict) -> str:
         lines += ["", "paired comparison (per case: majority of valid attempts resolved)"]
         lines += ["  " + line for line in _comparisons(report)]
         lines += invalidity_warnings(report)
+    if report.get("pairwise"):
+        lines += ["", "pairwise judging (each attempt against its baseline's attempt)"]
+        lines += ["  " + line for line in _pairwise(report)]
     changes = _changes(report)
     if changes:
         lines += ["", "verdicts changed by a regrade since an earlier layer"]
@@ -227,6 +241,9 @@ def markdown(report: dict, layer: dict) -> str:
         lines += [f"- {line}" for line in _comparisons(report)]
         warnings = [f"> **{line.strip('! ')}**" for line in invalidity_warnings(report)]
         lines += [""] + warnings if warnings else []
+    if report.get("pairwise"):
+        lines += ["", "**Pairwise judging** (each attempt against its baseline's attempt)", ""]
+        lines += [f"- {line}" for line in _pairwise(report)]
     changes = _changes(report)
     if changes:
         lines += ["", "**Verdicts changed by a regrade**", ""] + [f"- {c}" for c in changes]
