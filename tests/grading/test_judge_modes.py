@@ -10,7 +10,7 @@ import json
 import pytest
 
 from tests.grading.conftest import JUDGE_HEAD, write
-from tests.grading.test_judge import judge_runs, with_judge  # noqa: F401 - the fixture
+from tests.grading.test_judge import COUNTED_PASS, judge_runs, with_judge  # noqa: F401
 from yyb.errors import UsageError
 
 # Passes only when the payload carries the reference answer under its heading.
@@ -322,3 +322,30 @@ def test_a_pairwise_profile_must_be_complete(bench):
         with_judge(bench, PAIRWISE_JUDGE, **fields)
         done = refused_plan(bench)
         assert done.exit_code == 2 and message in done.stderr, (fields, done.stderr)
+
+
+@pytest.mark.parametrize(
+    ("rule", "expected"), [("majority", "pass"), ("all", "fail"), ("any", "pass")]
+)
+def test_mixed_repetitions_aggregate_by_their_rule(bench, monkeypatch, rule, expected):
+    """Three real judge runs whose answers come out pass, fail, pass (the stand-in judge
+    always passes; the third-party answer is replaced after the run, as a judge that changes
+    its mind would give it)."""
+    from yyb.grading import judge
+
+    answers = iter(["pass", "fail", "pass"])
+    real = judge._judge_once
+
+    def changing(*args):
+        answer = real(*args)
+        answer["verdict"] = next(answers)
+        return answer
+
+    monkeypatch.setattr(judge, "_judge_once", changing)
+    with_judge(
+        bench, REFERENCE_JUDGE.replace("EXPECTED-SUM-5", "# Task"), repetitions=3, aggregation=rule
+    )
+    plan, (result,) = bench.run(["zz/fixer"])
+    e = bench.evaluation(plan, result, "judge")
+    assert e["_result"]["details"]["verdicts"] == ["pass", "fail", "pass"]
+    assert e["verdict"] == expected
