@@ -176,6 +176,23 @@ def document(report: dict, layer: dict) -> str:
     warnings = render.invalidity_warnings(report)
     if warnings:
         parts.append('<p class="banner">' + "<br>".join(escape(w) for w in warnings) + "</p>")
+    if report.get("pairwise"):
+        parts.append("<h2>Pairwise judging</h2>")
+        rows = [
+            [
+                row["model"],
+                row["baseline"],
+                row["profile"],
+                str(row["wins"]),
+                str(row["ties"]),
+                str(row["losses"]),
+                str(row["invalid"]),
+                render.win_rate_text(row),
+            ]
+            for row in report["pairwise"]
+        ]
+        header = ["model", "baseline", "profile", "wins", "ties", "losses", "invalid"]
+        parts.append(_table([*header, "win rate [95% interval]"], rows))
     parts.append("<h2>Attempts</h2>")
     rows = [
         [

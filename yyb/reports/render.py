@@ -165,10 +165,15 @@ def _comparisons(report: dict) -> list[str]:
     return lines
 
 
+def win_rate_text(row: dict) -> str:
+    """A pairwise row's win rate, ``rate_text`` style."""
+    return rate_text({"rate": row["win_rate"], "interval": row["interval"]}, "- (none decided)")
+
+
 def _pairwise(report: dict) -> list[str]:
     lines = []
     for row in report.get("pairwise", []):
-        rate = rate_text({"rate": row["win_rate"], "interval": row["interval"]}, "- (none decided)")
+        rate = win_rate_text(row)
         lines.append(
             f"{row['model']} vs {row['baseline']} ({row['profile']}): {row['wins']} win, "
             f"{row['ties']} tie, {row['losses']} loss, {row['invalid']} invalid; win rate {rate}"
