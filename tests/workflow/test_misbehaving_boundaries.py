@@ -226,6 +226,27 @@ def slow_agent(g: Governed, seconds: float) -> None:
     )
 
 
+def test_a_step_another_run_dispatched_meanwhile_is_not_dispatched_again(governed, monkeypatch):
+    """Two runs of one plan: between this run's look at the step (no intent) and its own
+    intent, the other run writes one. This run stops; the step runs once."""
+    from yyb.workflow import run as runs
+
+    plan = governed.plan("zz/good", steps="first")
+    real = runs._leases
+
+    def raced(ctx, attempt_oid, step, number, result):
+        held = real(ctx, attempt_oid, step, number, result)
+        other = ctx.store.objects.put_record({"schema_version": "yyb_note.v1", "message": "x"})
+        ctx.store.refs.update(names.governed_step(ctx.plan.oid, attempt_oid, "intent"), other)
+        return held
+
+    monkeypatch.setattr(runs, "_leases", raced)
+    done = governed.run(plan, "--json")
+    assert done.exit_code == 1, done.stdout + done.stderr
+    assert "another run wrote an intent" in steps_of(done)[0]["reason"]
+    assert governed.lines("ledger") == [] and not governed.journal().exists()
+
+
 def test_two_runs_never_hold_one_resource(governed):
     slow_agent(governed, 2.0)
     one = governed.plan("zz/good", steps="first")

@@ -15,7 +15,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from yyb.errors import UsageError
+from yyb.errors import RefMismatch, UsageError
 from yyb.evidence import names
 from yyb.evidence.records import (
     GOVERNED_AUTHORIZATION,
@@ -215,17 +215,18 @@ def _dispatch_step(
     recovery: dict | None,
     result,
     held: list | None = None,
+    old: str | None = None,
 ) -> None:
     """Hold the step's resources (unless the caller holds them: ``held``), write the intent
-    of dispatch ``number``, dispatch it and conclude its terminal. Stopped when the answer
-    cannot conclude it."""
+    of dispatch ``number`` in place of ``old`` (the intent the caller found: none for a first
+    dispatch), dispatch it and conclude its terminal. Stopped when another run wrote an
+    intent meanwhile (nothing is dispatched then) or the answer cannot conclude it."""
     mine = held is None
     if mine:
         held = _leases(ctx, attempt_oid, step, number, result)
     try:
         the_id = dispatch_id(ctx.plan.oid, attempt_oid, number)
         ref = names.governed_step(ctx.plan.oid, attempt_oid, "intent")
-        old = ctx.store.refs.read(ref)
         intent = {
             "schema_version": GOVERNED_INTENT,
             "plan": ctx.plan.oid,
@@ -242,7 +243,13 @@ def _dispatch_step(
         if old is not None:
             intent["links"]["previous"] = old
         intent_oid = ctx.store.objects.put_record(intent)
-        ctx.store.refs.update(ref, intent_oid, old=old, reason=f"dispatch {number}")
+        try:
+            ctx.store.refs.update(ref, intent_oid, old=old, reason=f"dispatch {number}")
+        except RefMismatch:
+            raise Stopped(
+                "another run wrote an intent for this step attempt meanwhile; nothing was "
+                "dispatched here"
+            ) from None
         workflow = ctx.plan.records[step["links"]["workflow"]]
         answer = _ask(ctx, attempt_oid, step, the_id, workflow, held)
         if answer.get("status") == "refused":
@@ -440,4 +447,5 @@ def _settle_held(ctx, attempt_oid, step, intent_oid, intent, held, result) -> No
         {"after": the_id, "state": state},
         result,
         held,
+        intent_oid,
     )
