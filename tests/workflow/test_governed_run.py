@@ -4,6 +4,7 @@ report, doctor; terminals for every honest and dishonest agent; nothing retained
 from __future__ import annotations
 
 import json
+import os
 
 from yyb.evidence import names
 from yyb.store.repo import Store
@@ -110,10 +111,20 @@ def test_a_governed_experiment_is_audited_on_another_machine_from_a_bundle(gover
 
 def test_planning_and_a_dry_run_dispatch_nothing(governed):
     plan = governed.plan("zz/good")
+    store = Store.open(governed.store_path)
+    before = sorted(store.objects.iter_oids())
     done = governed.run(plan, "--dry-run")
     assert done.exit_code == 0 and "would_run" in done.stdout
     assert "dispatch_count: 0" in done.stdout
     assert governed.lines("ledger") == [] and not governed.journal().exists()
+    assert sorted(store.objects.iter_oids()) == before  # and writes nothing
+    # Without any store a dry run still says what would run, and makes none.
+    import shutil
+
+    shutil.rmtree(governed.store_path)
+    again = governed.run(plan, "--dry-run")
+    assert again.exit_code == 0 and "would_run" in again.stdout
+    assert not os.path.exists(governed.store_path)
 
 
 def test_a_live_run_needs_an_authorization(governed, tmp_path):

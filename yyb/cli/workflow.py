@@ -256,16 +256,26 @@ def _results(results, as_json: bool) -> int:
     return 1 if any(r.status == "stopped" for r in results) else 0
 
 
-def _context(ctx, plan_name, policy_path, lock_timeout):
+def _context(ctx, plan_name, policy_path, lock_timeout, dry_run: bool = False):
+    """What a run or recovery needs; a dry run reads the store if there is one and writes
+    nothing to it."""
+    from yyb.errors import StoreNotFound
+    from yyb.store.repo import Store
     from yyb.workflow import plan as plans
     from yyb.workflow import run as runs
 
     cfg = _config(ctx)
-    store = _store(ctx, cfg, create=True)
     plan = _plan(ctx, cfg, plan_name)
     plans.check_current(cfg, plan, policy_path)
-    plans.write(store, plan)
-    claim_scratch(store)
+    if dry_run:
+        try:
+            store = _store(ctx, cfg)
+        except StoreNotFound:
+            store = Store.memory()
+    else:
+        store = _store(ctx, cfg, create=True)
+        plans.write(store, plan)
+        claim_scratch(store)
     return runs.Context(store, cfg, plan, dict(os.environ), lock_timeout)
 
 
@@ -286,7 +296,8 @@ def run_command(ctx, plan_name, policy_path, dry_run, lock_timeout, as_json):
     production authorization); stop at the first that cannot be concluded."""
     from yyb.workflow import run as runs
 
-    return _results(runs.run(_context(ctx, plan_name, policy_path, lock_timeout), dry_run), as_json)
+    context = _context(ctx, plan_name, policy_path, lock_timeout, dry_run)
+    return _results(runs.run(context, dry_run), as_json)
 
 
 @workflow.command("recover")
