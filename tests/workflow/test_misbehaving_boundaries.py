@@ -309,3 +309,38 @@ def test_a_controller_killed_at_any_durable_point_loses_nothing(tmp_path, monkey
     # the earlier one never started anything.
     assert [line.split()[0] for line in g.lines("ledger")] == ["first", "second"]
     assert g.yyb("workflow", "doctor", "--plan", plan).exit_code == 0
+
+
+@pytest.mark.parametrize("crash", ["before-journal", "after-dispatched", "after-effect", "garbage"])
+def test_a_misbehaving_boundary_and_a_killed_controller_together(tmp_path, monkeypatch, crash):
+    """Each misbehaving boundary (on its first dispatch of step ``first``) with the controller
+    killed at its durable writes as well: however the two combine, no step touches production
+    twice, and what cannot be settled stops for a person with the chain otherwise whole."""
+    killed = 0
+    for point in range(1, 18) if DEEP else range(1, 18, 4):
+        g = build(tmp_path / f"g{point}", monkeypatch, retry_safe_second=True)
+        pin(g, crash, "first")
+        plan = g.plan("zz/good")
+        run = controller(g, plan, "run", extra_env={"YYB_FAULT_KILL_AT": str(point)})
+        killed += run.wait(60) == -signal.SIGKILL
+        for _ in range(3):
+            g.recover(plan)
+            if g.run(plan).exit_code == 0:
+                break
+        done = g.run(plan, "--json")
+        steps = [line.split()[0] for line in g.lines("ledger")]
+        assert steps.count("first") <= 1 and steps.count("second") <= 1, (point, steps)
+        doctor = g.yyb("workflow", "doctor", "--plan", plan)
+        if done.exit_code == 0:
+            assert steps == ["first", "second"] and doctor.exit_code == 0, (point, doctor.stdout)
+        else:
+            # Stopped for a person: an unknown effect, or a crash that used up the step's
+            # recovery budget (the controller killed before dispatch 1, the boundary then
+            # crashing on dispatch 2).
+            assert "recover" in steps_of(done)[0]["reason"], point
+            stopped = steps_of(g.recover(plan, "--json"))[0]["reason"]
+            assert "person" in stopped, (point, stopped)
+            assert ("never completed" in stopped) == (crash == "after-effect"), (point, stopped)
+            codes = {line.split()[1] for line in doctor.stdout.splitlines()}
+            assert codes == {"incomplete"}, (point, doctor.stdout)
+    assert killed, "no point killed the controller"

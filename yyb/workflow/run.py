@@ -437,7 +437,7 @@ def _settle_held(ctx, attempt_oid, step, intent_oid, intent, held, result) -> No
     if used >= rule["recovery_budget"]:
         raise Stopped(
             f"dispatch {intent['dispatch']} is {state}, and the step's recovery budget "
-            f"({rule['recovery_budget']}) is spent"
+            f"({rule['recovery_budget']}) is spent: a person must decide whether to run it again"
         )
     _dispatch_step(
         ctx,
