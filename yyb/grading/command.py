@@ -17,17 +17,16 @@ to the candidate); a pass also needs exit status 0.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 
 from yyb.errors import UsageError
 from yyb.evidence import protect
 from yyb.evidence.records import GRADER_INPUT, GRADER_OUTPUT
-from yyb.grading.outcome import Outcome, run_sandboxed
-from yyb.harness import layers, manifest, sandbox, scratch, worktree
+from yyb.grading.outcome import Outcome, evaluation_folders, run_sandboxed
+from yyb.harness import layers, manifest, sandbox
 from yyb.harness.channel import Channel
-from yyb.harness.environment import Folders, build
+from yyb.harness.environment import build
 from yyb.harness.pinned import verified_copy
 from yyb.store import codec, schema
 
@@ -73,12 +72,7 @@ def run(
         tools = sandbox.tool_paths(read_only or [], protected)
     except UsageError as exc:
         return Outcome.invalid(f"the evaluator cannot start: {exc}")
-    root = scratch.folder("grade")
-    channel = None
-    layers_held = contextlib.ExitStack()
-    try:
-        folders = Folders(root)
-        folders.create()
+    with evaluation_folders() as (folders, held):
         executable = os.path.join(folders.control, "grader")
         assets = os.path.join(folders.control, "assets")
         os.makedirs(assets)
@@ -93,11 +87,12 @@ def run(
             return Outcome.invalid(problem)
         base = manifest.entries_at(store, base_listing) if base_listing else None
         graded, protected_record = _graded(store, spec, listing_oid, base)
-        mount = layers_held.enter_context(
+        mount = held.enter_context(
             layers.workspace(store, base_listing, base, graded, folders.workspace, git=True)
         )
         input_path = os.path.join(folders.control, "grader-input.json")
         channel = Channel(MAX_OUTPUT)
+        held.callback(channel.collect)
         output_path = channel.path
         patch_path = os.path.join(folders.control, "patch.diff")
         with open(patch_path, "wb") as handle:
@@ -175,11 +170,6 @@ def run(
         if value["passed"]:
             return result.with_verdict("pass", value.get("summary") or "the grader passed")
         return result.with_verdict("fail", value.get("summary") or "the grader failed")
-    finally:
-        if channel is not None:
-            channel.collect()
-        layers_held.close()
-        worktree.remove(root)  # however deep the code it ran made it
 
 
 def _graded(store, spec: dict, listing_oid: str, base) -> tuple[dict, dict | None]:

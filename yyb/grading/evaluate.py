@@ -58,6 +58,16 @@ class Truth:
     evidence: str | None = None
     receipt: str | None = None  # the workspace receipt (whose listing is the base's)
 
+    def links(self) -> dict[str, str | None]:
+        """What a judge's payload is built from (judge.evidence_parts)."""
+        return {
+            "patch": self.patch,
+            "manifest": self.manifest,
+            "listing": self.listing,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+        }
+
     def base_listing(self, store) -> str | None:
         """The oid of the listing of the workspace the candidate started from."""
         if self.receipt is None:
@@ -147,13 +157,7 @@ def run_evaluator(
         return Outcome.invalid(
             f"the judge harness {spec.get('harness')!r} is not bound in the plan"
         )
-    truth_links = {
-        "patch": truth.patch,
-        "manifest": truth.manifest,
-        "listing": truth.listing,
-        "stdout": truth.stdout,
-        "stderr": truth.stderr,
-    }
+    truth_links = truth.links()
     missing = [n for n in harness.get("secrets", []) if n not in (environ or {})]
     if missing:
         return Outcome.invalid(f"the judge harness needs the secret {missing[0]}, which is not set")
@@ -335,13 +339,7 @@ def _partner(store, plan: dict, place, attempt: dict, spec: dict) -> tuple[dict 
         return {
             "attempt": oid,
             "model": baseline,
-            "truth": {
-                "patch": theirs.patch,
-                "manifest": theirs.manifest,
-                "listing": theirs.listing,
-                "stdout": theirs.stdout,
-                "stderr": theirs.stderr,
-            },
+            "truth": theirs.links(),
             "identities": [identity["requested"], identity["resolved"], identity["observed"] or ""],
         }, None
     return None, (

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from yyb.evidence.records import EvaluationProblem
+from yyb.harness import scratch, worktree
+from yyb.harness.environment import Folders
 
 VERDICTS = ("pass", "fail", "invalid")
 # Exit statuses above this are read as death by signal 128 + N: bubblewrap reports a command
@@ -42,6 +46,20 @@ class Outcome:
         """This outcome with ``verdict``; an invalid one names its ``problem``."""
         self.verdict, self.reason, self.problem = verdict, reason, problem
         return self
+
+
+@contextlib.contextmanager
+def evaluation_folders() -> Iterator[tuple[Folders, contextlib.ExitStack]]:
+    """One evaluation's private folders (created) and a stack for what is made in them (its
+    workspace, its channel: ``enter_context``, ``callback``). On leaving, the stack unwinds,
+    last in first out, and then the folder is removed however deep the code it ran made it;
+    nothing in it is read after the run, so it is never given back to the controller's uid."""
+    root = scratch.folder("grade")
+    with contextlib.ExitStack() as held:
+        held.callback(worktree.remove, root)  # registered first: runs last
+        folders = Folders(root)
+        folders.create()
+        yield folders, held
 
 
 def run_sandboxed(

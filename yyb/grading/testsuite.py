@@ -23,17 +23,16 @@ invalid: a run cancelled, processes not confirmed ended, an evaluator that could
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 
 from yyb.errors import UsageError
 from yyb.evidence import testpatch
 from yyb.grading import junit
-from yyb.grading.outcome import Outcome, run_sandboxed
-from yyb.harness import apply, layers, manifest, sandbox, scratch, worktree
+from yyb.grading.outcome import Outcome, evaluation_folders, run_sandboxed
+from yyb.harness import apply, layers, manifest, sandbox
 from yyb.harness.channel import Channel
-from yyb.harness.environment import Folders, build
+from yyb.harness.environment import build
 
 DEFAULT_TIMEOUT_MS = 30 * 60 * 1000
 
@@ -84,16 +83,12 @@ def run(
         return Outcome.invalid(f"the test patch does not apply to the base: {exc}")
     graded = manifest.listing_of(entries)
     protected_record = {"listing": store.objects.put_record(graded), "touched": touched}
-    root = scratch.folder("grade")
-    channel = None
-    layers_held = contextlib.ExitStack()
-    try:
-        folders = Folders(root)
-        folders.create()
-        mount = layers_held.enter_context(
+    with evaluation_folders() as (folders, held):
+        mount = held.enter_context(
             layers.workspace(store, base_listing, base, entries, folders.workspace)
         )
         channel = Channel(junit.MAX_REPORT)
+        held.callback(channel.collect)
         argv = fill(spec["command"], folders.workspace, channel.path, listed)
         document = dict(
             header,
@@ -124,11 +119,6 @@ def run(
         )
         report = result.output_bytes
         return verdict(result, outcome, tests, report)
-    finally:
-        if channel is not None:
-            channel.collect()
-        layers_held.close()
-        worktree.remove(root)  # however deep the code it ran made it
 
 
 def fill(command: list[str], workspace: str, junit_path: str, listed: list[str]) -> list[str]:

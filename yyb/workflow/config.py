@@ -74,7 +74,6 @@ class GovernedConfig:
     project: str  # the tracked project's folder (a Git repository)
     boundary: Boundary
     lock_store: str
-    data: dict
     judges: dict  # profile -> judge spec with its harness (docs/workflow.md, "Judges")
     tool_paths: tuple[str, ...]  # read-only paths a judge's sandbox shows (its programs)
 
@@ -114,7 +113,6 @@ def load(path: str) -> GovernedConfig:
         project=os.path.join(here, data.get("project", ".")),
         boundary=boundary,
         lock_store=os.path.join(here, data["lock_store"]),
-        data=data,
         judges=data.get("judges", {}),
         tool_paths=tuple(os.path.join(here, p) for p in data.get("tool_paths", [])),
     )

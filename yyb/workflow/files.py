@@ -47,8 +47,7 @@ def read(path: str) -> tuple[bytes, dict]:
         raise WorkflowFileError(path, f"not YAML ({str(exc).splitlines()[0]})") from None
     if not isinstance(value, dict):
         raise WorkflowFileError(path, "not a mapping")
-    try:
-        codec.to_json(value)  # JSON values only: no dates, floats or other YAML types
+    try:  # JSON values only: no dates, floats or other YAML types
         codec.from_json(json.dumps(value))
     except Exception as exc:  # noqa: BLE001 - any value a record cannot hold
         raise WorkflowFileError(path, f"holds a value a record cannot ({exc})") from None
