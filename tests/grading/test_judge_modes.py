@@ -355,3 +355,23 @@ def test_mixed_repetitions_aggregate_by_their_rule(bench, monkeypatch, rule, exp
     e = bench.evaluation(plan, result, "judge")
     assert e["_result"]["details"]["verdicts"] == ["pass", "fail", "pass"]
     assert e["verdict"] == expected
+
+
+def test_a_candidate_that_names_the_baseline_in_its_work_is_not_judged(bench, judge_runs):  # noqa: F811
+    """Blinding holds for both sides: a candidate whose patch names its rival (the baseline's
+    model) would let the judge tell the two apart; the judge is not run."""
+    pairwise_profile(bench)
+    model = bench.behaviour(
+        "namer",
+        """sed -i 's/\\$1 - \\$2/$1 + $2/' calc.sh
+echo "# better than idler" >> calc.sh
+commit "fix add, and say so"
+envelope succeeded
+""",
+    )
+    plan, results = bench.run(["zz/idler", model])
+    namer = next(r for r in results if r.model == model)
+    e = bench.evaluation(plan, namer, "pairwise")
+    assert e["verdict"] == "invalid" and "privacy failure" in e["_result"]["reason"]
+    assert "'idler'" in e["_result"]["reason"]
+    assert judge_runs == []  # no repetition was dispatched
