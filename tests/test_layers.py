@@ -22,6 +22,7 @@ LAYERS = [
         "yyb.example",
         "yyb.swebench",
         "yyb.workflow",
+        "yyb.readiness",
     },
     {"yyb.cli", "yyb.__main__"},
 ]
@@ -35,6 +36,10 @@ PORCELAIN_USES = {
     ("yyb.workflow", "yyb.grading"),
     ("yyb.workflow", "yyb.plans"),
     ("yyb.workflow", "yyb.reports"),
+    # release-readiness runs synthetic plans through the isolated lane, built like the example.
+    ("yyb.readiness", "yyb.attempts"),
+    ("yyb.readiness", "yyb.plans"),
+    ("yyb.readiness", "yyb.example"),
 }
 
 

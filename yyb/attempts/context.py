@@ -76,17 +76,20 @@ class RunContext:
     secrets: dict[str, str] = field(default_factory=dict)
     environ: dict[str, str] = field(default_factory=dict)  # for judge harness secrets
     signer: Any = None
+    offline: bool = False  # nothing it starts can spend: it needs no grant (``authorize``)
 
     @property
     def harness(self) -> dict:
         return self.plan["candidate_harness"]["config"]
 
     def protected(self) -> list[str]:
-        """What no sandboxed process may see: ``sandbox.protected_roots`` and the signing key."""
+        """What no sandboxed process may see: ``sandbox.protected_roots``, the signing key, and
+        the home the run's controller environment names (it may differ from this process's)."""
         from yyb.harness.sandbox import protected_roots
 
         key = signing.configured_key_path(self.environ) if self.signer is not None else None
-        return protected_roots(self.store.path, self.config, self.plan, (key,) if key else ())
+        extra = tuple(path for path in (key, self.environ.get("HOME")) if path)
+        return protected_roots(self.store.path, self.config, self.plan, extra)
 
     def tools(self) -> dict[str, str]:
         """The plan's read-only tool paths as bound in the sandbox, each checked.
@@ -105,15 +108,25 @@ class RunContext:
         return self.store.refs.read(names.attempt(self.plan_oid, attempt_oid, leaf))
 
 
-def authorize(store, plan_oid: str, plan: dict) -> None:
-    """A plan with a budget dispatches only under a grant that authorizes it exactly.
+def authorize(store, plan_oid: str, plan: dict, offline: bool = False) -> None:
+    """A plan with a budget dispatches only under a grant that authorizes it exactly; an
+    ``offline`` run (the built-in stand-ins of ``yyb release-readiness``) needs none, provided
+    nothing it starts can spend: the network is denied to its candidates and no judge grades.
 
     Raises:
-        GrantError: no grant, or one that does not match the plan or has expired.
+        GrantError: no grant, or one that does not match the plan or has expired; an offline
+            run of a plan that could spend.
     """
     from yyb.plans import grant
 
     if plan.get("budget") is None:
+        return
+    if offline:
+        catalog = plan["evaluators"]["catalog"]
+        if plan["tool_policy"]["network"] != "denied":
+            raise grant.GrantError("grant", "an offline run must deny its candidates the network")
+        if any(catalog[p]["kind"] == "llm_judge" for p in plan["evaluators"]["selected"]):
+            raise grant.GrantError("grant", "an offline run cannot select a judge")
         return
     grant_oid = store.refs.read(names.grant(plan_oid))
     if grant_oid is None:
@@ -122,9 +135,16 @@ def authorize(store, plan_oid: str, plan: dict) -> None:
 
 
 def prepare(
-    store, config, plan_oid: str, plan: dict, attempts: dict[str, dict], environ: dict[str, str]
+    store,
+    config,
+    plan_oid: str,
+    plan: dict,
+    attempts: dict[str, dict],
+    environ: dict[str, str],
+    offline: bool = False,
 ) -> RunContext:
-    """Check everything a live run needs before any dispatch (fails closed).
+    """Check everything a live run needs before any dispatch (fails closed); an ``offline``
+    one needs no grant (``authorize``).
 
     Raises:
         SandboxUnavailable: the sandbox cannot start here, or not without privileges.
@@ -134,7 +154,7 @@ def prepare(
     """
     from yyb.harness import adapters, sandbox
 
-    authorize(store, plan_oid, plan)
+    authorize(store, plan_oid, plan, offline)
     sandbox.probe()
     harness = plan["candidate_harness"]["config"]
     adapters.executable(harness)
@@ -170,6 +190,7 @@ def prepare(
         secrets=secrets,
         environ=dict(environ),
         signer=signing.configured_signer(environ),
+        offline=offline,
     )
     context.tools()  # a tool path that would expose a protected root: refused now
     return context

@@ -117,7 +117,7 @@ def run_plan(ctx: RunContext, jobs: int = 1) -> list[Result]:
         GrantError: the plan has a budget and no valid grant.
         LockHeld: another live process is running this plan.
     """
-    authorize(ctx.store, ctx.plan_oid, ctx.plan)
+    authorize(ctx.store, ctx.plan_oid, ctx.plan, ctx.offline)
     order = sorted(ctx.attempts, key=lambda oid: ctx.attempts[oid]["ordinal"])
     spend = Spend(ctx.attempts)
     with ctx.store.exclusive(run_lock(ctx.plan_oid)):

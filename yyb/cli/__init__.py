@@ -43,6 +43,7 @@ COMMANDS = {
     "key": "yyb.cli.signing:key",
     "sign": "yyb.cli.signing:sign",
     "workflow": "yyb.cli.workflow:workflow",
+    "release-readiness": "yyb.cli.readiness:release_readiness",
 }
 
 

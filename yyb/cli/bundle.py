@@ -32,6 +32,24 @@ def plan_ref_names(store, plan_oid: str) -> list[str]:
     return sorted(set(found) | set(signing.signature_refs(store, [r for r in roots if r])))
 
 
+def readiness_ref_names(store, receipt: str) -> list[str]:
+    """The refs of one release-readiness receipt and every ref of the plans its checks ran.
+
+    Raises:
+        UsageError: no such receipt in the store.
+    """
+    from yyb.errors import UsageError
+    from yyb.evidence import names
+
+    oid = store.refs.read(names.READINESS_LATEST) if receipt == "latest" else receipt
+    if oid is None or store.refs.read(names.readiness_receipt(oid)) != oid:
+        raise UsageError(f"no release-readiness receipt {receipt} in {store.path}")
+    found = [names.readiness_receipt(oid), *store.refs.names(under=names.readiness_runs(oid))]
+    for name in found[1:]:
+        found += plan_ref_names(store, store.refs.read(name))
+    return sorted(set(found))
+
+
 @bundle.command("create")
 @click.argument("path", metavar="FILE")
 @click.argument("refs", nargs=-1)
@@ -41,19 +59,30 @@ def plan_ref_names(store, plan_oid: str) -> list[str]:
     metavar="PLAN",
     help="Every ref of one experiment (a governed one: workflow-<plan oid>).",
 )
+@click.option(
+    "--readiness",
+    "receipt",
+    metavar="RECEIPT",
+    help="A release-readiness receipt (its oid, or 'latest') with the runs of its checks.",
+)
 @click.option("--all", "everything", is_flag=True, help="Every ref in the store.")
 @click.pass_context
-def create(ctx, path, refs, plan_name, everything):
-    """Write REFs (or --plan PLAN's refs, or --all) and all they reach to FILE.
+def create(ctx, path, refs, plan_name, receipt, everything):
+    """Write REFs (or --plan PLAN's refs, --readiness RECEIPT's, or --all) and all they
+    reach to FILE.
 
     FILE must not exist; a failed create leaves nothing behind.
     """
     from yyb.store import bundle as bundles
 
-    if sum(map(bool, (refs, plan_name, everything))) != 1:
-        raise click.UsageError("give REF..., --plan PLAN or --all (exactly one)")
+    if sum(map(bool, (refs, plan_name, receipt, everything))) != 1:
+        raise click.UsageError(
+            "give REF..., --plan PLAN, --readiness RECEIPT or --all (exactly one)"
+        )
     store = open_store(ctx)
-    if everything:
+    if receipt is not None:
+        names = readiness_ref_names(store, receipt)
+    elif everything:
         names = [name for name, _ in store.refs.iter_refs()]
     elif plan_name is not None:
         from yyb.cli.plans import plan_oid as resolve_plan

@@ -93,9 +93,11 @@ def doctor(ctx, plan_name, as_json, experiment):
         return 1 if errors or summary["status"] != "complete" else 0
     import itertools
 
+    from yyb.readiness import verify as readiness
     from yyb.store.fsck import fsck
 
-    errors, infos = emit_findings(itertools.chain(fsck(store), _leftovers(store)), as_json)
+    findings = itertools.chain(fsck(store), _leftovers(store), readiness.doctor(store))
+    errors, infos = emit_findings(findings, as_json)
     click.echo(f"doctor: {errors} problem(s), {infos} note(s) in {store.path}", err=True)
     return 1 if errors else 0
 

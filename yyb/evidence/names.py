@@ -16,6 +16,9 @@ refs/governed/<plan>/plan                          a governed workflow plan (nam
 refs/governed/<plan>/authorization                 its production authorization
 refs/governed/<plan>/<step attempt>/<leaf>         a step attempt's intent and terminal
 refs/governed/<plan>/<step attempt>/judgements/<profile>  its newest judgement generation
+refs/release-readiness/latest                      the newest release-readiness receipt
+refs/release-readiness/<receipt>/receipt           a receipt (names itself)
+refs/release-readiness/<receipt>/runs/<part>       the plan whose attempts its checks ran
 ```
 """
 
@@ -33,6 +36,8 @@ REPORTS = "refs/reports"
 SIGNATURES = "refs/signatures"
 LONGITUDINAL = "refs/reports/longitudinal"
 GOVERNED = "refs/governed"
+READINESS = "refs/release-readiness"
+READINESS_LATEST = "refs/release-readiness/latest"
 
 GovernedLeaf = Literal["intent", "terminal"]
 # intent moves (by compare-and-swap) to each new dispatch of the step; terminal is written once.
@@ -109,6 +114,19 @@ def governed_step(plan_oid: str, attempt_oid: str, leaf: GovernedLeaf) -> str:
 
 def governed_judgement(plan_oid: str, attempt_oid: str, profile: str) -> str:
     return f"{GOVERNED}/{plan_oid}/{attempt_oid}/judgements/{profile}"
+
+
+def readiness_receipt(receipt_oid: str) -> str:
+    return f"{READINESS}/{receipt_oid}/receipt"
+
+
+def readiness_runs(receipt_oid: str) -> str:
+    """The folder of the refs naming the plans a receipt's checks ran (one per part)."""
+    return f"{READINESS}/{receipt_oid}/runs"
+
+
+def readiness_run(receipt_oid: str, part: str) -> str:
+    return f"{READINESS}/{receipt_oid}/runs/{part}"
 
 
 def experiment(plan_oid: str) -> list[str]:

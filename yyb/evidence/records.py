@@ -51,6 +51,8 @@ GOVERNED_AUTHORIZATION = "yylo_benchmark_production_authorization.v1"
 GOVERNED_INTENT = "yylo_benchmark_governed_intent.v1"
 GOVERNED_TERMINAL = "yylo_benchmark_governed_terminal.v1"
 GOVERNED_JUDGEMENT = "yylo_benchmark_governed_judgement.v1"
+READINESS_RECEIPT = "yylo_benchmark_release_readiness.v1"
+READINESS_CHECK = "yylo_benchmark_readiness_check.v1"
 
 # What the boundary's journal proves about one dispatch (docs/boundary.md, ``status``).
 DispatchState = Literal["never_dispatched", "resumable", "completed", "unknown"]
@@ -142,3 +144,12 @@ GOLD_RUNS: tuple[GoldRun, ...] = get_args(GoldRun)
 AUTHORITATIVE: tuple[Purpose, ...] = ("correctness", "safety")
 
 EnvelopeStatus = Literal["succeeded", "failed"]
+
+# The six leakage checks of ``yyb release-readiness`` (docs/readiness.md), each a real attempt
+# of a probing stand-in looking for a canary planted where a candidate must never see it.
+LeakageCheck = Literal["store", "history", "graders", "sibling", "home", "environment"]
+LEAKAGE_CHECKS: tuple[LeakageCheck, ...] = get_args(LeakageCheck)
+# The cheats its coverage suite must see fail: a verdict forged from inside the graded code,
+# and a protected path (the case's test) rewritten to pass.
+Cheat = Literal["forged_verdict", "protected_path_tampering"]
+CHEATS: tuple[Cheat, ...] = get_args(Cheat)

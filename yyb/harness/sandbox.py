@@ -393,7 +393,13 @@ echo ok > probe
 
 
 def probe() -> str:
-    """Start a sandboxed process and check what it can do; return the bubblewrap version.
+    """``verify()``'s bubblewrap version (for callers that need only the verdict)."""
+    return verify()[0]
+
+
+def verify() -> tuple[str, list[str]]:
+    """Start a sandboxed process and check what it can do; return the bubblewrap version and
+    the properties verified, in words (the same list on the same host).
 
     Checked for real inside: no effective, permitted or bounding capability; no_new_privs; not
     uid 0 when yyb runs as root; a seccomp filter in force, and no user namespace can be made
@@ -428,13 +434,13 @@ def probe() -> str:
         if done.returncode != 0 or not wrote:
             detail = done.stderr.decode(errors="replace").strip().splitlines()
             raise SandboxUnavailable(f"bwrap failed: {detail[-1] if detail else done.returncode}")
-        _check(done.stdout.decode(errors="replace"))
-    return version()
+        verified = _check(done.stdout.decode(errors="replace"))
+    return version(), [*verified, "a folder of its own is writable"]
 
 
-def _check(report: str) -> None:
+def _check(report: str) -> list[str]:
     """Refuse a sandbox whose probe reported a capability, privilege, missing filter, user
-    namespace made or visible canary."""
+    namespace made or visible canary; return what was verified."""
     fields = {}
     for line in report.splitlines():
         name, _, value = line.partition(":")
@@ -454,6 +460,17 @@ def _check(report: str) -> None:
         raise SandboxUnavailable("a sandboxed process can make a user namespace", None)
     if "canary-visible" in report:
         raise SandboxUnavailable("a file outside the sandbox's view is visible inside", None)
+    verified = [
+        "no effective, permitted or bounding capability",
+        "no_new_privs is set",
+        "a seccomp filter is in force",
+    ]
+    if os.geteuid() == 0:
+        verified.append(f"root is dropped to uid {fields['Uid'][0]}")
+    if os.path.exists("/usr/bin/unshare"):
+        verified.append("no user namespace can be made")
+    verified.append("a file outside its view is invisible")
+    return verified
 
 
 def protected_roots(

@@ -1,0 +1,121 @@
+"""`yyb release-readiness`: the offline pre-flight receipt of this build on this host."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import click
+
+from yyb.cli.context import claim_scratch, config_path, open_store
+from yyb.errors import UsageError
+
+
+def _config(ctx):
+    """The configuration whose harnesses the receipt binds: the one named, else the one at
+    the top of the current repository, else none (outside a repository)."""
+    from yyb import config
+
+    named = ctx.find_root().obj.get("config_path")
+    try:
+        path = config_path(ctx)
+    except UsageError:
+        return None
+    if named is None and not os.path.exists(path):
+        return None
+    return config.load(path)
+
+
+@click.command("release-readiness")
+@click.option(
+    "--output",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="Also write the receipt, its oid and its checks as JSON to FILE (which must not exist).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.pass_context
+def release_readiness(ctx, output, as_json):
+    """Prove offline that this build, on this host, isolates candidates and grades honestly.
+
+    Binds the build (a clean checkout's commit, or the installed distribution), the
+    configured harnesses, the sandbox, the kernel and Python; runs six leakage checks and a
+    coverage suite as real sandboxed attempts of built-in stand-ins (nothing is dispatched to
+    a model and nothing can be spent); stores a deterministic receipt under
+    refs/release-readiness/. Exit 0 when every check passed, 1 when one failed, 2 when it
+    cannot run (a dirty checkout, no sandbox). docs/readiness.md explains each check.
+    """
+    from yyb.plans.planfile import check_output_free
+    from yyb.readiness import identity
+    from yyb.readiness.run import release_readiness as run
+    from yyb.store import file
+
+    if output is not None:
+        check_output_free(output)
+    build = identity.build()  # a dirty checkout is refused before anything is written
+    config = _config(ctx)
+    store = open_store(ctx, create=True)
+    claim_scratch(store)
+    outcome = run(store, config, dict(os.environ), build)
+    document = {"oid": outcome.oid, "receipt": outcome.receipt, "checks": outcome.checks}
+    if output is not None:
+        file.write_new(output, (json.dumps(document, indent=2, sort_keys=True) + "\n").encode())
+    if as_json:
+        json.dump({**document, "runs": outcome.plans}, sys.stdout, indent=2, sort_keys=True)
+        sys.stdout.write("\n")
+    else:
+        _text(outcome, store.path)
+    return 0 if outcome.receipt["passed"] else 1
+
+
+def _text(outcome, store_path: str) -> None:
+    receipt = outcome.receipt
+    out = sys.stdout
+    build = receipt["yyb"]
+    if build["kind"] == "checkout":
+        out.write(f"build      yyb {build['version']} from commit {build['commit']}\n")
+    else:
+        out.write(
+            f"build      {build['name']} {build['version']} installed "
+            f"(RECORD {build['record_sha256'][:16]}, {build['files_checked']} files checked)\n"
+        )
+    host = receipt["host"]
+    out.write(
+        f"sandbox    {host['sandbox']['version']}: {'; '.join(host['sandbox']['verified'])}\n"
+    )
+    out.write(
+        f"host       {host['kernel']['system']} {host['kernel']['release']} "
+        f"{host['kernel']['machine']}, {host['python']['implementation']} "
+        f"{host['python']['version']}\n"
+    )
+    for harness in receipt["harnesses"]:
+        if "path" in harness:
+            version = harness.get("version") or f"unknown ({harness['problem']})"
+            out.write(
+                f"harness    {harness['id']}: {harness['path']} sha256 "
+                f"{harness['sha256'][:16]}, {version}\n"
+            )
+        else:
+            out.write(f"harness    {harness['id']}: {harness['problem']}\n")
+    if not receipt["harnesses"]:
+        out.write("harness    none configured here\n")
+    out.write("\n")
+    for record in outcome.checks:
+        observed = record["observed"]
+        mark = "ok  " if record["passed"] else "FAIL"
+        what = f"leakage {record['leakage']}" if record.get("leakage") else record["case"]
+        detail = observed["class"] or "no terminal"
+        if observed["class"] != record["expected"]["class"]:
+            detail += f" (expected {record['expected']['class']})"
+        problems = observed.get("findings", []) + observed.get("changed", [])
+        if problems:
+            detail += ": " + "; ".join(problems)
+        out.write(f"{mark} {what:<28} {detail}\n")
+    missing = receipt["coverage"]["missing"]
+    out.write("\n")
+    out.write(f"coverage   {'complete' if not missing else 'missing ' + ', '.join(missing)}\n")
+    out.write(f"receipt    {outcome.oid} ({'passed' if receipt['passed'] else 'FAILED'})\n")
+    out.write(
+        f"evidence   yyb --store {store_path} show-ref refs/release-readiness/{outcome.oid}\n"
+    )
