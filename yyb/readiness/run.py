@@ -54,7 +54,7 @@ def release_readiness(
         SandboxUnavailable: the sandbox cannot start here.
         UsageError: the installed distribution differs from its RECORD.
     """
-    from yyb.harness import scratch, worktree
+    from yyb.harness import sandbox, scratch, worktree
     from yyb.harness.sandbox import protected_roots
 
     build = build or identity.build()
@@ -68,6 +68,7 @@ def release_readiness(
     try:
         built = suite.build(root)
         suite.plant_sibling(sibling)
+        sandbox.hand_over(sibling)  # as a running attempt's folder is: the sandbox uid's
         suite.write_json(
             os.path.join(built.tools, "targets.json"), suite.targets(built, store.path, sibling)
         )
