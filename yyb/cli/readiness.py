@@ -108,9 +108,15 @@ def _text(outcome, store_path: str) -> None:
         detail = observed["class"] or "no terminal"
         if observed["class"] != record["expected"]["class"]:
             detail += f" (expected {record['expected']['class']})"
+        elif observed["verdicts"] != record["expected"]["verdicts"]:
+            detail += (
+                f" (verdicts {observed['verdicts']}, expected {record['expected']['verdicts']})"
+            )
         problems = observed.get("findings", []) + observed.get("changed", [])
-        if problems:
-            detail += ": " + "; ".join(problems)
+        if record.get("leakage"):
+            detail = f"probe {observed['probe']}: " + (
+                "; ".join(problems) if problems else "saw nothing, changed nothing"
+            )
         out.write(f"{mark} {what:<28} {detail}\n")
     missing = receipt["coverage"]["missing"]
     out.write("\n")
