@@ -114,9 +114,9 @@ def _text(outcome, store_path: str) -> None:
             )
         problems = observed.get("findings", []) + observed.get("changed", [])
         if record.get("leakage"):
-            detail = f"probe {observed['probe']}: " + (
-                "; ".join(problems) if problems else "saw nothing, changed nothing"
-            )
+            seen = "; ".join(problems) if problems else "saw nothing, changed nothing"
+            ended = "" if detail == record["expected"]["class"] else f" (ended {detail})"
+            detail = f"probe {observed['probe']}: {seen}{ended}"
         out.write(f"{mark} {what:<28} {detail}\n")
     missing = receipt["coverage"]["missing"]
     out.write("\n")
