@@ -13,6 +13,7 @@ import pytest
 
 from tests.conftest import Yyb
 from tests.readiness.conftest import BUILD, by_case, checkout
+from yyb import __version__
 from yyb.errors import UsageError
 from yyb.evidence import names
 from yyb.readiness import identity, run, verify
@@ -35,7 +36,8 @@ def test_the_command_passes_twice_with_one_receipt(clean_build, tmp_path):
     assert "coverage   complete" in first.stdout
     written = json.loads(output.read_text())
     commit = os.popen(f"git -C {clean_build} rev-parse HEAD").read().strip()
-    assert written["receipt"]["yyb"] == {"kind": "checkout", "version": "0.1.0", "commit": commit}
+    expected = {"kind": "checkout", "version": __version__, "commit": commit}
+    assert written["receipt"]["yyb"] == expected
     again = yyb("release-readiness", "--json")
     assert again.exit_code == 0, again.stderr
     document = json.loads(again.stdout)

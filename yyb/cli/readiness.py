@@ -43,8 +43,9 @@ def release_readiness(ctx, output, as_json):
     configured harnesses, the sandbox, the kernel and Python; runs six leakage checks and a
     coverage suite as real sandboxed attempts of built-in stand-ins (nothing is dispatched to
     a model and nothing can be spent); stores a deterministic receipt under
-    refs/release-readiness/. Exit 0 when every check passed, 1 when one failed, 2 when it
-    cannot run (a dirty checkout, no sandbox). docs/readiness.md explains each check.
+    refs/release-readiness/. Exit 0 when every check passed; 1 when one failed or the sandbox
+    cannot start; 2 when the build cannot be bound (a dirty checkout, an installed file that
+    differs from its RECORD) or FILE exists. docs/readiness.md explains each check.
     """
     from yyb.plans.planfile import check_output_free
     from yyb.readiness import identity
