@@ -265,3 +265,26 @@ def test_a_bundle_carries_a_receipt_and_its_runs(readiness, tmp_path):
 def test_in_process_runs_use_the_given_build(readiness):
     outcome = readiness.run()
     assert outcome.receipt["yyb"] == BUILD
+
+
+def test_a_host_without_the_sandbox_is_refused_before_anything_is_written(
+    clean_build, tmp_path, monkeypatch
+):
+    import shutil
+
+    from yyb.harness import sandbox
+
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "git").symlink_to(shutil.which("git"))
+    monkeypatch.setenv("PATH", str(tools))  # git, and no bwrap
+    sandbox.bwrap_path.cache_clear()
+    try:
+        yyb = Yyb(str(tmp_path / "store"))
+        result = yyb("release-readiness")
+    finally:
+        sandbox.bwrap_path.cache_clear()
+    assert result.exit_code == 1, result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "sandbox unavailable" in lines[0], result.stderr
+    assert not os.path.exists(yyb.store_path)

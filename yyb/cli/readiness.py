@@ -54,11 +54,13 @@ def release_readiness(ctx, output, as_json):
 
     if output is not None:
         check_output_free(output)
-    build = identity.build()  # a dirty checkout is refused before anything is written
+    # A dirty checkout, or a host with no sandbox, is refused before anything is written.
+    build = identity.build()
+    host = identity.host()
     config = _config(ctx)
     store = open_store(ctx, create=True)
     claim_scratch(store)
-    outcome = run(store, config, dict(os.environ), build)
+    outcome = run(store, config, dict(os.environ), build, host)
     document = {"oid": outcome.oid, "receipt": outcome.receipt, "checks": outcome.checks}
     if output is not None:
         file.write_new(output, (json.dumps(document, indent=2, sort_keys=True) + "\n").encode())

@@ -44,10 +44,16 @@ class Outcome:
 
 
 def release_readiness(
-    store, config, environ: dict[str, str], build: dict | None = None, jobs: int = JOBS
+    store,
+    config,
+    environ: dict[str, str],
+    build: dict | None = None,
+    host: dict | None = None,
+    jobs: int = JOBS,
 ) -> Outcome:
-    """Bind the identities (``build``: ``identity.build()`` unless given), run the suite,
-    write the records and refs; nothing is spent.
+    """Bind the identities (``build`` and ``host``: ``identity.build()`` and
+    ``identity.host()`` unless given), run the suite, write the records and refs; nothing is
+    spent.
 
     Raises:
         DirtyCheckout: yyb runs from a checkout with uncommitted changes.
@@ -58,7 +64,7 @@ def release_readiness(
     from yyb.harness.sandbox import protected_roots
 
     build = build or identity.build()
-    host = identity.host()
+    host = host or identity.host()
     catalog = config.evaluators() if config is not None else {}
     harnesses = identity.harnesses(
         config, protected_roots(store.path, config, {"evaluators": {"catalog": catalog}})
