@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from yyb import signing
+from yyb.errors import YybError
 from yyb.evidence import names
 from yyb.evidence.records import READINESS_RECEIPT
 from yyb.readiness import identity, standin, suite, verify
@@ -90,7 +91,7 @@ def release_readiness(
         changed = _changed(store, secret_oid, watched, before)
         checks = []
         for case in CASES:
-            config_part, plan = plans[case.part]
+            _, plan = plans[case.part]
             attempt_oid = next(
                 oid for oid in plan.attempt_oids if plan.records[oid]["case_id"] == case.case_id
             )
@@ -188,7 +189,7 @@ def _changed(store, secret_oid: str, watched: dict, before: dict) -> dict[str, l
     try:
         if store.objects.get(secret_oid).body != suite.store_canary():
             store_changes.append("changed: the registry's canary")
-    except Exception:  # noqa: BLE001 (any failure to read it back is a change)
+    except YybError:  # missing, or no longer hashing to its name
         store_changes.append("changed: the registry's canary")
     if os.path.lexists(os.path.join(store.path, suite.WROTE)):
         store_changes.append("changed: a file written into the registry")
