@@ -347,3 +347,58 @@ def signature_refs(store: Store, roots: list[str]) -> list[str]:
         if store.refs.read(name) is not None:
             found.add(name)
     return sorted(found)
+
+
+# --- signed notes (checkpoints of the transparency log) ------------------------------------
+
+NOTE_MARK = "\u2014 "  # an em dash and a space start each signature line of a note
+NOTE_KEY_NAME = "yyb"
+
+
+def signed_note(body: bytes, records: list[dict]) -> bytes:
+    """A checkpoint as a signed note: its body, an empty line, and one line per signature,
+    ``— yyb <base64 of the key id's first 4 bytes and the 64-byte signature>``; each signature
+    is the one a ``yyb_signature.v1`` record of the body's blob holds (DSSE, docs/format.md)."""
+    lines = []
+    for record in records:
+        for sig in record["signatures"]:
+            raw = bytes.fromhex(sig["keyid"])[:4] + base64.b64decode(sig["sig"])
+            lines.append(f"{NOTE_MARK}{NOTE_KEY_NAME} {base64.b64encode(raw).decode('ascii')}\n")
+    return body + b"\n" + "".join(lines).encode("utf-8")
+
+
+def verify_note(text: bytes, trusted: list[Any]):
+    """The checkpoint a signed note states, once a trusted key's signature verifies over it.
+
+    Raises:
+        UsageError: it is not a note; BadSignature: no signature verifies.
+    """
+    from cryptography.exceptions import InvalidSignature
+
+    from yyb.store.checkpoint import parse_body
+    from yyb.store.objects import hash_object
+
+    head, sep, tail = text.partition(b"\n\n")
+    if not sep:
+        raise UsageError("not a signed note: no empty line after the checkpoint")
+    body = head + b"\n"
+    note = parse_body(body)
+    message = pae(PAYLOAD_TYPE, statement(hash_object("blob", body)))
+    try:
+        lines = tail.decode("utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise UsageError("not a signed note: its signature lines are not UTF-8") from None
+    for line in lines:
+        if not line.startswith(NOTE_MARK):
+            raise UsageError(f"not a signed note: {line[:40]!r} is not a signature line")
+        try:
+            raw = base64.b64decode(line[len(NOTE_MARK) :].split(" ")[-1], validate=True)
+        except binascii.Error:
+            continue
+        for key in trusted:
+            try:
+                key.verify(raw[4:], message)
+                return note
+            except InvalidSignature:
+                continue
+    raise BadSignature(None, "no signature of the checkpoint verifies with a trusted key")

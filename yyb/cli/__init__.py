@@ -44,6 +44,9 @@ COMMANDS = {
     "sign": "yyb.cli.signing:sign",
     "workflow": "yyb.cli.workflow:workflow",
     "release-readiness": "yyb.cli.readiness:release_readiness",
+    "checkpoint": "yyb.cli.translog:checkpoint",
+    "log-proof": "yyb.cli.translog:log_proof",
+    "verify-log": "yyb.cli.translog:verify_log",
 }
 
 

@@ -50,6 +50,22 @@ def readiness_ref_names(store, receipt: str) -> list[str]:
     return sorted(set(found))
 
 
+def with_checkpoint(store, names: list[str]) -> list[str]:
+    """``names`` and the latest checkpoint of the transparency log with its note's signature
+    refs, so that the bundle carries the log its refs can be audited against."""
+    from yyb import signing
+    from yyb.store import checkpoint
+
+    oid = store.refs.read(checkpoint.REF)
+    if oid is None:
+        return names
+    note = store.objects.get_record(oid)["links"]["note"]
+    extra = [checkpoint.REF]
+    if store.refs.read(signing.signature_ref(note)) is not None:
+        extra.append(signing.signature_ref(note))
+    return sorted(set(names) | set(extra))
+
+
 @bundle.command("create")
 @click.argument("path", metavar="FILE")
 @click.argument("refs", nargs=-1)
@@ -98,6 +114,8 @@ def create(ctx, path, refs, plan_name, receipt, everything):
         names = list(refs)
     if not names:
         raise click.UsageError("no refs to bundle")
+    if plan_name is not None or receipt is not None:
+        names = with_checkpoint(store, names)
     header = bundles.ref_tips(store, names)
     count = bundles.create(store, path, header)
     click.echo(f"bundle: {count} objects, {len(header.refs)} refs written to {path}", err=True)

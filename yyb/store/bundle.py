@@ -23,7 +23,7 @@ from yyb.errors import (
     RefNotFound,
     UsageError,
 )
-from yyb.store import file
+from yyb.store import checkpoint, file
 from yyb.store.bundle_reader import CAPABILITIES, CHUNK, SPILL, Header, Reader, render_header
 from yyb.store.fsck import check_body, inspect, walk_ref_chain
 from yyb.store.refs import REF_UPDATE, check_ref_name
@@ -295,8 +295,12 @@ def unbundle(store: Store, path: str, force: bool = False) -> list[Move]:
 
     Nothing is written unless the whole bundle verifies and every ref move is allowed.
 
+    A bundle that carries a checkpoint of the transparency log (``checkpoint.REF``) into a
+    store holding an older one of the same log must carry a log that extends it.
+
     Raises:
-        InvalidBundle, CorruptBundle, NotFastForward, RefMismatch, StoreIOError.
+        InvalidBundle, CorruptBundle, NotFastForward, RefMismatch, StoreIOError,
+        NotExtended (and UsageError for a malformed checkpoint).
     """
     summary = verify(path)
     moves = plan_moves(store, summary, force)
@@ -319,6 +323,9 @@ def unbundle(store: Store, path: str, force: bool = False) -> list[Move]:
                 batch = []
         # The trailer has now been checked again: only then do the last objects land.
         store.objects.put_many(batch)
+    incoming = summary.header.refs.get(checkpoint.REF)
+    if incoming is not None:
+        checkpoint.guard(store, incoming)  # before any ref moves
     for move in moves:
         if move.how == "adopt":
             store.refs.adopt(move.ref, summary.header.logs[move.ref], move.old, move.old_head)

@@ -36,7 +36,7 @@ from yyb.errors import (
     RefNotFound,
     UsageError,
 )
-from yyb.store import file
+from yyb.store import file, translog
 from yyb.store.object_store import ObjectStore
 from yyb.store.objects import ZERO_OID, check_oid, is_oid
 
@@ -112,8 +112,9 @@ class RefStore(ABC):
 
     lock_timeout = 1.0
 
-    def __init__(self, objects: ObjectStore) -> None:
+    def __init__(self, objects: ObjectStore, log: translog.TransparencyLog) -> None:
         self.objects = objects
+        self.transparency = log  # every update is a leaf of it (translog.py)
 
     # --- primitives -----------------------------------------------------------------------
 
@@ -194,33 +195,36 @@ class RefStore(ABC):
         if any(ord(c) < 0x20 or ord(c) == 0x7F for c in reason):
             raise UsageError("a ref update reason is one line without control characters")
         with self._lock(name) as handle:
-            current = self._read(name)
-            if old is not ANY and old != current:
-                raise RefMismatch(name, old, current)
-            if new is None and current is None:
-                raise RefNotFound(name)
-            previous, discarded = self._chain_parent(name, current)
-            record: dict = {
-                "schema_version": REF_UPDATE,
-                "ref": name,
-                "old": current,
-                "new": new,
-                "time_ms": now_ms() if time_ms is None else time_ms,
-                "reason": reason,
-            }
-            if handle.broken is not None:
-                record["broke_lock"] = handle.broken
-            links = {}
-            if new is not None:
-                links["target"] = new
-            if previous is not None:
-                links["previous"] = previous
-            if discarded is not None:
-                links["discarded"] = discarded
-            if links:
-                record["links"] = links
-            oid = self.objects.put_record(record)
-            self._write_log_head(name, oid)
+            with self.transparency.locked() as log:
+                self.complete(log)
+                current = self._read(name)
+                if old is not ANY and old != current:
+                    raise RefMismatch(name, old, current)
+                if new is None and current is None:
+                    raise RefNotFound(name)
+                previous, discarded = self._chain_parent(name, current)
+                record: dict = {
+                    "schema_version": REF_UPDATE,
+                    "ref": name,
+                    "old": current,
+                    "new": new,
+                    "time_ms": now_ms() if time_ms is None else time_ms,
+                    "reason": reason,
+                }
+                if handle.broken is not None:
+                    record["broke_lock"] = handle.broken
+                links = {}
+                if new is not None:
+                    links["target"] = new
+                if previous is not None:
+                    links["previous"] = previous
+                if discarded is not None:
+                    links["discarded"] = discarded
+                if links:
+                    record["links"] = links
+                oid = self.objects.put_record(record)
+                log.append([(oid, name)])  # durable before the log head names it
+                self._write_log_head(name, oid)
             if before_move is not None:
                 before_move()
             self._commit(name, new, handle)
@@ -242,15 +246,68 @@ class RefStore(ABC):
         new = record.get("new")
         if record.get("schema_version") != REF_UPDATE or record.get("ref") != name or not new:
             raise CorruptRef(name, f"{log_head} is not an update that sets this ref")
-        with self._lock(name) as handle:
+        with self._lock(name) as handle, self.transparency.locked() as log:
+            self.complete(log)
             current = self._read(name)
             if current != old:
                 raise RefMismatch(name, old, current)
             head = self._read_log_head(name)
             if head != old_head:
                 raise RefMismatch(f"logs/{name}", old_head, head)
+            log.append(self._imported(log_head, old_head))
             self._write_log_head(name, log_head)
             self._commit(name, new, handle)
+
+    def _imported(self, log_head: str, old_head: str | None) -> list[tuple[str, str]]:
+        """The updates of an imported chain that are new here, oldest first: from
+        ``log_head`` back to ``old_head``, each discarded update before the one discarding it."""
+        found: list[tuple[str, str]] = []
+        oid: str | None = log_head
+        while oid is not None and oid != old_head:
+            record = self.objects.get_record(oid)
+            links = record.get("links", {})
+            found.append((oid, record["ref"]))
+            if links.get("discarded"):
+                found.append((links["discarded"], record["ref"]))
+            oid = links.get("previous")
+        return found[::-1]
+
+    def complete(self, log: translog.View) -> None:
+        """Bring the log and the log heads into agreement before appending: the updates of a
+        store made before its log are appended once (oldest first), and a last update whose
+        writer died between its leaf and its log head gets that head, as if the writer had
+        died one step later (the next update of its ref records it as discarded)."""
+        last = log.last()
+        if last is None:
+            names = self.log_names()
+            if names:
+                log.append(translog.ordered(self._all_updates(names)))
+            return
+        oid, ref = last
+        head = self._read_log_head(ref)
+        if head == oid:
+            return
+        try:
+            links = self.objects.get_record(oid).get("links", {})
+        except (ObjectMissing, CorruptRef, UsageError):
+            return  # not ours to complete: doctor reports it
+        if head == (links.get("discarded") or links.get("previous")):
+            self._write_log_head(ref, oid)
+
+    def _all_updates(self, names: list[str]) -> Iterator[tuple[str, dict]]:
+        """Every update record of every chain (each once): what a log that starts late owes."""
+        seen: set[str] = set()
+        for name in names:
+            stack = [self._read_log_head(name)]
+            while stack:
+                oid = stack.pop()
+                if oid is None or oid in seen:
+                    continue
+                seen.add(oid)
+                record = self.objects.get_record(oid)
+                links = record.get("links", {})
+                stack += [links.get("previous"), links.get("discarded")]
+                yield oid, record
 
     def _chain_parent(self, name: str, current: str | None) -> tuple[str | None, str | None]:
         """(the update the next record links as previous, a log head it discards or None).
@@ -357,7 +414,7 @@ class MemoryRefs(RefStore):
     """The memory twin of DiskRefs."""
 
     def __init__(self, objects: ObjectStore) -> None:
-        super().__init__(objects)
+        super().__init__(objects, translog.MemoryLog())
         self.values: dict[str, str] = {}
         self.heads: dict[str, str] = {}
         self.locked: set[str] = set()
@@ -407,7 +464,7 @@ class DiskRefs(RefStore):
     """Refs as files ``<root>/refs/...`` holding ``<oid>\\n``; log heads under ``<root>/logs``."""
 
     def __init__(self, objects: ObjectStore, root: str) -> None:
-        super().__init__(objects)
+        super().__init__(objects, translog.DiskLog(root))
         self.root = root
 
     # A checked ref name is "/"-separated components of [A-Za-z0-9._+=@-]: a relative path.

@@ -16,7 +16,7 @@ from yyb.store.refs import DiskRefs, MemoryRefs, RefStore, check_ref_name
 FORMAT_FILE = "format"
 FORMAT_VERSION = 1
 FORMAT_TEXT = f"yyb-store {FORMAT_VERSION}\nhash sha256\n"
-FOLDERS = ("objects", "refs", "logs", "tmp", "locks")
+FOLDERS = ("objects", "refs", "logs", "tmp", "locks", "transparency")
 
 
 class Store:

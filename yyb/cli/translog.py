@@ -1,0 +1,187 @@
+"""The transparency log: `yyb checkpoint`, `yyb log-proof`, `yyb verify-log`."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from yyb.cli.context import open_store
+from yyb.errors import UsageError
+
+
+@click.command("checkpoint")
+@click.option(
+    "--output",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="Write the signed note to FILE (which must not exist) instead of stdout.",
+)
+@click.pass_context
+def checkpoint(ctx, output):
+    """Checkpoint the store's transparency log and sign it with the configured key.
+
+    Stores the checkpoint (its note, and the log's leaves in chunks) under
+    refs/transparency/checkpoint, signs the note (refs/signatures/<note>) and prints it as a
+    signed note: origin, size and root lines, an empty line, one signature line per key.
+    Without a configured key the checkpoint is stored unsigned and says so on stderr.
+    """
+    from yyb import signing
+    from yyb.plans.planfile import check_output_free
+    from yyb.store import checkpoint as checkpoints
+    from yyb.store import file
+
+    if output is not None:
+        check_output_free(output)
+    store = open_store(ctx)
+    key = signing.configured_signer(os.environ)
+    oid, record = checkpoints.make(store)
+    note = record["links"]["note"]
+    if key is not None:
+        signing.sign(store, note, key)
+    else:
+        click.echo("yyb: no signing key is configured: the checkpoint is unsigned", err=True)
+    store.refs.update(checkpoints.REF, oid, reason=f"checkpoint of {record['size']} leaves")
+    records = [store.objects.get_record(s) for s in signing.signatures_of(store, note)]
+    text = signing.signed_note(store.objects.get(note).body, records)
+    if output is not None:
+        file.write_new(output, text)
+    else:
+        sys.stdout.buffer.write(text)
+
+
+@click.group("log-proof")
+def log_proof():
+    """Proofs from the store's transparency log (docs/format.md gives their encoding)."""
+
+
+def _size(log, size: int | None) -> int:
+    if size is None:
+        return log.size()
+    if not 0 <= size <= log.size():
+        raise UsageError(f"--size {size}: the log has {log.size()} leaves")
+    return size
+
+
+@log_proof.command("inclusion")
+@click.argument("update")
+@click.option("--size", type=int, help="The tree size to prove against (default: the log's).")
+@click.pass_context
+def inclusion(ctx, update, size):
+    """Prove that ref update UPDATE (an oid) is a leaf of the log.
+
+    Prints '<leaf index> <tree size> <root hex>', then one proof hash (hex) per line. Exit 1
+    when UPDATE is not in the log (within the size).
+    """
+    store = open_store(ctx)
+    oid = store.rev_parse(update)
+    with store.refs.transparency.locked() as log:
+        n = _size(log, size)
+        index = log.index_of(oid)
+        if index is None or index >= n:
+            click.echo(f"yyb: error: {oid} is not among the first {n} leaves of the log", err=True)
+            return 1
+        proof = log.inclusion(index, n)
+        top = log.root(n)
+    click.echo(f"{index} {n} {top.hex()}")
+    for node in proof:
+        click.echo(node.hex())
+    return 0
+
+
+@log_proof.command("consistency")
+@click.argument("old", type=int)
+@click.argument("new", type=int, required=False)
+@click.pass_context
+def consistency(ctx, old, new):
+    """Prove that the log of OLD leaves is a prefix of the log of NEW (default: now).
+
+    Prints '<old> <new> <old root hex> <new root hex>', then one proof hash (hex) per line.
+    """
+    store = open_store(ctx)
+    with store.refs.transparency.locked() as log:
+        new = _size(log, new)
+        if not 0 <= old <= new:
+            raise UsageError(f"OLD ({old}) must lie between 0 and NEW ({new})")
+        proof = log.consistency(old, new)
+        first, second = log.root(old), log.root(new)
+    click.echo(f"{old} {new} {first.hex()} {second.hex()}")
+    for node in proof:
+        click.echo(node.hex())
+    return 0
+
+
+@click.command("verify-log")
+@click.option(
+    "--checkpoint",
+    "notes",
+    metavar="FILE",
+    multiple=True,
+    required=True,
+    help="A signed checkpoint you hold (a note from 'yyb checkpoint'); repeatable.",
+)
+@click.option(
+    "--trusted-key",
+    "keys",
+    metavar="KEY",
+    multiple=True,
+    required=True,
+    help="A public key (64 hex, or a file holding it) whose signatures you trust.",
+)
+@click.pass_context
+def verify_log(ctx, notes, keys):
+    """Check, offline, that the history in this store only grew since the checkpoints held.
+
+    Each FILE must carry a trusted signature. The log it is checked against is this store's
+    own when the origins match, else the checkpoint carried under refs/transparency/checkpoint
+    (from a bundle), whose note must carry a trusted signature too. That log must extend each
+    held checkpoint (its first leaves hash to the held root), and the refs here must agree with
+    it: no ref set back, no update outside it, no logged ref gone. Prints what it checked and
+    the findings; exit 0 when none is an error, else 1.
+    """
+    from yyb import signing
+    from yyb.cli.context import emit_findings
+    from yyb.store import checkpoint as checkpoints
+    from yyb.store import file, logaudit
+
+    trusted = [signing.load_public(k) for k in keys]
+    held = [signing.verify_note(file.read_input(path), trusted) for path in notes]
+    store = open_store(ctx)
+    origins = {note.origin for note in held}
+    if len(origins) != 1:
+        raise UsageError("--checkpoint: give checkpoints of one log (one origin)")
+    [origin] = origins
+    with store.refs.transparency.locked() as log:
+        own = log.size() and log.origin() == origin
+        entries = list(log.entries()) if own else []
+    if own:
+        findings = logaudit.audit(store)
+        where = f"this store's log ({len(entries)} leaves)"
+    else:
+        carried = store.refs.read(checkpoints.REF)
+        if carried is None:
+            raise UsageError(
+                f"no log of origin {origin} here: neither this store's nor a carried checkpoint"
+            )
+        record, entries = checkpoints.check(store, carried)
+        if record["origin"] != origin:
+            raise UsageError(f"the carried checkpoint is of {record['origin']}, not {origin}")
+        note_oid = record["links"]["note"]
+        text = signing.signed_note(
+            store.objects.get(note_oid).body,
+            [store.objects.get_record(s) for s in signing.signatures_of(store, note_oid)],
+        )
+        signing.verify_note(text, trusted)
+        findings = logaudit.audit_leaves(store, entries)
+        where = f"the carried checkpoint of {len(entries)} leaves"
+    for note in sorted(held, key=lambda n: n.size):
+        checkpoints.extends(note, entries)
+    errors, _ = emit_findings(findings, False)
+    sizes = ", ".join(str(n.size) for n in sorted(held, key=lambda n: n.size))
+    click.echo(
+        f"verify-log: {where} of {origin} extends the held checkpoint(s) of {sizes} leaves; "
+        f"{errors} problem(s)",
+        err=True,
+    )
+    return 1 if errors else 0

@@ -1,0 +1,451 @@
+"""The transparency log: every ref update of a store, in order, as leaves of a Merkle tree.
+
+Each ref update appends one leaf, ``<update oid> <ref name>`` (ASCII, the update being the
+``yyb_ref_update.v1`` record the update wrote), in the same step that makes the update
+durable: ``RefStore.update`` holds the log's lock while it writes its record, appends the leaf
+(fsynced) and points the ref's log head at the record. Leaves hash as RFC 6962 says
+(``merkle.py``), so a checkpoint (size, root) commits to the whole history, and inclusion and
+consistency proofs show that an update is in it and that a later log extends an earlier one.
+
+On disk, in ``<store>/transparency/``:
+
+- ``leaves``: one line per leaf, ``<64 hex> <ref name>\\n``, append-only: the log itself.
+- ``origin``: the log's name, ``yyb/<32 hex>``, made with the first leaf.
+- ``level-00``, ``level-01``, ...: the 32-byte hashes of every complete subtree of 2^k leaves,
+  in order; derived from ``leaves`` (and rebuilt from it when short), so proofs read
+  O(log² n) hashes instead of rehashing the tree.
+- ``state``: ``<leaf count> <byte size of leaves>``, so that a new holder of the lock need not
+  count the lines of ``leaves``; a ``state`` that does not match is recounted.
+- ``lock``: held with ``flock`` by whoever reads or appends (released by the kernel when a
+  process dies).
+
+A crash can leave a torn last line (dropped: its update never reached its log head, since the
+head is written after the append returns) or the last leaf's update short of its log head
+(the writer died between the two): the next holder of the lock completes that head
+(``RefStore`` does), which leaves the update as if the writer had died one step later, and
+the next update of that ref records it as ``discarded``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import threading
+from collections.abc import Iterable, Iterator
+
+from yyb.errors import CorruptRef
+from yyb.store import file, merkle
+
+FOLDER = "transparency"
+HASH = merkle.HASH_SIZE
+
+
+def leaf_line(oid: str, ref: str) -> bytes:
+    return f"{oid} {ref}\n".encode("ascii")
+
+
+def leaf_hash(oid: str, ref: str) -> bytes:
+    """The RFC 6962 hash of the leaf of one update: its line without the newline."""
+    return merkle.leaf_hash(f"{oid} {ref}".encode("ascii"))
+
+
+def parse_line(line: bytes) -> tuple[str, str]:
+    oid, _, ref = line.decode("ascii").partition(" ")
+    return oid, ref
+
+
+class View:
+    """The log while its lock is held: read it, prove things about it, append to it."""
+
+    def size(self) -> int:
+        raise NotImplementedError
+
+    def origin(self) -> str:
+        raise NotImplementedError
+
+    def node(self, level: int, index: int) -> bytes:
+        """The hash of complete subtree ``index`` of 2^``level`` leaves."""
+        raise NotImplementedError
+
+    def entries(self, start: int = 0) -> Iterator[tuple[str, str]]:
+        """(update oid, ref name) of each leaf from ``start``, in order."""
+        raise NotImplementedError
+
+    def level(self, level: int) -> bytes:
+        """Every stored hash of one level, concatenated (for audits)."""
+        raise NotImplementedError
+
+    def append(self, entries: list[tuple[str, str]]) -> None:
+        raise NotImplementedError
+
+    def last(self) -> tuple[str, str] | None:
+        raise NotImplementedError
+
+    # --- shared -------------------------------------------------------------------------
+
+    def nodes(self, lo: int, hi: int) -> bytes:
+        """MTH of leaves [lo, hi) (an aligned range, as merkle's proofs ask)."""
+        n = hi - lo
+        if n & (n - 1) == 0 and lo % n == 0:
+            return self.node(n.bit_length() - 1, lo // n)
+        k = merkle.split(n)
+        return merkle.node_hash(self.nodes(lo, lo + k), self.nodes(lo + k, hi))
+
+    def root(self, size: int | None = None) -> bytes:
+        size = self.size() if size is None else size
+        self._within(size)
+        return merkle.root(self.nodes, size)
+
+    def inclusion(self, index: int, size: int | None = None) -> list[bytes]:
+        size = self.size() if size is None else size
+        self._within(size)
+        return merkle.inclusion_proof(self.nodes, index, size)
+
+    def consistency(self, first: int, second: int | None = None) -> list[bytes]:
+        second = self.size() if second is None else second
+        self._within(second)
+        return merkle.consistency_proof(self.nodes, first, second)
+
+    def index_of(self, oid: str) -> int | None:
+        """The first leaf recording update ``oid``, or None."""
+        for i, (leaf, _) in enumerate(self.entries()):
+            if leaf == oid:
+                return i
+        return None
+
+    def _within(self, size: int) -> None:
+        if not 0 <= size <= self.size():
+            raise merkle.ProofError(f"the log has {self.size()} leaves, not {size}")
+
+
+class TransparencyLog:
+    """Opens ``View``s of one store's log (``locked``)."""
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[View]:
+        raise NotImplementedError
+        yield
+
+
+# --- in memory ----------------------------------------------------------------------------
+
+
+class MemoryLog(TransparencyLog, View):
+    def __init__(self) -> None:
+        self._lines: list[tuple[str, str]] = []
+        self._levels: list[list[bytes]] = [[]]
+        self._origin = f"yyb/{secrets.token_hex(16)}"
+        self._mutex = threading.RLock()
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[View]:
+        with self._mutex:
+            yield self
+
+    def size(self) -> int:
+        return len(self._lines)
+
+    def origin(self) -> str:
+        return self._origin
+
+    def node(self, level: int, index: int) -> bytes:
+        return self._levels[level][index]
+
+    def entries(self, start: int = 0) -> Iterator[tuple[str, str]]:
+        yield from self._lines[start:]
+
+    def last(self) -> tuple[str, str] | None:
+        return self._lines[-1] if self._lines else None
+
+    def level(self, level: int) -> bytes:
+        return b"".join(self._levels[level]) if level < len(self._levels) else b""
+
+    def append(self, entries: list[tuple[str, str]]) -> None:
+        for oid, ref in entries:
+            self._lines.append((oid, ref))
+            _grow(self._levels, leaf_hash(oid, ref))
+
+
+def levels_of(entries: Iterable[tuple[str, str]]) -> list[list[bytes]]:
+    """Every complete subtree hash of the leaves ``entries``, level by level (an audit's
+    reference, computed from scratch)."""
+    levels: list[list[bytes]] = [[]]
+    for oid, ref in entries:
+        _grow(levels, leaf_hash(oid, ref))
+    return levels
+
+
+def _grow(levels: list[list[bytes]], leaf: bytes) -> None:
+    """Add one leaf hash to complete-subtree ``levels``, completing the subtrees it closes."""
+    levels[0].append(leaf)
+    k = 0
+    while len(levels[k]) % 2 == 0:
+        if len(levels) == k + 1:
+            levels.append([])
+        levels[k + 1].append(merkle.node_hash(levels[k][-2], levels[k][-1]))
+        k += 1
+
+
+# --- on disk ------------------------------------------------------------------------------
+
+
+class DiskLog(TransparencyLog):
+    def __init__(self, store_root: str) -> None:
+        self.folder = os.path.join(store_root, FOLDER)
+
+    def path(self, name: str) -> str:
+        return os.path.join(self.folder, name)
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[View]:
+        """The log under its lock; on a file system that cannot be written (a read-only
+        mount, an archive), a view read from its leaves, for reading only."""
+        import fcntl
+
+        try:
+            file.ensure_dir(self.folder)
+            fd = os.open(self.path("lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+                raise file.io_error(self.folder, exc) from exc
+            yield self._read_only()
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            view = _DiskView(self)
+            try:
+                yield view
+            finally:
+                view.close()
+        finally:
+            os.close(fd)  # releases the flock
+
+    def _read_only(self) -> View:
+        view = MemoryLog()
+        view._origin = self._read("origin").decode("ascii").strip()
+        lines = self._read("leaves").split(b"\n")[:-1]  # whole lines only
+        view.append([parse_line(line) for line in lines])
+        view.append = _refuse  # type: ignore[method-assign]
+        return view
+
+    def _read(self, name: str) -> bytes:
+        try:
+            with open(self.path(name), "rb") as handle:
+                return handle.read()
+        except FileNotFoundError:
+            return b""
+
+
+def _refuse(entries) -> None:
+    raise file.io_error(FOLDER, OSError(errno.EROFS, "the log cannot be written here"))
+
+
+class _DiskView(View):
+    def __init__(self, log: DiskLog) -> None:
+        self.log = log
+        self.fds: dict[str, int] = {}
+        self.count, self.bytes = self._recover()
+
+    def close(self) -> None:
+        for fd in self.fds.values():
+            os.close(fd)
+        self.fds.clear()
+
+    def _fd(self, name: str) -> int:
+        fd = self.fds.get(name)
+        if fd is None:
+            fd = self.fds[name] = os.open(
+                self.log.path(name), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644
+            )
+        return fd
+
+    # --- recovery -----------------------------------------------------------------------
+
+    def _recover(self) -> tuple[int, int]:
+        """(leaves, bytes of ``leaves``) after dropping a torn last line and bringing the
+        derived files up to date."""
+        leaves = self._fd("leaves")
+        size = os.fstat(leaves).st_size
+        count, known = self._state()
+        if known > size or count > known:
+            count, known = 0, 0  # a state that cannot be right: count again
+        if known < size:
+            count, known = self._count(leaves, count, known, size)
+            if known < size:  # a torn last line: its update never reached a log head
+                os.ftruncate(leaves, known)
+                os.fsync(leaves)
+        self._write_state(count, known)
+        self._levels(count, known)
+        return count, known
+
+    def _state(self) -> tuple[int, int]:
+        try:
+            with open(self.log.path("state"), "rb") as handle:
+                count, size = handle.read(64).split()
+            return int(count), int(size)
+        except (OSError, ValueError):
+            return 0, 0
+
+    def _write_state(self, count: int, size: int) -> None:
+        fd = self._fd("state")
+        data = f"{count} {size}\n".encode("ascii")
+        os.pwrite(fd, data.ljust(40), 0)  # fixed length: never torn into a smaller number
+
+    @staticmethod
+    def _count(fd: int, count: int, start: int, size: int) -> tuple[int, int]:
+        """Count the whole lines of ``leaves`` from ``start``: (leaves, end of the last one)."""
+        end = start
+        offset = start
+        while offset < size:
+            chunk = os.pread(fd, min(1 << 20, size - offset), offset)
+            if not chunk:
+                break
+            lines = chunk.count(b"\n")
+            if lines:
+                count += lines
+                end = offset + chunk.rindex(b"\n") + 1
+            offset += len(chunk)
+        return count, end
+
+    def _levels(self, count: int, size: int) -> None:
+        """Bring every ``level-NN`` file to the subtrees of ``count`` leaves."""
+        have = os.fstat(self._fd("level-00")).st_size // HASH
+        if have < count:
+            start = self._line_offset(have)
+            hashes = [leaf_hash(oid, ref) for oid, ref in self._lines_from(start, size)]
+            self._write_level(0, have, hashes)
+        elif have > count:
+            os.ftruncate(self._fd("level-00"), count * HASH)
+        level, width = 1, count >> 1
+        while width or os.path.exists(self.log.path(f"level-{level:02d}")):
+            name = f"level-{level:02d}"
+            have = os.fstat(self._fd(name)).st_size // HASH
+            if have > width:
+                os.ftruncate(self._fd(name), width * HASH)
+            elif have < width:
+                below = self._read_level(level - 1, 2 * have, 2 * width)
+                nodes = [merkle.node_hash(below[i], below[i + 1]) for i in range(0, len(below), 2)]
+                self._write_level(level, have, nodes)
+            if not width:
+                break
+            level, width = level + 1, width >> 1
+
+    def _line_offset(self, index: int) -> int:
+        """The byte offset of line ``index`` of ``leaves`` (a scan: repairs and audits)."""
+        fd, seen, offset = self._fd("leaves"), 0, 0
+        while index:
+            chunk = os.pread(fd, 1 << 20, offset)
+            if not chunk:
+                return offset
+            lines = chunk.count(b"\n")
+            if seen + lines < index:
+                seen, offset = seen + lines, offset + len(chunk)
+                continue
+            position = -1
+            while seen < index:
+                position = chunk.index(b"\n", position + 1)
+                seen += 1
+            return offset + position + 1
+        return 0
+
+    def _lines_from(self, start: int, end: int) -> Iterator[tuple[str, str]]:
+        fd = self._fd("leaves")
+        rest = b""
+        offset = start
+        while offset < end:
+            chunk = os.pread(fd, min(1 << 20, end - offset), offset)
+            if not chunk:
+                break
+            offset += len(chunk)
+            lines = (rest + chunk).split(b"\n")
+            rest = lines.pop()
+            for line in lines:
+                yield parse_line(line)
+
+    def _read_level(self, level: int, lo: int, hi: int) -> list[bytes]:
+        data = os.pread(self._fd(f"level-{level:02d}"), (hi - lo) * HASH, lo * HASH)
+        if len(data) != (hi - lo) * HASH:
+            raise CorruptRef("transparency", f"level {level} is shorter than the log")
+        return [data[i : i + HASH] for i in range(0, len(data), HASH)]
+
+    def _write_level(self, level: int, at: int, hashes: list[bytes]) -> None:
+        if hashes:
+            os.pwrite(self._fd(f"level-{level:02d}"), b"".join(hashes), at * HASH)
+
+    # --- View ---------------------------------------------------------------------------
+
+    def size(self) -> int:
+        return self.count
+
+    def origin(self) -> str:
+        """The log's name ("" before its first leaf names it)."""
+        try:
+            with open(self.log.path("origin"), encoding="ascii") as handle:
+                return handle.read().strip()
+        except FileNotFoundError:
+            return ""
+
+    def node(self, level: int, index: int) -> bytes:
+        return self._read_level(level, index, index + 1)[0]
+
+    def level(self, level: int) -> bytes:
+        name = f"level-{level:02d}"
+        if not os.path.exists(self.log.path(name)):
+            return b""
+        fd = self._fd(name)
+        return os.pread(fd, os.fstat(fd).st_size, 0)
+
+    def entries(self, start: int = 0) -> Iterator[tuple[str, str]]:
+        offset = self._line_offset(start)
+        yield from self._lines_from(offset, self.bytes)
+
+    def last(self) -> tuple[str, str] | None:
+        if not self.count:
+            return None
+        data = os.pread(self._fd("leaves"), min(self.bytes, 2048), max(0, self.bytes - 2048))
+        return parse_line(data[:-1].rsplit(b"\n", 1)[-1])
+
+    def append(self, entries: list[tuple[str, str]]) -> None:
+        if not entries:
+            return
+        if not self.count and not self.origin():  # named with the first leaf
+            origin = f"yyb/{secrets.token_hex(16)}"
+            file.write_atomic(self.log.path("origin"), f"{origin}\n".encode("ascii"))
+        fd = self._fd("leaves")
+        data = b"".join(leaf_line(oid, ref) for oid, ref in entries)
+        try:
+            written = 0
+            while written < len(data):
+                written += os.pwrite(fd, data[written:], self.bytes + written)
+            os.fsync(fd)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, self.bytes)  # nothing half-appended stays counted
+            if exc.errno == errno.ENOSPC:
+                raise file.io_error(self.log.path("leaves"), exc) from exc
+            raise file.io_error(self.log.path("leaves"), exc) from exc
+        file.durable_point()
+        first = self.count
+        self.count += len(entries)
+        self.bytes += len(data)
+        self._write_level(0, first, [leaf_hash(oid, ref) for oid, ref in entries])
+        self._extend(first)
+        self._write_state(self.count, self.bytes)
+
+    def _extend(self, before: int) -> None:
+        """Add the subtrees that leaves [before, count) complete, level by level."""
+        level, lo, hi = 1, before >> 1, self.count >> 1
+        while hi > lo:
+            below = self._read_level(level - 1, 2 * lo, 2 * hi)
+            nodes = [merkle.node_hash(below[i], below[i + 1]) for i in range(0, len(below), 2)]
+            self._write_level(level, lo, nodes)
+            level, lo, hi = level + 1, lo >> 1, hi >> 1
+
+
+def ordered(records: Iterable[tuple[str, dict]]) -> list[tuple[str, str]]:
+    """(oid, ref) of update records in the order a log that never had them appends them:
+    by time, then oid (backfilling a store made before its log)."""
+    keyed = sorted((r.get("time_ms", 0), oid, r.get("ref", "")) for oid, r in records)
+    return [(oid, ref) for _, oid, ref in keyed]
