@@ -74,11 +74,17 @@ def inclusion(ctx, update, size):
     Prints '<leaf index> <tree size> <root hex>', then one proof hash (hex) per line. Exit 1
     when UPDATE is not in the log (within the size).
     """
+    from yyb.errors import YybError
+
     store = open_store(ctx)
     oid = store.rev_parse(update)
+    try:
+        ref = store.objects.get_record(oid).get("ref", "")
+    except YybError:
+        ref = ""  # not a record here: not a leaf either
     with store.refs.transparency.locked() as log:
         n = _size(log, size)
-        index = log.index_of(oid)
+        index = log.index_of(oid, ref)
         if index is None or index >= n:
             click.echo(f"yyb: error: {oid} is not among the first {n} leaves of the log", err=True)
             return 1

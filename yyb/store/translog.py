@@ -108,12 +108,14 @@ class View:
         self._within(second)
         return merkle.consistency_proof(self.nodes, first, second)
 
-    def index_of(self, oid: str) -> int | None:
-        """The first leaf recording update ``oid``, or None."""
-        for i, (leaf, _) in enumerate(self.entries()):
-            if leaf == oid:
-                return i
-        return None
+    def index_of(self, oid: str, ref: str) -> int | None:
+        """The first leaf recording update ``oid`` of ``ref``, or None: its leaf hash looked
+        up among the leaf hashes (``level(0)``), never a scan of the lines."""
+        wanted, hashes = leaf_hash(oid, ref), self.level(0)
+        at = hashes.find(wanted)
+        while at >= 0 and at % HASH:
+            at = hashes.find(wanted, at + 1)
+        return None if at < 0 else at // HASH
 
     def _within(self, size: int) -> None:
         if not 0 <= size <= self.size():
