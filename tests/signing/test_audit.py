@@ -118,6 +118,15 @@ def test_a_plan_bundle_carries_the_signatures_of_every_generation_and_layer(tmp_
         for name in Store.open(audit.store_path).refs.names()
         if name.startswith("refs/signatures/")
     }
+    # The checkpoints of the producer's log come with their signed notes (bundle create
+    # --plan): one per signed report, each linked by the checkpoint ref's chain.
+    audited = Store.open(audit.store_path)
+    notes = {
+        audited.objects.get_record(update["new"])["links"]["note"]
+        for _, update in audited.refs.log("refs/transparency/checkpoint")
+    }
+    assert len(notes) == 2 and notes <= signed
+    signed -= notes
     assert len(signed) == 2 + 4 + 2  # terminals, both generations of receipts, both layers
 
 

@@ -51,18 +51,20 @@ def readiness_ref_names(store, receipt: str) -> list[str]:
 
 
 def with_checkpoint(store, names: list[str]) -> list[str]:
-    """``names`` and the latest checkpoint of the transparency log with its note's signature
-    refs, so that the bundle carries the log its refs can be audited against."""
+    """``names`` and the latest checkpoint of the transparency log, with the signature refs
+    of every checkpoint note its chain reaches, so that the bundle carries the log its refs
+    can be audited against."""
     from yyb import signing
     from yyb.store import checkpoint
 
-    oid = store.refs.read(checkpoint.REF)
-    if oid is None:
+    if store.refs.read(checkpoint.REF) is None:
         return names
-    note = store.objects.get_record(oid)["links"]["note"]
     extra = [checkpoint.REF]
-    if store.refs.read(signing.signature_ref(note)) is not None:
-        extra.append(signing.signature_ref(note))
+    for _, update in store.refs.log(checkpoint.REF):  # every checkpoint its chain carries
+        if update.get("new"):
+            note = store.objects.get_record(update["new"])["links"]["note"]
+            if store.refs.read(signing.signature_ref(note)) is not None:
+                extra.append(signing.signature_ref(note))
     return sorted(set(names) | set(extra))
 
 

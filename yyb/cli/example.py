@@ -70,6 +70,10 @@ def example(ctx, directory, attempts, jobs):
     problems = [f for f in fsck(store) if f.level == "error"]
     report, _ = report_build.build(store, plan.oid)
     stored = report_layer.store_layer(store, plan.oid, report, signer=run_ctx.signer)
+    if run_ctx.signer is not None:  # signed evidence comes with a signed checkpoint of its log
+        from yyb.cli.translog import take
+
+        take(store, run_ctx.signer)
     click.echo()
     click.echo(f"report ({report['status']}; layer {stored['oid'][:12]}):")
     for entry in report["models"]:

@@ -147,11 +147,16 @@ def _stored(store_layer, *args, write: bool) -> dict:
 
     signer = signing.configured_signer(dict(os.environ)) if write else None
     try:
-        return store_layer(*args, write=write, signer=signer)
+        stored = store_layer(*args, write=write, signer=signer)
     except StoreIOError as exc:
         raise StoreIOError(
             exc.path, f"{exc.reason} (--no-layer reports without storing a layer)"
         ) from None
+    if signer is not None:  # a signed layer comes with a signed checkpoint of the log
+        from yyb.cli.translog import take
+
+        take(args[0], signer)
+    return stored
 
 
 def _emit(data: str, output: str | None, layer_oid: str | None) -> None:

@@ -108,6 +108,11 @@ def run(ctx, plan_name, dry_run, jobs, keep_workspaces):
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     _summary(results)
+    if run_ctx.signer is not None:  # signed evidence comes with a signed checkpoint of its log
+        from yyb.cli.translog import take
+
+        record = take(store, run_ctx.signer)
+        click.echo(f"checkpoint: {record['size']} updates, root {record['root']}", err=True)
     return 130 if run_ctx.cancel.is_set() else 0
 
 

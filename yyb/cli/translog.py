@@ -29,26 +29,48 @@ def checkpoint(ctx, output):
     """
     from yyb import signing
     from yyb.plans.planfile import check_output_free
-    from yyb.store import checkpoint as checkpoints
     from yyb.store import file
 
     if output is not None:
         check_output_free(output)
     store = open_store(ctx)
     key = signing.configured_signer(os.environ)
-    oid, record = checkpoints.make(store)
-    note = record["links"]["note"]
-    if key is not None:
-        signing.sign(store, note, key)
-    else:
+    if key is None:
         click.echo("yyb: no signing key is configured: the checkpoint is unsigned", err=True)
-    store.refs.update(checkpoints.REF, oid, reason=f"checkpoint of {record['size']} leaves")
+    record = take(store, key)
+    note = record["links"]["note"]
     records = [store.objects.get_record(s) for s in signing.signatures_of(store, note)]
     text = signing.signed_note(store.objects.get(note).body, records)
     if output is not None:
         file.write_new(output, text)
     else:
         sys.stdout.buffer.write(text)
+
+
+def take(store, key) -> dict:
+    """Checkpoint the log, sign the note with ``key`` (None: unsigned), point
+    refs/transparency/checkpoint at it; return the record. ``yyb run`` and ``yyb report``
+    call it when a signing key is configured, so signed evidence comes with a signed log."""
+    from yyb.store import checkpoint as checkpoints
+
+    pending = store.refs.pending(checkpoints.REF)
+    if pending is not None and store.objects.contains(pending):
+        _publish(store, pending, store.objects.get_record(pending), key)  # one cut short
+    oid, record = checkpoints.make(store)
+    _publish(store, oid, record, key)
+    return record
+
+
+def _publish(store, oid: str, record: dict, key) -> None:
+    """Move refs/transparency/checkpoint to ``oid``, its note signed first: a crash while
+    signing leaves the move pending, and the next ``take`` finishes it."""
+    from yyb import signing
+    from yyb.store import checkpoint as checkpoints
+
+    sign = (lambda: signing.sign(store, record["links"]["note"], key)) if key else None
+    store.refs.update(
+        checkpoints.REF, oid, reason=f"checkpoint of {record['size']} leaves", before_move=sign
+    )
 
 
 @click.group("log-proof")

@@ -94,7 +94,7 @@ def audit_leaves(store, entries: Iterable[tuple[str, str]], own: bool = False) -
                     f"its log head {head} is not its newest logged update {oid}",
                 )
             )
-    names = refs.log_names() if own else sorted(newest)
+    names = refs.log_names() if own else [r for r in sorted(newest) if refs.log_head(r)]
     for ref in names:
         findings += _chain(store, ref, logged, newest.get(ref) if not own else None)
     return findings
