@@ -210,3 +210,17 @@ def test_a_signature_left_out_of_a_bundle_is_detected(source, tmp_path):
     assert auditor("bundle", "unbundle", str(path)).exit_code == 0
     code, out = audit(auditor, public, old)
     assert code == 1 and f"log-ref-missing {ref}" in out
+
+
+def test_a_rewritten_grant_in_a_bundle_is_caught_by_its_auditor(source, tmp_path):
+    yyb, store, public, old = source
+    assert yyb("checkpoint").exit_code == 0
+    bigger = store.objects.put_record(note("grant: 5000 USD"))
+    set_back(store, GRANT, forged_update(store, GRANT, bigger, None))  # a chain of its own
+    path = tmp_path / "evidence.bundle"
+    assert yyb("bundle", "create", str(path), "--all").exit_code == 0
+    auditor = Yyb(str(tmp_path / "auditor"))
+    Store.init(auditor.store_path)
+    assert auditor("bundle", "unbundle", str(path)).exit_code == 0
+    code, out = audit(auditor, public, old)
+    assert code == 1 and f"log-rolled-back {GRANT}" in out and "does not hold" in out

@@ -19,6 +19,8 @@ refs/governed/<plan>/<step attempt>/judgements/<profile>  its newest judgement g
 refs/release-readiness/latest                      the newest release-readiness receipt
 refs/release-readiness/<receipt>/receipt           a receipt (names itself)
 refs/release-readiness/<receipt>/runs/<part>       the plan whose attempts its checks ran
+refs/transparency/checkpoint                       the newest checkpoint of the store's log
+                                                   (named in yyb/store/checkpoint.py: REF)
 ```
 """
 
