@@ -76,6 +76,21 @@ def note(message: str, **links) -> dict:
     return record
 
 
+def forged_update(store, ref: str, target: str, previous: str | None = None) -> str:
+    """A ref-update record written around the store's refs (and so its transparency log),
+    as someone rewriting a chain by hand would write it; its oid."""
+    record = {
+        "schema_version": "yyb_ref_update.v1",
+        "ref": ref,
+        "old": None,
+        "new": target,
+        "time_ms": 1,
+        "reason": "rewritten",
+        "links": {"target": target, **({"previous": previous} if previous else {})},
+    }
+    return store.objects.put_record(record)
+
+
 def flip_byte(path: str, offset: int = -1) -> None:
     """Corrupt one byte of a file with XOR 0xFF (a fixed replacement byte could be a no-op)."""
     os.chmod(path, 0o644)

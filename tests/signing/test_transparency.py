@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from tests.conftest import Yyb, note
+from tests.conftest import Yyb, forged_update, note
 from yyb import signing
 from yyb.store import checkpoint, merkle
 from yyb.store.repo import Store
@@ -51,28 +51,34 @@ def set_back(store, ref: str, head: str) -> None:
         handle.write(record["new"] + "\n")
 
 
-def forged_update(store, ref: str, target: str, previous: str | None) -> str:
-    record = {
-        "schema_version": "yyb_ref_update.v1",
-        "ref": ref,
-        "old": None,
-        "new": target,
-        "time_ms": 1,
-        "reason": "rewritten",
-        "links": {"target": target, **({"previous": previous} if previous else {})},
-    }
-    return store.objects.put_record(record)
+def received(yyb, tmp_path) -> Yyb:
+    """The auditor's store, holding a bundle of every ref of the source (``--all``)."""
+    path = tmp_path / "evidence.bundle"
+    assert yyb("bundle", "create", str(path), "--all").exit_code == 0
+    auditor = Yyb(str(tmp_path / "auditor"))
+    Store.init(auditor.store_path)
+    assert auditor("bundle", "unbundle", str(path)).exit_code == 0
+    return auditor
+
+
+def erase_leaf(store, index: int) -> None:
+    """Rewrite the log without one leaf, its derived files dropped (rebuilt from it)."""
+    folder = os.path.join(store.path, "transparency")
+    with open(os.path.join(folder, "leaves"), "rb") as handle:
+        lines = handle.read().splitlines(keepends=True)
+    del lines[index]
+    with open(os.path.join(folder, "leaves"), "wb") as handle:
+        handle.writelines(lines)
+    for name in os.listdir(folder):
+        if name.startswith("level-") or name == "state":
+            os.remove(os.path.join(folder, name))
 
 
 def test_an_honest_store_and_its_bundle_pass(source, tmp_path):
     yyb, store, public, old = source
     assert audit(yyb, public, old)[0] == 0
     yyb("checkpoint")
-    path = tmp_path / "all.bundle"
-    assert yyb("bundle", "create", str(path), "--all").exit_code == 0
-    auditor = Yyb(str(tmp_path / "auditor"))
-    Store.init(auditor.store_path)
-    assert auditor("bundle", "unbundle", str(path)).exit_code == 0
+    auditor = received(yyb, tmp_path)
     code, out = audit(auditor, public, old)
     assert code == 0, out
     assert "the carried checkpoint" in out
@@ -107,15 +113,7 @@ def test_a_rewritten_log_is_detected(source):
     """Rewriting history consistently, log included (leaves, derived hashes, a fresh
     checkpoint signed with the key): the held checkpoint's root no longer matches."""
     yyb, store, public, old = source
-    folder = os.path.join(store.path, "transparency")
-    with open(os.path.join(folder, "leaves"), "rb") as handle:
-        lines = handle.read().splitlines(keepends=True)
-    del lines[2]  # an update erased from history
-    with open(os.path.join(folder, "leaves"), "wb") as handle:
-        handle.writelines(lines)
-    for name in os.listdir(folder):
-        if name.startswith("level-") or name == "state":
-            os.remove(os.path.join(folder, name))
+    erase_leaf(store, 2)  # an update erased from history
     code, out = audit(yyb, public, old)
     assert code == 1 and "rewritten" in out
 
@@ -128,11 +126,7 @@ def test_a_bundle_of_a_rolled_back_store_is_caught_by_its_auditor(source, tmp_pa
     store.refs.update(GRANT, later)
     assert yyb("checkpoint").exit_code == 0
     set_back(store, GRANT, first)  # then the grant is set back
-    path = tmp_path / "evidence.bundle"
-    assert yyb("bundle", "create", str(path), "--all").exit_code == 0
-    auditor = Yyb(str(tmp_path / "auditor"))
-    Store.init(auditor.store_path)
-    assert auditor("bundle", "unbundle", str(path)).exit_code == 0
+    auditor = received(yyb, tmp_path)
     code, out = audit(auditor, public, old)
     assert code == 1 and f"log-rolled-back {GRANT}" in out
 
@@ -146,15 +140,7 @@ def test_unbundling_a_log_that_does_not_extend_the_held_one_moves_nothing(source
     Store.init(auditor.store_path)
     assert auditor("bundle", "unbundle", str(first)).exit_code == 0
     # History rewritten at the source (one update erased), then checkpointed again.
-    folder = os.path.join(store.path, "transparency")
-    with open(os.path.join(folder, "leaves"), "rb") as handle:
-        lines = handle.read().splitlines(keepends=True)
-    del lines[1]
-    with open(os.path.join(folder, "leaves"), "wb") as handle:
-        handle.writelines(lines)
-    for name in os.listdir(folder):
-        if name.startswith("level-") or name == "state":
-            os.remove(os.path.join(folder, name))
+    erase_leaf(store, 1)  # an update erased from history
     store.refs.update("refs/notes/after", store.objects.put_record(note("after")))
     assert yyb("checkpoint").exit_code == 0
     second = tmp_path / "second.bundle"
@@ -203,11 +189,7 @@ def test_a_signature_left_out_of_a_bundle_is_detected(source, tmp_path):
     assert yyb("checkpoint").exit_code == 0
     os.remove(store.refs.path(ref))
     os.remove(store.refs.log_path(ref))
-    path = tmp_path / "evidence.bundle"
-    assert yyb("bundle", "create", str(path), "--all").exit_code == 0
-    auditor = Yyb(str(tmp_path / "auditor"))
-    Store.init(auditor.store_path)
-    assert auditor("bundle", "unbundle", str(path)).exit_code == 0
+    auditor = received(yyb, tmp_path)
     code, out = audit(auditor, public, old)
     assert code == 1 and f"log-ref-missing {ref}" in out
 
@@ -217,10 +199,6 @@ def test_a_rewritten_grant_in_a_bundle_is_caught_by_its_auditor(source, tmp_path
     assert yyb("checkpoint").exit_code == 0
     bigger = store.objects.put_record(note("grant: 5000 USD"))
     set_back(store, GRANT, forged_update(store, GRANT, bigger, None))  # a chain of its own
-    path = tmp_path / "evidence.bundle"
-    assert yyb("bundle", "create", str(path), "--all").exit_code == 0
-    auditor = Yyb(str(tmp_path / "auditor"))
-    Store.init(auditor.store_path)
-    assert auditor("bundle", "unbundle", str(path)).exit_code == 0
+    auditor = received(yyb, tmp_path)
     code, out = audit(auditor, public, old)
     assert code == 1 and f"log-rolled-back {GRANT}" in out and "does not hold" in out

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from tests.conftest import note
+from tests.conftest import forged_update, note
 from yyb.store import logaudit, merkle, translog
 from yyb.store.repo import Store
 
@@ -160,18 +160,7 @@ def test_a_rolled_back_ref_is_found(store):
 def test_a_forged_update_and_a_rewritten_chain_are_found(store):
     ref = "refs/grants/x"
     store.refs.update(ref, store.objects.put_record(note("grant 1")))
-    target = store.objects.put_record(note("a grant nobody made"))
-    forged = store.objects.put_record(
-        {
-            "schema_version": "yyb_ref_update.v1",
-            "ref": ref,
-            "old": None,
-            "new": target,
-            "time_ms": 1,
-            "reason": "rewritten",
-            "links": {"target": target},
-        }
-    )
+    forged = forged_update(store, ref, store.objects.put_record(note("a grant nobody made")))
     rewrite_head(store, ref, forged)
     found = codes(store)
     assert ("log-unlogged", ref) in found and ("log-rolled-back", ref) in found
