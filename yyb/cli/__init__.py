@@ -47,6 +47,9 @@ COMMANDS = {
     "checkpoint": "yyb.cli.translog:checkpoint",
     "log-proof": "yyb.cli.translog:log_proof",
     "verify-log": "yyb.cli.translog:verify_log",
+    "gc": "yyb.cli.packs:gc_command",
+    "count-objects": "yyb.cli.packs:count_objects",
+    "verify-pack": "yyb.cli.packs:verify_pack",
 }
 
 

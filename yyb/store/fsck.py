@@ -247,9 +247,18 @@ def _check_discarded(
     )
 
 
+GC_LOCK = "locks/gc.lock"  # guards no evidence: an interrupted gc leaves it harmless
+
+
 def _lock_finding(root: str, rel: str, now: float) -> Finding:
     path = os.path.join(root, rel)
     state, holder = file.lock_state(path)
+    if state == "abandoned" and rel == GC_LOCK:
+        return info(
+            "stale-lock",
+            rel,
+            f"left by an interrupted gc (pid {holder['pid']}); the next gc replaces it",
+        )
     if state == "abandoned":
         return error(
             "stale-lock",
@@ -291,6 +300,9 @@ def _layout(store: Store) -> Iterator[tuple[str, str]]:
         if os.path.islink(folder):
             yield "symlink", f"objects/{prefix}"
             continue
+        if prefix == "pack" and os.path.isdir(folder):
+            yield from _pack_layout(folder)
+            continue
         if not (_is_hex_pair(prefix) and os.path.isdir(folder)):
             kind = "temp" if prefix.startswith(file.TEMP_PREFIX) else "stray"
             yield kind, f"objects/{prefix}"
@@ -308,6 +320,26 @@ def _layout(store: Store) -> Iterator[tuple[str, str]]:
                 yield kind, f"objects/{prefix}/{name}"
     for top in ("refs", "logs", "tmp", "locks"):
         yield from _layout_of(root, top)
+
+
+def _pack_layout(folder: str) -> Iterator[tuple[str, str]]:
+    """``objects/pack``: ("pack", path) per pack with its index; a pack without one, or a
+    temp file, is what an interrupted gc left ("temp"); anything else is "stray"."""
+    names = sorted(os.listdir(folder))
+    for name in names:
+        path = os.path.join(folder, name)
+        rel = f"objects/pack/{name}"
+        stem, dot, ext = name.rpartition(".")
+        if os.path.islink(path):
+            yield "symlink", rel
+        elif name.startswith(file.TEMP_PREFIX):
+            yield "temp", rel
+        elif not (stem.startswith("pack-") and is_oid(stem[5:]) and ext in ("pack", "idx")):
+            yield "stray", rel
+        elif ext == "pack":
+            yield ("pack", path) if f"{stem}.idx" in names else ("temp", rel)
+        elif f"{stem}.pack" not in names:
+            yield "stray", rel
 
 
 def _layout_of(root: str, top: str) -> Iterator[tuple[str, str]]:
@@ -349,6 +381,11 @@ def fsck(store: Store, now: float | None = None) -> Iterator[Finding]:
         for kind, what in _layout(store):
             if kind == "object":
                 present.append(what)
+            elif kind == "pack":
+                packed, finding = _verify_pack(what)
+                present += packed
+                if finding is not None:
+                    yield finding
             elif kind == "stray":
                 yield error("stray-file", what, "not part of the store's layout")
             elif kind == "symlink":
@@ -367,6 +404,7 @@ def fsck(store: Store, now: float | None = None) -> Iterator[Finding]:
         for name in sorted(getattr(store.refs, "locked", ())):
             yield error("stale-lock", name + LOCK_SUFFIX, "lock held")
 
+    present = sorted(set(present))  # an object both loose and packed is one object
     have = set(present)
     edges: dict[str, tuple[str, ...]] = {}
     for oid in present:
@@ -399,6 +437,24 @@ def fsck(store: Store, now: float | None = None) -> Iterator[Finding]:
     for oid in present:
         if oid not in reachable:
             yield info("dangling", oid, "not reachable from any ref")
+
+
+def _verify_pack(path: str) -> tuple[list[str], Finding | None]:
+    """(the oids of a pack that verifies whole, else none; the finding when it does not)."""
+    from yyb.store import pack
+
+    rel = "objects/pack/" + os.path.basename(path)
+    try:
+        held = pack.Pack.open(path)
+    except pack.PackError as exc:
+        return [], error("bad-pack", rel, exc.reason)
+    try:
+        held.verify()
+        return list(held.oids()), None
+    except pack.PackError as exc:
+        return [], error("bad-pack", rel, exc.reason)
+    finally:
+        held.close()
 
 
 def _reach(roots: Iterable[str], edges: dict[str, tuple[str, ...]]) -> set[str]:

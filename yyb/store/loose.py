@@ -9,13 +9,15 @@ object belongs is reported as a corrupt object, never followed to bytes that liv
 from __future__ import annotations
 
 import errno
+import io
 import os
 import stat
+import threading
 from collections.abc import Iterator
 from typing import BinaryIO
 
 from yyb.errors import CorruptObject, ObjectMissing, StoreIOError
-from yyb.store import file
+from yyb.store import file, pack
 from yyb.store.object_store import (
     STREAM_THRESHOLD,
     ObjectStore,
@@ -26,11 +28,51 @@ from yyb.store.objects import MAX_HEADER, OID_HEX, hash_object, header, parse_he
 
 
 class DiskObjects(ObjectStore):
-    """Loose objects under ``<root>/objects/<2 hex>/<62 hex>``, each exactly its stored bytes."""
+    """Loose objects under ``<root>/objects/<2 hex>/<62 hex>``, each exactly its stored bytes,
+    and packs under ``<root>/objects/pack`` (pack.py), read after the loose files: ``yyb gc``
+    removes a loose file only once a pack holds it, so a reader that misses it loose looks
+    again among the packs, the newest included."""
 
     def __init__(self, root: str) -> None:
         self.root = root
         self.folder = os.path.join(root, "objects")
+        self.pack_folder = os.path.join(self.folder, "pack")
+        self._packs: dict[str, pack.Pack] = {}
+        self._packs_lock = threading.Lock()
+
+    # --- packs ---------------------------------------------------------------------------
+
+    def packs(self, rescan: bool = False) -> list[pack.Pack]:
+        """The packs this store reads (opened once; ``rescan`` looks for new ones)."""
+        if self._packs and not rescan:
+            return list(self._packs.values())
+        if not os.path.isdir(self.pack_folder):
+            return []
+        with self._packs_lock:
+            for path in pack.pack_paths(self.pack_folder):
+                if path not in self._packs:
+                    self._packs[path] = pack.Pack.open(path)
+            return list(self._packs.values())
+
+    def _packed(self, oid: str) -> bytes | None:
+        """``oid``'s stored bytes from a pack; after a miss, once more with new packs."""
+        for rescan in (False, True):
+            for held in self.packs(rescan):
+                data = held.read(oid)
+                if data is not None:
+                    return data
+        return None
+
+    def _in_pack(self, oid: str) -> bool:
+        return any(
+            held.find(oid) is not None for rescan in (False, True) for held in self.packs(rescan)
+        )
+
+    def loose_oids(self) -> Iterator[str]:
+        for prefix in sorted(_hex_dirs(self.folder)):
+            for entry in sorted(os.listdir(os.path.join(self.folder, prefix))):
+                if len(entry) == OID_HEX - 2 and _is_hex(entry):
+                    yield prefix + entry
 
     def path(self, oid: str) -> str:
         return f"{self.folder}/{oid[:2]}/{oid[2:]}"  # an oid is 64 hex digits: no separators
@@ -119,7 +161,7 @@ class DiskObjects(ObjectStore):
             return small or None
         opened = self._open(oid)
         if opened is None:
-            return None
+            return self._packed(oid)
         handle, kind, size, _ = opened
         with handle:
             return header(kind, size) + handle.read(size)
@@ -135,7 +177,10 @@ class DiskObjects(ObjectStore):
         except (CorruptObject, OSError):
             return None
         if fd is None:
-            return b""
+            packed = self._packed(oid)
+            if packed is None:
+                return b""
+            return small_and_well_formed(packed, oid, limit) if len(packed) <= limit else None
         try:
             size = os.fstat(fd).st_size
             if size > limit:
@@ -154,9 +199,11 @@ class DiskObjects(ObjectStore):
         is no object: reading refuses it, and writing the object replaces it)."""
         try:
             folder = os.lstat(os.path.join(self.folder, oid[:2]))
-            return stat.S_ISDIR(folder.st_mode) and stat.S_ISREG(os.lstat(self.path(oid)).st_mode)
+            if stat.S_ISDIR(folder.st_mode) and stat.S_ISREG(os.lstat(self.path(oid)).st_mode):
+                return True
         except OSError:
-            return False
+            pass
+        return os.path.isdir(self.pack_folder) and self._in_pack(oid)
 
     def _ensure_folder(self, prefix: str) -> None:
         """Create the fan-out folder ``objects/<prefix>`` if missing; refuse a link there.
@@ -284,33 +331,44 @@ class DiskObjects(ObjectStore):
     def open_body(self, oid: str) -> tuple[str, int, BinaryIO]:
         opened = self._open(oid)
         if opened is None:
-            raise ObjectMissing(oid)
+            packed = self._packed(oid)
+            if packed is None:
+                raise ObjectMissing(oid)
+            kind, size, start = parse_header(packed[:MAX_HEADER], oid)
+            return kind, size, io.BytesIO(packed[start:])
         handle, kind, size, _ = opened
         return kind, size, handle
 
     def iter_oids(self) -> Iterator[str]:
-        for prefix in sorted(_hex_dirs(self.folder)):
-            for entry in sorted(os.listdir(os.path.join(self.folder, prefix))):
-                if len(entry) == OID_HEX - 2 and _is_hex(entry):
-                    yield prefix + entry
+        packs = self.packs(rescan=True)
+        if not packs:
+            yield from self.loose_oids()
+            return
+        found = set(self.loose_oids())
+        for held in packs:
+            found.update(held.oids())
+        yield from sorted(found)
 
     def _with_prefix(self, prefix: str) -> list[str]:
         try:
             folder = self._folder_fd(prefix[:2])
         except CorruptObject:
             return []  # a link: nothing is read through it
-        if folder is None:
-            return []
-        try:
-            names = os.listdir(folder)
-        finally:
-            os.close(folder)
+        names = []
+        if folder is not None:
+            try:
+                names = os.listdir(folder)
+            finally:
+                os.close(folder)
         rest = prefix[2:]
-        return [
+        found = [
             prefix[:2] + n
             for n in names
             if n.startswith(rest) and len(n) == OID_HEX - 2 and _is_hex(n)
         ]
+        for held in self.packs(rescan=True):
+            found += [oid for oid in held.with_prefix(prefix) if oid not in found]
+        return found
 
 
 _HEX = frozenset("0123456789abcdef")

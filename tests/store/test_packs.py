@@ -1,0 +1,255 @@
+"""Packs: packing changes storage, never identity; every reader reads them; a damaged pack is
+refused; gc is durable under SIGKILL and safe beside readers and writers."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from tests.conftest import Yyb, note
+from yyb.errors import CorruptObject
+from yyb.store import gc, pack
+from yyb.store.fsck import fsck
+from yyb.store.repo import Store
+
+
+def errors(store) -> list[str]:
+    return [f.line() for f in fsck(store) if f.level == "error"]
+
+
+def filled(path: str, count: int = 120) -> tuple[Store, dict[str, bytes]]:
+    store, _ = Store.init(path)
+    bodies = {}
+    for i in range(count):
+        body = os.urandom(i * 7 % 3000) + f"{i}".encode()
+        bodies[store.objects.put("blob", body)] = body
+    big = os.urandom(3 << 20)  # past the streaming threshold
+    bodies[store.objects.put("blob", big)] = big
+    record = store.objects.put_record(note("kept", **{"blob": next(iter(bodies))}))
+    store.refs.update("refs/notes/kept", record)
+    return store, bodies
+
+
+def test_every_reader_reads_packed_objects_as_loose_ones(disk_store, tmp_path):
+    store, bodies = filled(str(tmp_path / "s"))
+    before = {oid: store.objects.read_raw(oid) for oid in store.objects.iter_oids()}
+    done = gc.gc(store)
+    assert done.packed == len(before) and done.removed == len(before) and done.skipped == []
+    assert gc.count(store)["loose"] == 0
+    again = Store.open(store.path)  # a new process's view
+    assert list(again.objects.iter_oids()) == sorted(before)
+    for oid, raw in before.items():
+        assert again.objects.contains(oid)
+        assert again.objects.read_raw(oid) == raw
+        assert again.objects.get(oid).check() is None
+        kind, size, handle = again.objects.open_body(oid)
+        with handle:
+            assert (
+                handle.read() == raw[raw.index(b"\0") + 1 :]
+                and size == len(raw) - raw.index(b"\0") - 1
+            )
+    for oid, body in bodies.items():
+        assert again.objects.get(oid).body == body
+        assert again.rev_parse(oid[:10]) == oid
+    assert not again.objects.contains("0" * 64)
+    assert errors(again) == []
+    assert gc.gc(again).packed == 0  # nothing loose: no new pack
+
+
+def test_an_object_written_after_gc_stays_loose_and_a_second_pack_joins(tmp_path):
+    store, _ = filled(str(tmp_path / "s"), 10)
+    gc.gc(store)
+    later = store.objects.put("blob", b"written after")
+    assert os.path.exists(store.objects.path(later))
+    assert store.objects.put("blob", b"10") is not None  # a packed object: written nowhere
+    gc.gc(store)
+    assert len(store.objects.packs(rescan=True)) == 2
+    assert Store.open(store.path).objects.get(later).body == b"written after"
+    assert errors(store) == []
+
+
+def test_a_loose_object_that_does_not_hash_to_its_name_is_left_for_doctor(tmp_path):
+    store, _ = filled(str(tmp_path / "s"), 5)
+    oid = store.objects.put("blob", b"to be damaged")
+    path = store.objects.path(oid)
+    os.chmod(path, 0o644)
+    with open(path, "r+b") as handle:
+        handle.seek(-1, 2)
+        handle.write(b"X")
+    done = gc.gc(store)
+    assert done.skipped == [oid] and os.path.exists(path)
+    assert any(oid in line for line in errors(store))
+
+
+def read_pack_as_documented(pack_path: str) -> dict[str, bytes]:
+    """An independent reader of docs/format.md's pack and index: oid -> stored bytes."""
+    index = open(pack_path[:-5] + ".idx", "rb").read()
+    data = open(pack_path, "rb").read()
+    assert index[:8] == b"YYBIDX\0\0" and data[:8] == b"YYBPACK\0"
+    version, count = struct.unpack(">IQ", index[8:20])
+    assert version == 1 and struct.unpack(">IQ", data[8:20]) == (1, count)
+    assert hashlib.sha256(index[:-32]).digest() == index[-32:]
+    assert hashlib.sha256(data[:-32]).digest() == data[-32:] == index[-64:-32]
+    fanout = struct.unpack(">256I", index[20 : 20 + 1024])
+    oids = [index[1044 + 32 * i : 1076 + 32 * i] for i in range(count)]
+    offsets = struct.unpack(f">{count}Q", index[1044 + 32 * count : 1044 + 40 * count])
+    assert oids == sorted(oids) and fanout[255] == count
+    for b in range(256):
+        assert fanout[b] == sum(1 for oid in oids if oid[0] <= b)
+    found = {}
+    for oid, start in zip(oids, offsets, strict=True):
+        nul = data.index(b"\0", start)
+        length = int(data[start:nul].split(b" ")[1])
+        stored = data[start : nul + 1 + length]
+        assert hashlib.sha256(stored).digest() == oid
+        found[oid.hex()] = stored
+    return found
+
+
+def test_the_pack_format_is_what_the_docs_say(tmp_path):
+    store, _ = filled(str(tmp_path / "s"), 40)
+    before = {oid: store.objects.read_raw(oid) for oid in store.objects.iter_oids()}
+    done = gc.gc(store)
+    assert read_pack_as_documented(done.pack) == before
+    assert os.path.basename(done.pack) == f"pack-{open(done.pack, 'rb').read()[-32:].hex()}.pack"
+
+
+def test_every_damaged_byte_of_a_pack_or_its_index_is_refused(tmp_path):
+    store, _ = Store.init(str(tmp_path / "s"))
+    for i in range(3):
+        store.objects.put("blob", f"object {i}".encode())
+    path = gc.gc(store).pack
+    for name in (path, path[:-5] + ".idx"):
+        original = open(name, "rb").read()
+        os.chmod(name, 0o644)
+        try:
+            for at in range(len(original)):
+                damaged = bytearray(original)
+                damaged[at] ^= 0x01
+                with open(name, "wb") as handle:
+                    handle.write(damaged)
+                with pytest.raises(CorruptObject):
+                    held = pack.Pack.open(path)
+                    try:
+                        held.verify()
+                    finally:
+                        held.close()
+        finally:
+            with open(name, "wb") as handle:
+                handle.write(original)
+    assert errors(Store.open(store.path)) == []
+
+
+def test_doctor_reports_a_damaged_pack(tmp_path):
+    store, _ = filled(str(tmp_path / "s"), 8)
+    path = gc.gc(store).pack
+    os.chmod(path, 0o644)
+    with open(path, "r+b") as handle:
+        handle.seek(40)
+        handle.write(b"\xff")
+    found = errors(Store.open(store.path))
+    assert any(line.startswith("error bad-pack objects/pack/") for line in found), found
+
+
+def test_readers_and_writers_beside_gc_lose_nothing(tmp_path):
+    store, bodies = filled(str(tmp_path / "s"), 300)
+    stop = threading.Event()
+    problems: list[str] = []
+    written: dict[str, bytes] = {}
+
+    def read() -> None:
+        reader = Store.open(store.path)
+        while not stop.is_set():
+            for oid, body in list(bodies.items())[::7]:
+                try:
+                    if reader.objects.get(oid).body != body:
+                        problems.append(f"{oid} read wrong")
+                except Exception as exc:  # noqa: BLE001 (any failure is the finding)
+                    problems.append(f"{oid}: {exc}")
+
+    def write() -> None:
+        writer = Store.open(store.path)
+        i = 0
+        while not stop.is_set():
+            body = f"beside gc {i}".encode()
+            written[writer.objects.put("blob", body)] = body
+            i += 1
+
+    threads = [threading.Thread(target=read) for _ in range(2)] + [threading.Thread(target=write)]
+    for thread in threads:
+        thread.start()
+    try:
+        for _ in range(3):
+            gc.gc(Store.open(store.path))
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+    assert problems == []
+    final = Store.open(store.path)
+    for oid, body in {**bodies, **written}.items():
+        assert final.objects.get(oid).body == body
+    assert errors(final) == []
+
+
+GC = """
+import sys
+from yyb.store import gc
+from yyb.store.repo import Store
+gc.gc(Store.open(sys.argv[1]))
+"""
+
+
+def test_a_gc_killed_at_any_durable_write_leaves_a_clean_store(tmp_path):
+    from shutil import copytree
+
+    from yyb.store import file
+
+    template, bodies = filled(str(tmp_path / "template"), 30)
+    point = 0
+    while True:
+        point += 1
+        path = str(tmp_path / f"s{point}")
+        copytree(template.path, path)
+        env = {**os.environ, file.FAULT_ENV: str(point)}
+        done = subprocess.run([sys.executable, "-c", GC, path], env=env, timeout=60)
+        store = Store.open(path)
+        for oid, body in bodies.items():
+            assert store.objects.get(oid).body == body, (point, oid)
+        assert errors(store) == [], point
+        gc.gc(store)  # the next gc finishes the work
+        assert gc.count(store)["loose"] == 0 and errors(store) == []
+        if done.returncode == 0:
+            break
+        assert done.returncode == -9
+    assert point >= 3
+
+
+def test_the_commands(tmp_path):
+    store, _ = filled(str(tmp_path / "s"), 6)
+    n = len(list(store.objects.iter_oids()))
+    yyb = Yyb(store.path)
+    counted = yyb("count-objects")
+    assert counted.exit_code == 0 and counted.lines[0].startswith(f"{n} objects, ")
+    made = yyb("gc")
+    assert made.exit_code == 0 and made.lines[0] == f"{n} objects packed, {n} loose files removed"
+    path = made.lines[1]
+    verbose = yyb("count-objects", "-v").lines[:4]
+    assert verbose == ["count: 0", "size: 0", f"in-pack: {n}", "packs: 1"]
+    checked = yyb("verify-pack", "-v", path[:-5] + ".idx")
+    assert checked.exit_code == 0 and checked.lines[-1].endswith(f"{n} objects")
+    assert len(checked.lines) == n + 1
+    missing = yyb("verify-pack", str(tmp_path / "nothing.pack"))
+    assert missing.exit_code == 2
+    bundle = tmp_path / "packed.bundle"
+    assert yyb("bundle", "create", str(bundle), "--all").exit_code == 0
+    other = Yyb(str(tmp_path / "other"))
+    Store.init(other.store_path)
+    assert other("bundle", "unbundle", str(bundle)).exit_code == 0
+    assert other("doctor").exit_code == 0

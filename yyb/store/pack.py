@@ -1,0 +1,293 @@
+"""Packs: many objects in one file, found through a sorted index (docs/format.md, "Packs").
+
+A pack holds objects exactly as loose files hold them (``<kind> <length>\\0<body>``, not
+compressed: a packed object's oid is the SHA-256 of the same bytes, and reading one is a slice),
+one after another, between a fixed header and a trailer hash::
+
+    pack:  "YYBPACK\\0" | version u32 (1) | count u64 | objects... | SHA-256 of all before
+    index: "YYBIDX\\0\\0" | version u32 (1) | count u64 | fan-out 256 x u32 |
+           oids (count x 32 bytes, ascending) | offsets (count x u64, into the pack) |
+           the pack's trailer (32) | SHA-256 of all before
+
+All integers are big-endian. ``fan-out[b]`` is the number of oids whose first byte is at most
+``b``, so the oids starting with byte ``b`` are entries ``fan-out[b-1] .. fan-out[b]``. A pack
+is ``objects/pack/pack-<its trailer hex>.pack`` with its index beside it (``.idx``); a pack
+without an index is not part of the store (a write cut short).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import mmap
+import os
+import struct
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from yyb.errors import CorruptObject
+from yyb.store import file
+from yyb.store.objects import MAX_HEADER, parse_header
+
+PACK_MAGIC = b"YYBPACK\0"
+INDEX_MAGIC = b"YYBIDX\0\0"
+VERSION = 1
+HEAD = struct.Struct(">8sIQ")  # magic, version, count
+FANOUT = struct.Struct(">256I")
+HASH = 32
+
+
+class PackError(CorruptObject):
+    """A pack or an index that does not verify."""
+
+    def __init__(self, path: str, reason: str):
+        super().__init__(None, f"{os.path.basename(path)}: {reason}", "malformed")
+        self.path = path
+
+
+def write(folder: str, items: Iterable[tuple[str, bytes]]) -> str | None:
+    """Write a pack of ``items`` (oid, stored bytes; strictly ascending by oid) and its index
+    into ``folder``, each fsynced and renamed into place (the pack first), the folder fsynced;
+    return the pack's path (None when there were no items). Nothing is removed here: the
+    caller removes what was packed only once this has returned.
+
+    Raises:
+        ValueError: the items are not ascending.
+    """
+    oids: list[bytes] = []
+    offsets: list[int] = []
+    tmp_pack = tmp_index = None
+    try:
+        fd, tmp_pack = _temp(folder)
+        with os.fdopen(fd, "w+b") as out:
+            out.write(HEAD.pack(PACK_MAGIC, VERSION, 0))  # the count is known at the end
+            position = HEAD.size
+            for oid, data in items:
+                key = bytes.fromhex(oid)
+                if oids and key <= oids[-1]:
+                    raise ValueError("pack items must be strictly ascending by oid")
+                oids.append(key)
+                offsets.append(position)
+                out.write(data)
+                position += len(data)
+            if not oids:
+                return None
+            out.seek(0)
+            out.write(HEAD.pack(PACK_MAGIC, VERSION, len(oids)))
+            out.flush()
+            digest = hashlib.sha256()
+            out.seek(0)
+            while chunk := out.read(1 << 20):
+                digest.update(chunk)
+            trailer = digest.digest()
+            out.write(trailer)
+            out.flush()
+            os.fsync(out.fileno())
+        name = os.path.join(folder, f"pack-{trailer.hex()}")
+        index = _index(oids, offsets, trailer)
+        fd, tmp_index = _temp(folder)
+        with os.fdopen(fd, "wb") as out:
+            out.write(index)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(tmp_pack, 0o444)
+        os.chmod(tmp_index, 0o444)
+        os.rename(tmp_pack, name + ".pack")
+        tmp_pack = None
+        file.fsync_dir(folder)
+        file.durable_point()
+        os.rename(tmp_index, name + ".idx")  # the pack is part of the store from here
+        tmp_index = None
+        file.fsync_dir(folder)
+        file.durable_point()
+        return name + ".pack"
+    except OSError as exc:
+        raise file.io_error(folder, exc) from exc
+    finally:
+        file.discard(tmp_pack)
+        file.discard(tmp_index)
+
+
+def _temp(folder: str) -> tuple[int, str]:
+    import tempfile
+
+    return tempfile.mkstemp(dir=folder, prefix=file.TEMP_PREFIX)
+
+
+def _index(oids: list[bytes], offsets: list[int], trailer: bytes) -> bytes:
+    counts = [0] * 256
+    for oid in oids:
+        counts[oid[0]] += 1
+    fanout, total = [], 0
+    for count in counts:
+        total += count
+        fanout.append(total)
+    body = b"".join(
+        [
+            HEAD.pack(INDEX_MAGIC, VERSION, len(oids)),
+            FANOUT.pack(*fanout),
+            *oids,
+            struct.pack(f">{len(offsets)}Q", *offsets),
+            trailer,
+        ]
+    )
+    return body + hashlib.sha256(body).digest()
+
+
+@dataclass
+class Pack:
+    """One pack and its index, mapped read-only."""
+
+    path: str
+    count: int
+    index: mmap.mmap
+    data: mmap.mmap
+
+    @classmethod
+    def open(cls, path: str) -> Pack:
+        """Map a pack and its index, checking their shapes (not every hash: ``verify``).
+
+        Raises:
+            PackError: the index or the pack is malformed, or they do not belong together.
+        """
+        index_path = path[: -len(".pack")] + ".idx"
+        try:
+            index = _map(index_path)
+            data = _map(path)
+        except (OSError, ValueError) as exc:
+            raise PackError(path, f"cannot be read ({exc})") from None
+        if len(index) < HEAD.size + FANOUT.size + 2 * HASH:
+            raise PackError(index_path, "too short to be an index")
+        magic, version, count = HEAD.unpack_from(index, 0)
+        expected = HEAD.size + FANOUT.size + count * (HASH + 8) + 2 * HASH
+        if magic != INDEX_MAGIC or version != VERSION or len(index) != expected:
+            raise PackError(index_path, "not a version 1 index of its length")
+        if len(data) < HEAD.size + HASH or data[: len(PACK_MAGIC)] != PACK_MAGIC:
+            raise PackError(path, "not a pack")
+        if HEAD.unpack_from(data, 0)[2] != count:
+            raise PackError(path, "its count is not its index's")
+        pack_trailer = index[expected - 2 * HASH : expected - HASH]
+        if data[-HASH:] != pack_trailer:
+            raise PackError(path, "its trailer is not the one its index names")
+        return cls(path, count, index, data)
+
+    def _fanout(self, byte: int) -> tuple[int, int]:
+        at = HEAD.size
+        hi = struct.unpack_from(">I", self.index, at + 4 * byte)[0]
+        lo = struct.unpack_from(">I", self.index, at + 4 * (byte - 1))[0] if byte else 0
+        return lo, hi
+
+    def _oid(self, i: int) -> bytes:
+        at = HEAD.size + FANOUT.size + i * HASH
+        return self.index[at : at + HASH]
+
+    def _offset(self, i: int) -> int:
+        at = HEAD.size + FANOUT.size + self.count * HASH + i * 8
+        return struct.unpack_from(">Q", self.index, at)[0]
+
+    def find(self, oid: str) -> int | None:
+        """The entry of ``oid`` in the index, or None."""
+        key = bytes.fromhex(oid)
+        lo, hi = self._fanout(key[0])
+        while lo < hi:
+            mid = (lo + hi) // 2
+            found = self._oid(mid)
+            if found < key:
+                lo = mid + 1
+            elif found > key:
+                hi = mid
+            else:
+                return mid
+        return None
+
+    def read(self, oid: str) -> bytes | None:
+        """The stored bytes of ``oid`` (header and body), or None when it is not here.
+
+        Raises:
+            PackError: the entry's header or length does not fit the pack.
+        """
+        i = self.find(oid)
+        if i is None:
+            return None
+        return self._entry(i, oid)
+
+    def _entry(self, i: int, oid: str) -> bytes:
+        start = self._offset(i)
+        end = len(self.data) - HASH
+        if not HEAD.size <= start < end:
+            raise PackError(self.path, f"{oid}: its offset lies outside the pack")
+        kind, size, body = parse_header(bytes(self.data[start : start + MAX_HEADER]), oid)
+        stop = start + body + size
+        if stop > end:
+            raise PackError(self.path, f"{oid}: its body runs past the pack")
+        return bytes(self.data[start:stop])
+
+    def oids(self) -> Iterator[str]:
+        for i in range(self.count):
+            yield self._oid(i).hex()
+
+    def with_prefix(self, prefix: str) -> list[str]:
+        byte = int(prefix[:2], 16)
+        lo, hi = self._fanout(byte)
+        return [h for h in (self._oid(i).hex() for i in range(lo, hi)) if h.startswith(prefix)]
+
+    def verify(self) -> None:
+        """Check every hash: the index's trailer, the pack's, the order of the oids, and
+        that each object's bytes hash to its oid and the objects tile the pack exactly.
+
+        Raises:
+            PackError: the first thing that does not verify.
+        """
+        from yyb.store.objects import hash_object
+
+        body = len(self.index) - HASH
+        if hashlib.sha256(self.index[:body]).digest() != self.index[body:]:
+            raise PackError(self.path, "its index does not hash to its trailer")
+        if hashlib.sha256(self.data[:-HASH]).digest() != self.data[-HASH:]:
+            raise PackError(self.path, "it does not hash to its trailer")
+        previous = b""
+        entries = []
+        for i in range(self.count):
+            oid = self._oid(i)
+            if oid <= previous:
+                raise PackError(self.path, "its index is not sorted by oid")
+            if self._fanout(oid[0])[1] <= i or self._fanout(oid[0])[0] > i:
+                raise PackError(self.path, "its fan-out table disagrees with its oids")
+            previous = oid
+            entries.append((self._offset(i), i))
+        position = HEAD.size
+        for start, i in sorted(entries):
+            oid = self._oid(i).hex()
+            if start != position:
+                raise PackError(self.path, f"{oid}: the objects do not tile the pack")
+            data = self._entry(i, oid)
+            kind, _, start_body = parse_header(data[:MAX_HEADER], oid)
+            if hash_object(kind, data[start_body:]) != oid:
+                raise PackError(self.path, f"{oid}: its bytes do not hash to it")
+            position += len(data)
+        if position != len(self.data) - HASH:
+            raise PackError(self.path, "bytes lie between its last object and its trailer")
+
+    def close(self) -> None:
+        self.index.close()
+        self.data.close()
+
+
+def _map(path: str) -> mmap.mmap:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+    finally:
+        os.close(fd)
+
+
+def pack_paths(folder: str) -> list[str]:
+    """Every pack of ``folder`` that has its index (a pack without one is not yet a pack)."""
+    try:
+        names = set(os.listdir(folder))
+    except FileNotFoundError:
+        return []
+    return sorted(
+        os.path.join(folder, name)
+        for name in names
+        if name.startswith("pack-") and name.endswith(".pack") and name[:-5] + ".idx" in names
+    )
