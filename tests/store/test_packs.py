@@ -253,3 +253,23 @@ def test_the_commands(tmp_path):
     Store.init(other.store_path)
     assert other("bundle", "unbundle", str(bundle)).exit_code == 0
     assert other("doctor").exit_code == 0
+
+
+def test_automatic_gc_packs_past_its_threshold_only(tmp_path):
+    from yyb.errors import UsageError
+
+    store, _ = Store.init(str(tmp_path / "s"))
+    i = 0
+    while True:  # an object in fan-out folder 17, which the estimate counts
+        oid = store.objects.put("blob", f"object {i}".encode())
+        i += 1
+        if oid.startswith("17"):
+            break
+    assert gc.estimate_loose(store) == 256
+    assert gc.auto(store, {"YYB_GC_AUTO": "0"}) is None  # never
+    assert gc.auto(store, {"YYB_GC_AUTO": "256"}) is None  # not past it
+    assert gc.auto(store, {}) is None  # the default, 6700
+    done = gc.auto(store, {"YYB_GC_AUTO": "255"})
+    assert done is not None and done.packed == i and gc.count(store)["loose"] == 0
+    with pytest.raises(UsageError):
+        gc.auto_threshold({"YYB_GC_AUTO": "lots"})

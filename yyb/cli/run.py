@@ -78,7 +78,9 @@ def run(ctx, plan_name, dry_run, jobs, keep_workspaces):
     dispatched again. Ctrl-C stops in-flight attempts (retained as cancelled).
     """
     from yyb.attempts import run as attempts
+    from yyb.store import gc
 
+    gc.auto_threshold(dict(os.environ))  # a bad setting is refused before anything runs
     plan_oid, records = load_plan(ctx, plan_name)
     plan = records[plan_oid]
     if dry_run:
@@ -113,6 +115,13 @@ def run(ctx, plan_name, dry_run, jobs, keep_workspaces):
 
         record = take(store, run_ctx.signer)
         click.echo(f"checkpoint: {record['size']} updates, root {record['root']}", err=True)
+    packed = gc.auto(store, dict(os.environ))
+    if packed is not None:
+        click.echo(
+            f"yyb: packed {packed.packed} loose objects (automatic gc; "
+            f"{gc.AUTO_ENV}=0 turns it off)",
+            err=True,
+        )
     return 130 if run_ctx.cancel.is_set() else 0
 
 

@@ -142,3 +142,46 @@ def count(store) -> dict:
             os.path.getsize(p.path) + os.path.getsize(p.path[:-5] + ".idx") for p in packs
         ),
     }
+
+
+AUTO_ENV = "YYB_GC_AUTO"
+AUTO_DEFAULT = 6700  # loose objects, as git's gc.auto
+
+
+def auto_threshold(environ: dict) -> int:
+    """The loose-object count past which ``auto`` packs: ``$YYB_GC_AUTO`` (0: never).
+
+    Raises:
+        UsageError: it is not a whole number.
+    """
+    from yyb.errors import UsageError
+
+    text = environ.get(AUTO_ENV, "").strip()
+    if not text:
+        return AUTO_DEFAULT
+    if not text.isdigit():
+        raise UsageError(f"{AUTO_ENV}={text!r}: a number of loose objects, or 0 for never")
+    return int(text)
+
+
+def estimate_loose(store) -> int:
+    """About how many loose objects there are: one fan-out folder's files x 256 (git's
+    estimate: oids are uniform, and one listing is cheap)."""
+    try:
+        names = os.listdir(os.path.join(store.objects.folder, "17"))
+    except (FileNotFoundError, NotADirectoryError):
+        return 0
+    return 256 * sum(1 for name in names if len(name) == 62)
+
+
+def auto(store, environ: dict) -> Collected | None:
+    """``gc`` when the loose objects pass the threshold and no other gc runs; else None."""
+    from yyb.errors import LockHeld
+
+    threshold = auto_threshold(environ)
+    if threshold == 0 or store.path is None or estimate_loose(store) <= threshold:
+        return None
+    try:
+        return gc(store)
+    except LockHeld:
+        return None  # another gc is packing them
