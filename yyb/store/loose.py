@@ -14,10 +14,10 @@ import os
 import stat
 import threading
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from yyb.errors import CorruptObject, ObjectMissing, StoreIOError
-from yyb.store import file, pack
+from yyb.store import file
 from yyb.store.object_store import (
     STREAM_THRESHOLD,
     ObjectStore,
@@ -25,6 +25,9 @@ from yyb.store.object_store import (
     small_and_well_formed,
 )
 from yyb.store.objects import MAX_HEADER, OID_HEX, hash_object, header, parse_header
+
+if TYPE_CHECKING:
+    from yyb.store import pack
 
 
 class DiskObjects(ObjectStore):
@@ -48,6 +51,8 @@ class DiskObjects(ObjectStore):
             return list(self._packs.values())
         if not os.path.isdir(self.pack_folder):
             return []
+        from yyb.store import pack  # only a store with packs pays for it
+
         with self._packs_lock:
             for path in pack.pack_paths(self.pack_folder):
                 if path not in self._packs:
