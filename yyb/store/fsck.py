@@ -377,13 +377,17 @@ def fsck(store: Store, now: float | None = None) -> Iterator[Finding]:
     """Check the whole store; yield every finding (errors first per object, infos last)."""
     now = time.time() if now is None else now
     present: list[str] = []
+    loose: set[str] = set()
+    checked_blobs: set[str] = set()  # blobs of packs verified whole: nothing more to check
     if store.path is not None:
         for kind, what in _layout(store):
             if kind == "object":
                 present.append(what)
+                loose.add(what)
             elif kind == "pack":
-                packed, finding = _verify_pack(what)
+                packed, blobs, finding = _verify_pack(what)
                 present += packed
+                checked_blobs |= blobs
                 if finding is not None:
                     yield finding
             elif kind == "stray":
@@ -408,6 +412,8 @@ def fsck(store: Store, now: float | None = None) -> Iterator[Finding]:
     have = set(present)
     edges: dict[str, tuple[str, ...]] = {}
     for oid in present:
+        if oid in checked_blobs and oid not in loose:  # a loose copy is read first: check it
+            continue
         seen = inspect(store, oid)
         yield from seen.findings
         if seen.links:
@@ -439,20 +445,21 @@ def fsck(store: Store, now: float | None = None) -> Iterator[Finding]:
             yield info("dangling", oid, "not reachable from any ref")
 
 
-def _verify_pack(path: str) -> tuple[list[str], Finding | None]:
-    """(the oids of a pack that verifies whole, else none; the finding when it does not)."""
+def _verify_pack(path: str) -> tuple[list[str], set[str], Finding | None]:
+    """(the oids of a pack that verifies whole, else none; its blobs; the finding when it
+    does not verify)."""
     from yyb.store import pack
 
     rel = "objects/pack/" + os.path.basename(path)
     try:
         held = pack.Pack.open(path)
     except pack.PackError as exc:
-        return [], error("bad-pack", rel, exc.reason)
+        return [], set(), error("bad-pack", rel, exc.reason)
     try:
-        held.verify()
-        return list(held.oids()), None
+        blobs = held.verify()
+        return list(held.oids()), blobs, None
     except pack.PackError as exc:
-        return [], error("bad-pack", rel, exc.reason)
+        return [], set(), error("bad-pack", rel, exc.reason)
     finally:
         held.close()
 

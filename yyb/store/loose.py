@@ -68,6 +68,15 @@ class DiskObjects(ObjectStore):
                     return data
         return None
 
+    def _first_pack(self, oid: str) -> bytes | None:
+        """``oid``'s bytes from a pack already open, or None (no rescan: the loose lookup
+        and a rescan come after)."""
+        for held in list(self._packs.values()):
+            data = held.read(oid)
+            if data is not None:
+                return data
+        return None
+
     def _in_pack(self, oid: str) -> bool:
         return any(
             held.find(oid) is not None for rescan in (False, True) for held in self.packs(rescan)
@@ -161,6 +170,10 @@ class DiskObjects(ObjectStore):
         return handle, kind, size, start
 
     def _read(self, oid: str) -> bytes | None:
+        if self._packs:  # a packed store: most objects are in a pack, look there first
+            packed = self._first_pack(oid)
+            if packed is not None:
+                return packed
         small = self._read_small(oid)
         if small is not None:
             return small or None
@@ -177,6 +190,10 @@ class DiskObjects(ObjectStore):
         Returns b"" when absent and None when the file needs the careful path (large, or
         anything unusual, which ``_open`` then reports precisely).
         """
+        if self._packs:
+            packed = self._first_pack(oid)
+            if packed is not None:
+                return small_and_well_formed(packed, oid, limit) if len(packed) <= limit else None
         try:
             fd = self._open_fd(oid)
         except (CorruptObject, OSError):

@@ -230,9 +230,10 @@ class Pack:
         lo, hi = self._fanout(byte)
         return [h for h in (self._oid(i).hex() for i in range(lo, hi)) if h.startswith(prefix)]
 
-    def verify(self) -> None:
+    def verify(self) -> set[str]:
         """Check every hash: the index's trailer, the pack's, the order of the oids, and
-        that each object's bytes hash to its oid and the objects tile the pack exactly.
+        that each object's bytes hash to its oid and the objects tile the pack exactly;
+        return the oids of its blobs (a blob that hashes right has nothing more to check).
 
         Raises:
             PackError: the first thing that does not verify.
@@ -255,6 +256,7 @@ class Pack:
             previous = oid
             entries.append((self._offset(i), i))
         position = HEAD.size
+        blobs = set()
         for start, i in sorted(entries):
             oid = self._oid(i).hex()
             if start != position:
@@ -263,9 +265,12 @@ class Pack:
             kind, _, start_body = parse_header(data[:MAX_HEADER], oid)
             if hash_object(kind, data[start_body:]) != oid:
                 raise PackError(self.path, f"{oid}: its bytes do not hash to it")
+            if kind == "blob":
+                blobs.add(oid)
             position += len(data)
         if position != len(self.data) - HASH:
             raise PackError(self.path, "bytes lie between its last object and its trailer")
+        return blobs
 
     def close(self) -> None:
         self.index.close()
