@@ -278,3 +278,36 @@ def test_automatic_gc_packs_past_its_threshold_only(tmp_path):
     assert done is not None and done.packed == i and gc.count(store)["loose"] == 0
     with pytest.raises(UsageError):
         gc.auto_threshold({"YYB_GC_AUTO": "lots"})
+
+
+def test_gc_drops_emptied_folders_and_a_writer_racing_it_makes_them_again(tmp_path, monkeypatch):
+    import io
+
+    from yyb.store.loose import DiskObjects
+
+    store, _ = filled(str(tmp_path / "s"), 20)
+    gc.gc(store)
+    assert [n for n in os.listdir(store.objects.folder) if n != "pack"] == []  # all dropped
+    # A writer whose folder a gc removes right after the writer made it: it makes it again.
+    refuse = DiskObjects._refuse_link
+    removed = []
+
+    def gc_strikes(self, prefix):
+        refuse(self, prefix)
+        folder = os.path.join(self.folder, prefix)
+        if prefix not in removed and not os.listdir(folder):  # once per folder
+            os.rmdir(folder)
+            removed.append(prefix)
+
+    monkeypatch.setattr(DiskObjects, "_refuse_link", gc_strikes)
+    one = store.objects.put("blob", b"one object")
+    many = store.objects.put_many([("blob", f"many {i}".encode()) for i in range(12)])
+    big = os.urandom(3 << 20)
+    streamed = store.objects.put_blob_file(io.BytesIO(big), len(big))
+    assert removed  # the folders did go away under the writers
+    monkeypatch.undo()
+    fresh = Store.open(store.path)
+    assert fresh.objects.get(one).body == b"one object"
+    assert [fresh.objects.get(o).body for o in many] == [f"many {i}".encode() for i in range(12)]
+    assert fresh.objects.get(streamed).body == big
+    assert errors(fresh) == []

@@ -106,8 +106,12 @@ def _remove(objects, oids: list[str]) -> int:
         except OSError as exc:
             raise file.io_error(objects.path(oid), exc) from exc
     for folder in sorted(folders):
-        file.fsync_dir(folder)
+        try:
+            os.rmdir(folder)  # emptied: a file system never shrinks a folder, so drop it
+        except OSError:
+            file.fsync_dir(folder)  # still holds objects (or a write in progress)
     if folders:
+        file.fsync_dir(objects.folder)
         file.durable_point()
     return removed
 

@@ -30,6 +30,11 @@ if TYPE_CHECKING:
     from yyb.store import pack
 
 
+# A fan-out folder that gc emptied may be removed between a writer making it and writing into
+# it (a temp file inside keeps it): the writer makes it again, this many times at most.
+FOLDER_RETRIES = 3
+
+
 class DiskObjects(ObjectStore):
     """Loose objects under ``<root>/objects/<2 hex>/<62 hex>``, each exactly its stored bytes,
     and packs under ``<root>/objects/pack`` (pack.py), read after the loose files: ``yyb gc``
@@ -250,8 +255,18 @@ class DiskObjects(ObjectStore):
             )
 
     def _write(self, oid: str, data: bytes) -> None:
-        self._ensure_folder(oid[:2])
-        file.write_atomic(self.path(oid), data, mode=0o444)
+        for attempt in range(FOLDER_RETRIES):
+            self._ensure_folder(oid[:2])
+            try:
+                file.write_atomic(self.path(oid), data, mode=0o444)
+                return
+            except StoreIOError:
+                if attempt == FOLDER_RETRIES - 1 or self._has_folder(oid[:2]):
+                    raise
+                # gc removed the folder, emptied, between making it and writing: again
+
+    def _has_folder(self, prefix: str) -> bool:
+        return os.path.isdir(os.path.join(self.folder, prefix))
 
     def put_many(self, items: list[tuple[str, bytes]]) -> list[str]:
         """Write many objects with the same durability as ``put``, but in batches.
@@ -312,7 +327,16 @@ class DiskObjects(ObjectStore):
         import tempfile
 
         oid, data = item
-        fd, tmp = tempfile.mkstemp(dir=os.path.join(self.folder, oid[:2]), prefix=file.TEMP_PREFIX)
+        for attempt in range(FOLDER_RETRIES):
+            try:
+                fd, tmp = tempfile.mkstemp(
+                    dir=os.path.join(self.folder, oid[:2]), prefix=file.TEMP_PREFIX
+                )
+                break
+            except FileNotFoundError:  # gc removed the emptied folder: make it again
+                if attempt == FOLDER_RETRIES - 1:
+                    raise
+                self._ensure_folder(oid[:2])
         try:
             view = memoryview(data)
             while view:
@@ -341,8 +365,14 @@ class DiskObjects(ObjectStore):
                 os.fsync(sink.fileno())
             if self.contains(oid):
                 return oid
-            self._ensure_folder(oid[:2])
-            file.commit_temp(tmp, self.path(oid))
+            for attempt in range(FOLDER_RETRIES):
+                self._ensure_folder(oid[:2])
+                try:
+                    file.commit_temp(tmp, self.path(oid))
+                    break
+                except StoreIOError:
+                    if attempt == FOLDER_RETRIES - 1 or self._has_folder(oid[:2]):
+                        raise  # not a folder gc removed under the rename
             tmp = None
             return oid
         except OSError as exc:
