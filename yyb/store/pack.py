@@ -17,6 +17,7 @@ without an index is not part of the store (a write cut short).
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import mmap
 import os
@@ -133,6 +134,12 @@ def _index(oids: list[bytes], offsets: list[int], trailer: bytes) -> bytes:
     return body + hashlib.sha256(body).digest()
 
 
+# After this many lookups in one process a pack lists its oids in memory and searches them
+# with bisect (C), instead of a binary search in Python over the mapped index: a batch reader
+# pays the listing once, a single lookup never does.
+LIST_AFTER = 64
+
+
 @dataclass
 class Pack:
     """One pack and its index, mapped read-only."""
@@ -141,6 +148,8 @@ class Pack:
     count: int
     index: mmap.mmap
     data: mmap.mmap
+    _lookups: int = 0
+    _listed: list[bytes] | None = None
 
     @classmethod
     def open(cls, path: str) -> Pack:
@@ -187,6 +196,15 @@ class Pack:
     def find(self, oid: str) -> int | None:
         """The entry of ``oid`` in the index, or None."""
         key = bytes.fromhex(oid)
+        if self._listed is None:
+            self._lookups += 1
+            if self._lookups > LIST_AFTER:
+                start = HEAD.size + FANOUT.size
+                flat = self.index[start : start + self.count * HASH]
+                self._listed = [flat[i : i + HASH] for i in range(0, len(flat), HASH)]
+        if self._listed is not None:
+            at = bisect.bisect_left(self._listed, key)
+            return at if at < self.count and self._listed[at] == key else None
         lo, hi = self._fanout(key[0])
         while lo < hi:
             mid = (lo + hi) // 2
