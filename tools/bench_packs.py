@@ -46,11 +46,11 @@ from bench_store import (  # noqa: E402  (tools/ is put on sys.path just above)
     ChildRun,
     Report,
     Row,
-    _expected_batch_bytes,
     bench_env,
     best,
     build_git_repo,
     build_yyb_store,
+    checked_batch,
     describe_machine,
     describe_yyb,
     fill_bytecode_cache,
@@ -232,19 +232,7 @@ def bench_batch(
     yyb_cmd = [yyb, "--store", str(store_dir), "cat-object", "--batch"]
     git_cmd = ["git", "-C", str(repo), "cat-file", "--batch"]
 
-    # One untimed run each, to a file: checks that the output is complete (and warms up).
-    check_out = work / "batch-check.out"
-    for cmd, ids, objects in ((yyb_cmd, ids_yyb, ours), (git_cmd, ids_git, theirs)):
-        with open(ids, "rb") as stdin, open(check_out, "wb") as out:
-            run_child(cmd, stdin=stdin, stdout=out, env=env)
-        got, want = check_out.stat().st_size, _expected_batch_bytes(objects)
-        if got != want:
-            raise SystemExit(f"bench: {cmd[0]} --batch printed {got} bytes, expected {want}")
-    check_out.unlink()
-
-    def timed(cmd: list[str], ids: Path) -> ChildRun:
-        with open(ids, "rb") as stdin:
-            return run_child(cmd, stdin=stdin, env=env)
+    timed = checked_batch([(yyb_cmd, ids_yyb, ours), (git_cmd, ids_git, theirs)], work, env)
 
     print(f"[batch] timing, best of {repeat}", file=sys.stderr)
     ours_runs, git_runs = interleave(

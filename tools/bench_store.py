@@ -443,6 +443,26 @@ def _expected_batch_bytes(objects: list[tuple[str, int]]) -> int:
     return sum(len(f"{oid} blob {size}\n") + size + 1 for oid, size in objects)
 
 
+def checked_batch(runs: list[tuple[list[str], Path, list[tuple[str, int]]]], work: Path,
+                  env: dict[str, str]) -> Callable[[list[str], Path], ChildRun]:
+    """One untimed run of each (command, ids file, objects), to a file: check that the
+    output is complete (and warm up); return the timer of a run, (command, ids) -> ChildRun."""
+    check_out = work / "batch-check.out"
+    for cmd, ids, objects in runs:
+        with open(ids, "rb") as stdin, open(check_out, "wb") as out:
+            run_child(cmd, stdin=stdin, stdout=out, env=env)
+        got, want = check_out.stat().st_size, _expected_batch_bytes(objects)
+        if got != want:
+            raise SystemExit(f"bench: {cmd[0]} --batch printed {got} bytes, expected {want}")
+    check_out.unlink()
+
+    def timed(cmd: list[str], ids: Path) -> ChildRun:
+        with open(ids, "rb") as stdin:
+            return run_child(cmd, stdin=stdin, env=env)
+
+    return timed
+
+
 def bench_batch(report: Report, yyb: str, count: int, seed: int, repeat: int, work: Path,
                 env: dict[str, str]) -> None:
     """yyb cat-object --batch vs git cat-file --batch, every id of ``count`` blobs on stdin."""
@@ -458,20 +478,7 @@ def bench_batch(report: Report, yyb: str, count: int, seed: int, repeat: int, wo
     yyb_cmd = [yyb, "--store", str(store_dir), "cat-object", "--batch"]
     git_cmd = ["git", "-C", str(repo), "cat-file", "--batch"]
 
-    # One untimed run each, to a file: checks the output is complete (and warms up further).
-    check_out = work / "batch-check.out"
-    for cmd, ids, objects in ((yyb_cmd, ids_yyb, ours), (git_cmd, ids_git, theirs)):
-        with open(ids, "rb") as stdin, open(check_out, "wb") as out:
-            run_child(cmd, stdin=stdin, stdout=out, env=env)
-        got, want = check_out.stat().st_size, _expected_batch_bytes(objects)
-        if got != want:
-            raise SystemExit(f"bench: {cmd[0]} --batch printed {got} bytes, expected {want}")
-    check_out.unlink()
-
-    def timed(cmd: list[str], ids: Path) -> ChildRun:
-        with open(ids, "rb") as stdin:
-            return run_child(cmd, stdin=stdin, env=env)
-
+    timed = checked_batch([(yyb_cmd, ids_yyb, ours), (git_cmd, ids_git, theirs)], work, env)
     print(f"[batch] timing, best of {repeat}", file=sys.stderr)
     for extra, label, target in (([], "", True), (["--buffer"], " `--buffer`", False)):
         ours_runs, git_runs = interleave(repeat, lambda e=extra: timed(yyb_cmd + e, ids_yyb),

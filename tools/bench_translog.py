@@ -29,7 +29,7 @@ from yyb.store import merkle, translog  # noqa: E402
 from yyb.store.repo import Store  # noqa: E402
 
 
-class NoLog(translog.TransparencyLog, translog.View):
+class NoLog(translog.MemoryLog):
     """The baseline: a log that takes no lock and appends nothing."""
 
     @contextlib.contextmanager

@@ -33,6 +33,7 @@ import errno
 import os
 import secrets
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 
 from yyb.errors import CorruptRef
@@ -56,32 +57,35 @@ def parse_line(line: bytes) -> tuple[str, str]:
     return oid, ref
 
 
-class View:
+class View(ABC):
     """The log while its lock is held: read it, prove things about it, append to it."""
 
-    def size(self) -> int:
-        raise NotImplementedError
+    @abstractmethod
+    def size(self) -> int: ...
 
-    def origin(self) -> str:
-        raise NotImplementedError
+    @abstractmethod
+    def origin(self) -> str: ...
 
+    @abstractmethod
     def node(self, level: int, index: int) -> bytes:
         """The hash of complete subtree ``index`` of 2^``level`` leaves."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def entries(self, start: int = 0) -> Iterator[tuple[str, str]]:
         """(update oid, ref name) of each leaf from ``start``, in order."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def level(self, level: int) -> bytes:
         """Every stored hash of one level, concatenated (for audits)."""
-        raise NotImplementedError
+        ...
 
-    def append(self, entries: list[tuple[str, str]]) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def append(self, entries: list[tuple[str, str]]) -> None: ...
 
-    def last(self) -> tuple[str, str] | None:
-        raise NotImplementedError
+    @abstractmethod
+    def last(self) -> tuple[str, str] | None: ...
 
     # --- shared -------------------------------------------------------------------------
 
@@ -122,13 +126,12 @@ class View:
             raise merkle.ProofError(f"the log has {self.size()} leaves, not {size}")
 
 
-class TransparencyLog:
+class TransparencyLog(ABC):
     """Opens ``View``s of one store's log (``locked``)."""
 
-    @contextlib.contextmanager
-    def locked(self) -> Iterator[View]:
-        raise NotImplementedError
-        yield
+    @abstractmethod
+    def locked(self) -> contextlib.AbstractContextManager[View]:
+        """The log under its lock, for as long as the context lasts."""
 
 
 # --- in memory ----------------------------------------------------------------------------
