@@ -31,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
@@ -141,7 +140,7 @@ class MemoryLog(TransparencyLog, View):
     def __init__(self) -> None:
         self._lines: list[tuple[str, str]] = []
         self._levels: list[list[bytes]] = [[]]
-        self._origin = f"yyb/{secrets.token_hex(16)}"
+        self._origin = f"yyb/{os.urandom(16).hex()}"
         self._mutex = threading.RLock()
 
     @contextlib.contextmanager
@@ -416,7 +415,7 @@ class _DiskView(View):
         if not entries:
             return
         if not self.count and not self.origin():  # named with the first leaf
-            origin = f"yyb/{secrets.token_hex(16)}"
+            origin = f"yyb/{os.urandom(16).hex()}"
             file.write_atomic(self.log.path("origin"), f"{origin}\n".encode("ascii"))
         fd = self._fd("leaves")
         data = b"".join(leaf_line(oid, ref) for oid, ref in entries)
