@@ -5,15 +5,12 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
 
 from yyb.errors import InvalidRecord, UsageError
-from yyb.evidence import records
-from yyb.store import codec, file, schema
+from yyb.store import codec, file
 from yyb.store.location import find_repository
 
 CONFIG_NAME = "yylo-benchmark.config.json"
-SCHEMA = records.CONFIG
 DEFAULT_EXCLUDED = (".yylo-benchmark/", ".juno_task/", CONFIG_NAME)
 DEFAULT_TIMEOUT_MS = 30 * 60 * 1000
 MODEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._:@+/-]*")
@@ -29,6 +26,14 @@ class ConfigError(UsageError):
         self.problems = problems
 
 
+def _schema() -> str:
+    """The configuration's schema_version (imported here: plumbing reads a configuration's
+    repositories and must not pay for importing every record kind)."""
+    from yyb.evidence.records import CONFIG
+
+    return CONFIG
+
+
 def pointer(parts: tuple) -> str:
     """A JSON pointer (RFC 6901) for a tuple of keys and indexes."""
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
@@ -37,7 +42,7 @@ def pointer(parts: tuple) -> str:
 def template(source_name: str, yylo_version: str = "INSTALLED_YYLO_VERSION") -> dict:
     """The configuration ``yyb init`` writes: valid, with placeholders to replace."""
     return {
-        "schema_version": SCHEMA,
+        "schema_version": _schema(),
         "yylo_version": yylo_version,
         "workspace": {
             "attempts_root": ".yylo-benchmark/attempts",
@@ -74,12 +79,25 @@ def default_path(cwd: str) -> str:
     return os.path.join(root, CONFIG_NAME)
 
 
-@dataclass(frozen=True)
 class Config:
-    """A loaded, validated configuration and where it came from."""
+    """A loaded, validated configuration and where it came from (a plain class: plumbing
+    reads a configuration's repositories and must not pay for importing ``dataclasses``)."""
 
-    path: str
-    data: dict
+    __slots__ = ("path", "data")
+
+    def __init__(self, path: str, data: dict) -> None:
+        self.path = path
+        self.data = data
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Config):
+            return NotImplemented
+        return (self.path, self.data) == (other.path, other.data)
+
+    __hash__ = None  # type: ignore[assignment]  (it holds a dict)
+
+    def __repr__(self) -> str:
+        return f"Config({self.path!r})"
 
     @property
     def folder(self) -> str:
@@ -213,10 +231,13 @@ def parse(text: bytes | str, path: str) -> Config:
         data = codec.from_json(text)
     except InvalidRecord as exc:
         raise ConfigError(path, [(pointer(exc.parts), exc.reason)]) from None
-    if data.get("schema_version") != SCHEMA:
+    expected = _schema()
+    if data.get("schema_version") != expected:
         found = data.get("schema_version")
-        raise ConfigError(path, [("/schema_version", f"expected {SCHEMA!r}, found {found!r}")])
-    problems = [(pointer(parts), reason) for parts, reason in schema.problems(data, SCHEMA)]
+        raise ConfigError(path, [("/schema_version", f"expected {expected!r}, found {found!r}")])
+    from yyb.store import schema
+
+    problems = [(pointer(parts), reason) for parts, reason in schema.problems(data, expected)]
     if not problems:
         problems = _semantic_problems(data)
     if problems:

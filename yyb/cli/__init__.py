@@ -1,18 +1,15 @@
 """The yyb command line: the one place that prints errors and chooses exit codes.
 
-Subcommands load lazily so that plumbing pays only for what it uses.
+``main`` runs the plumbing's common forms (``cat-object``, ``hash-object``) without importing
+click (``yyb.cli.fast``), because shell pipelines call them thousands of times; every other
+command line goes through the click group in ``yyb.cli.app``, whose subcommands load lazily so
+that each pays only for what it uses.
 """
 
 from __future__ import annotations
 
-import importlib
 import signal
 import sys
-
-import click
-
-from yyb import __version__
-from yyb.errors import YybError
 
 # name -> "module:attribute", imported only when the command runs (or help lists it).
 COMMANDS = {
@@ -53,45 +50,8 @@ COMMANDS = {
 }
 
 
-class LazyGroup(click.Group):
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(COMMANDS)
-
-    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        target = COMMANDS.get(name)
-        if target is None:
-            return None
-        module, attribute = target.split(":")
-        return getattr(importlib.import_module(module), attribute)
-
-
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "--store",
-    "store_path",
-    metavar="DIR",
-    envvar="YYB_STORE",
-    help="The object store (default: $YYB_STORE, else a per-repository folder under "
-    "$XDG_STATE_HOME/yyb/stores).",
-)
-@click.option(
-    "--config",
-    "config_path",
-    metavar="FILE",
-    envvar="YYB_CONFIG",
-    help="The configuration (default: yylo-benchmark.config.json at the repository top).",
-)
-@click.version_option(__version__, prog_name="yyb")
-@click.pass_context
-def cli(ctx: click.Context, store_path: str | None, config_path: str | None) -> None:
-    """yyb: coding-agent runs as evidence anyone can re-verify offline.
-
-    Exit codes: 0 ok, 1 a check failed or a named thing is missing, 2 bad input or usage.
-    """
-    ctx.obj = {"store_path": store_path, "config_path": config_path}
-
-
-def _fail(message: str, code: int) -> int:
+def fail(message: str, code: int) -> int:
+    """Print ``message`` as ``yyb: error:`` lines on stderr; return ``code``."""
     for line in message.splitlines() or [""]:
         sys.stderr.write(f"yyb: error: {line}\n")
     sys.stderr.flush()
@@ -99,31 +59,16 @@ def _fail(message: str, code: int) -> int:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run the CLI; every YybError becomes one stderr line and its exit code."""
+    """Run the command line ``argv`` (default: the process's) and exit with its code."""
     # Behave like other Unix tools in pipelines: `yyb ... | head` ends quietly.
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    try:
-        result = cli.main(args=argv, prog_name="yyb", standalone_mode=False)
-        code = result if isinstance(result, int) else 0
-    except YybError as exc:
-        code = _fail(exc.message, exc.exit_code)
-    except click.exceptions.NoArgsIsHelpError as exc:
-        click.echo(exc.ctx.get_help() if exc.ctx else "", err=True)
-        code = 2
-    except click.UsageError as exc:
-        hint = (
-            f" (see 'yyb {exc.ctx.command_path.partition(' ')[2]} --help')".replace(
-                "yyb  --help", "yyb --help"
-            )
-            if exc.ctx
-            else ""
-        )
-        code = _fail(exc.format_message() + hint, 2)
-    except click.ClickException as exc:
-        code = _fail(exc.format_message(), exc.exit_code)
-    except click.exceptions.Exit as exc:
-        code = exc.exit_code
-    except (click.Abort, KeyboardInterrupt):
-        code = _fail("interrupted", 130)
+    args = sys.argv[1:] if argv is None else list(argv)
+    from yyb.cli import fast
+
+    code = fast.run(args)
+    if code is None:
+        from yyb.cli import app
+
+        code = app.run(args)
     sys.stdout.flush()
     sys.exit(code)

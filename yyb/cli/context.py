@@ -3,60 +3,28 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Iterable
 
 import click
 
-from yyb.errors import UsageError
-from yyb.store.location import check_apart, find_repository, resolve_store_path
+from yyb.cli import locate
 from yyb.store.repo import Store
 
 
 def store_path(ctx: click.Context) -> str:
-    """The store named by --store / YYB_STORE / the default, refused (StoreOverlapsRepository)
-    when it overlaps one of ``repositories``."""
-    path = resolve_store_path(ctx.find_root().obj.get("store_path"), os.getcwd(), os.environ)
-    check_apart(path, repositories(ctx))
-    return path
+    """The store named by the global options (``locate.store_path``)."""
+    return locate.store_path(ctx.find_root().obj)
 
 
 def open_store(ctx: click.Context, create: bool = False) -> Store:
-    """Open the store named by --store / YYB_STORE / the default.
-
-    Plumbing requires an existing store (StoreNotFound otherwise); porcelain that records
-    evidence passes ``create=True`` and gets a new store where there was none. Either way a
-    store that overlaps a repository is refused before it is created or read (``store_path``).
-    """
-    path = store_path(ctx)
-    if create:
-        return Store.init(path)[0]
-    return Store.open(path)
-
-
-def repositories(ctx: click.Context) -> list[str]:
-    """The repositories a store must lie apart from: the one around the current folder, and
-    every one the configuration names, with the repository around each (a configured folder
-    inside a repository is snapshotted from that one)."""
-    from yyb import config
-
-    found = [find_repository(os.getcwd())]
-    try:
-        named = config.repositories_named(config_path(ctx))
-    except UsageError:  # outside any repository, with no configuration named
-        named = []
-    for path in named:
-        found += [path, find_repository(path)]
-    return [repo for repo in found if repo is not None]
+    """Open the store named by the global options (``locate.open_store``)."""
+    return locate.open_store(ctx.find_root().obj, create)
 
 
 def config_path(ctx: click.Context) -> str:
-    """The configuration named by --config / YYB_CONFIG, else the one at the top of the
-    repository (UsageError outside one)."""
-    from yyb import config
-
-    return ctx.find_root().obj.get("config_path") or config.default_path(os.getcwd())
+    """The configuration named by the global options (``locate.config_path``)."""
+    return locate.config_path(ctx.find_root().obj)
 
 
 def load_config(ctx: click.Context):

@@ -17,9 +17,9 @@ import binascii
 import json
 from typing import Any
 
-import msgpack
-
 from yyb.errors import InvalidRecord, NonCanonical
+
+# msgpack is imported by the functions that use it: plumbing that shows blobs never pays for it.
 
 MAX_DEPTH = 64
 INT_MIN = -(2**63)
@@ -164,6 +164,8 @@ def encode(value: dict) -> bytes:
     Raises:
         InvalidRecord: the value holds something a record cannot (the error names its path).
     """
+    import msgpack
+
     if type(value) is not dict:
         raise InvalidRecord("$", "a record must be a map")
     try:
@@ -240,6 +242,8 @@ def decode_value(body: bytes, oid: str | None = None) -> dict:
     Raises:
         NonCanonical: the body does not decode to a map of allowed values.
     """
+    import msgpack
+
     try:
         value = msgpack.unpackb(
             body, raw=False, strict_map_key=False, ext_hook=_reject_ext, timestamp=0
@@ -260,6 +264,8 @@ def decode(body: bytes, oid: str | None = None) -> dict:
     Raises:
         NonCanonical: the body is malformed, holds a forbidden type, or re-encodes to other bytes.
     """
+    import msgpack
+
     try:
         value = msgpack.unpackb(
             body, raw=False, strict_map_key=False, ext_hook=_reject_ext, timestamp=0
@@ -280,6 +286,8 @@ def decode(body: bytes, oid: str | None = None) -> dict:
 def _decode_carefully(body: bytes, oid: str | None) -> dict:
     """Decode with every check made as the bytes are read, raising NonCanonical with the
     precise reason; returns the value only if, against expectation, it is canonical."""
+    import msgpack
+
     try:
         value = msgpack.unpackb(
             body,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import errno
 import os
-import tempfile
 
 from yyb.errors import StoreIOError
 
@@ -66,7 +65,7 @@ def write_atomic(path: str, data: bytes, mode: int = 0o644) -> None:
     folder = os.path.dirname(path) or "."
     tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=TEMP_PREFIX)
+        fd, tmp = _mkstemp(folder)
         try:
             view = memoryview(data)
             while view:
@@ -118,7 +117,7 @@ def write_new(path: str, data: bytes) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=TEMP_PREFIX)
+        fd, tmp = _mkstemp(folder)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -284,3 +283,9 @@ def acquire_lock(path: str, timeout: float) -> tuple[int, dict | None]:
         fcntl.flock(fd, fcntl.LOCK_EX)
         os.write(fd, _holder_line())
         return fd, broken
+
+
+def _mkstemp(folder: str) -> tuple[int, str]:
+    import tempfile  # readers never pay for it
+
+    return tempfile.mkstemp(dir=folder, prefix=TEMP_PREFIX)

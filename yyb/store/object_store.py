@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 from yyb.errors import AmbiguousOid, CorruptObject, InvalidRecord, ObjectMissing
-from yyb.store import codec, schema
+from yyb.store import codec
 from yyb.store.objects import (
     MAX_RECORD,
     OID_HEX,
@@ -47,6 +47,8 @@ def record_body(value: dict, validate: bool = True) -> bytes:
         )
     version = check_record(value)
     if validate:
+        from yyb.store import schema  # jsonschema: only writers of records pay for it
+
         schema.validate(value, version)
     return body
 
@@ -221,6 +223,17 @@ class ObjectStore(ABC):
         obj = StoredObject(oid, kind, body)
         obj.check()
         return obj
+
+    def read_verified(self, oid: str) -> tuple[str, bytes | memoryview]:
+        """``oid``'s kind and body, proved as ``get`` proves them, for a reader that only
+        passes the bytes on (``cat-object --batch``): the body may be a view into a mapped
+        pack, valid while the store is open.
+
+        Raises:
+            ObjectMissing, CorruptObject (ChecksumMismatch, NonCanonical).
+        """
+        obj = self.get(oid)
+        return obj.kind, obj.body
 
     def get_small(self, oid: str, limit: int = 1 << 20) -> StoredObject | None:
         """``get`` for an object whose stored bytes are at most ``limit``, in one read; None

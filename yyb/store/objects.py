@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from yyb.errors import ChecksumMismatch, CorruptObject, InvalidOid, InvalidRecord
@@ -127,13 +126,28 @@ def check_record(value: dict) -> str:
     return version
 
 
-@dataclass(frozen=True)
 class StoredObject:
-    """An object as read from a store: its id, kind and body."""
+    """An object as read from a store: its id, kind and body (a plain class, not a dataclass:
+    ``cat-object`` must not pay for importing ``dataclasses``)."""
 
-    oid: str
-    kind: str
-    body: bytes
+    __slots__ = ("oid", "kind", "body", "_decoded")
+
+    def __init__(self, oid: str, kind: str, body: bytes) -> None:
+        self.oid = oid
+        self.kind = kind
+        self.body = body
+        self._decoded: dict[str, Any] | None = None
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StoredObject):
+            return NotImplemented
+        return (self.oid, self.kind, self.body) == (other.oid, other.kind, other.body)
+
+    def __hash__(self) -> int:
+        return hash(self.oid)
+
+    def __repr__(self) -> str:
+        return f"StoredObject(oid={self.oid!r}, kind={self.kind!r}, body=<{len(self.body)} bytes>)"
 
     def check(self) -> None:
         """Recompute the id (and, for a record, prove the body canonical).
@@ -157,8 +171,6 @@ class StoredObject:
         ``check()`` followed by ``value()`` pays for one decode."""
         if self.kind != "record":
             raise CorruptObject(self.oid, f"a {self.kind} has no record value")
-        decoded = self.__dict__.get("_decoded")
-        if decoded is None:
-            decoded = codec.decode(self.body, self.oid)
-            object.__setattr__(self, "_decoded", decoded)
-        return decoded
+        if self._decoded is None:
+            self._decoded = codec.decode(self.body, self.oid)
+        return self._decoded

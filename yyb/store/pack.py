@@ -17,13 +17,14 @@ without an index is not part of the store (a write cut short).
 
 from __future__ import annotations
 
+import array
 import bisect
 import hashlib
 import mmap
 import os
 import struct
+import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 
 from yyb.errors import CorruptObject
 from yyb.store import file
@@ -140,16 +141,21 @@ def _index(oids: list[bytes], offsets: list[int], trailer: bytes) -> bytes:
 LIST_AFTER = 64
 
 
-@dataclass
 class Pack:
     """One pack and its index, mapped read-only."""
 
-    path: str
-    count: int
-    index: mmap.mmap
-    data: mmap.mmap
-    _lookups: int = 0
-    _listed: list[bytes] | None = None
+    def __init__(self, path: str, count: int, index: mmap.mmap, data: mmap.mmap) -> None:
+        self.path = path
+        self.count = count
+        self.index = index
+        self.data = data
+        self._view = memoryview(data)
+        self._lookups = 0
+        self._listed: list[bytes] | None = None
+        self._offsets: array.array | None = None
+
+    def __repr__(self) -> str:
+        return f"Pack({self.path!r}, {self.count} objects)"
 
     @classmethod
     def open(cls, path: str) -> Pack:
@@ -195,13 +201,20 @@ class Pack:
 
     def find(self, oid: str) -> int | None:
         """The entry of ``oid`` in the index, or None."""
-        key = bytes.fromhex(oid)
+        return self._find(bytes.fromhex(oid))
+
+    def _find(self, key: bytes) -> int | None:
         if self._listed is None:
             self._lookups += 1
             if self._lookups > LIST_AFTER:
                 start = HEAD.size + FANOUT.size
                 flat = self.index[start : start + self.count * HASH]
                 self._listed = [flat[i : i + HASH] for i in range(0, len(flat), HASH)]
+                at = start + len(flat)
+                offsets = array.array("Q", self.index[at : at + 8 * self.count])
+                if sys.byteorder == "little":
+                    offsets.byteswap()
+                self._offsets = offsets
         if self._listed is not None:
             at = bisect.bisect_left(self._listed, key)
             return at if at < self.count and self._listed[at] == key else None
@@ -217,6 +230,19 @@ class Pack:
                 return mid
         return None
 
+    def view(self, oid: str) -> tuple[str, int, memoryview] | None:
+        """``oid``'s kind, body offset and stored bytes as a view into the mapped pack
+        (unverified; valid until ``close``), or None when it is not here.
+
+        Raises:
+            PackError: the entry's header or length does not fit the pack.
+        """
+        i = self._find(bytes.fromhex(oid))
+        if i is None:
+            return None
+        start, kind, body, stop = self._span(i, oid)
+        return kind, body - start, self._view[start:stop]
+
     def read(self, oid: str) -> bytes | None:
         """The stored bytes of ``oid`` (header and body), or None when it is not here.
 
@@ -229,15 +255,20 @@ class Pack:
         return self._entry(i, oid)
 
     def _entry(self, i: int, oid: str) -> bytes:
-        start = self._offset(i)
+        start, _, _, stop = self._span(i, oid)
+        return bytes(self.data[start:stop])
+
+    def _span(self, i: int, oid: str) -> tuple[int, str, int, int]:
+        """Entry ``i``'s (start, kind, body start, end) in the pack."""
+        start = self._offsets[i] if self._offsets is not None else self._offset(i)
         end = len(self.data) - HASH
         if not HEAD.size <= start < end:
             raise PackError(self.path, f"{oid}: its offset lies outside the pack")
-        kind, size, body = parse_header(bytes(self.data[start : start + MAX_HEADER]), oid)
-        stop = start + body + size
-        if stop > end:
+        kind, size, body = parse_header(self.data[start : start + MAX_HEADER], oid)
+        body += start
+        if body + size > end:
             raise PackError(self.path, f"{oid}: its body runs past the pack")
-        return bytes(self.data[start:stop])
+        return start, kind, body, body + size
 
     def oids(self) -> Iterator[str]:
         for i in range(self.count):
@@ -291,6 +322,7 @@ class Pack:
         return blobs
 
     def close(self) -> None:
+        self._view.release()
         self.index.close()
         self.data.close()
 

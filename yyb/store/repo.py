@@ -5,13 +5,16 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from yyb.errors import LockHeld, RefNotFound, StoreNotFound, UsageError
 from yyb.store import file
 from yyb.store.loose import DiskObjects
 from yyb.store.object_store import MemoryObjects, ObjectStore
 from yyb.store.objects import OID_HEX, check_prefix, is_oid
-from yyb.store.refs import DiskRefs, MemoryRefs, RefStore, check_ref_name
+
+if TYPE_CHECKING:
+    from yyb.store.refs import RefStore
 
 FORMAT_FILE = "format"
 FORMAT_VERSION = 1
@@ -22,13 +25,24 @@ FOLDERS = ("objects", "refs", "logs", "tmp", "locks", "transparency")
 class Store:
     """An object database with refs. Build one with ``open``, ``init`` or ``memory``."""
 
-    def __init__(self, objects: ObjectStore, refs: RefStore, path: str | None = None) -> None:
+    def __init__(self, objects: ObjectStore, refs: RefStore | None, path: str | None = None):
         self.objects = objects
-        self.refs = refs
+        self._refs = refs  # a disk store's refs are made when first used (``refs``)
         self.path = path
+
+    @property
+    def refs(self) -> RefStore:
+        """The refs (with their update logs and the transparency log)."""
+        if self._refs is None:
+            from yyb.store.refs import DiskRefs  # plumbing that names objects never pays
+
+            self._refs = DiskRefs(self.objects, self.path)
+        return self._refs
 
     @classmethod
     def memory(cls) -> Store:
+        from yyb.store.refs import MemoryRefs
+
         objects = MemoryObjects()
         return cls(objects, MemoryRefs(objects))
 
@@ -48,8 +62,7 @@ class Store:
         if text != FORMAT_TEXT:
             first = text.splitlines()[0] if text else "(empty)"
             raise StoreNotFound(path, f"unknown store format {first!r}")
-        objects = DiskObjects(path)
-        return cls(objects, DiskRefs(objects, path), path)
+        return cls(DiskObjects(path), None, path)
 
     @classmethod
     def init(cls, path: str) -> tuple[Store, bool]:
@@ -83,6 +96,8 @@ class Store:
         Raises:
             LockHeld: another live process holds it past ``timeout`` seconds.
         """
+        from yyb.store.refs import check_ref_name
+
         check_ref_name(name)
         if "/" in name:
             raise UsageError(f"a lock name is one component: {name!r}")
@@ -123,6 +138,8 @@ class Store:
             found = self.objects._with_prefix(name)
             if found:
                 return self.objects.resolve(name)
+        from yyb.store.refs import check_ref_name
+
         try:
             value = self.refs.read(check_ref_name(name))
         except UsageError:

@@ -1,0 +1,221 @@
+"""The click-free plumbing path (yyb.cli.fast): the same command line means the same thing
+whichever path runs it, the fast path imports nothing heavy, and ``cat-object --batch``
+answers a name before it waits for the next one."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from tests.conftest import flip_byte, note
+from yyb.cli import app, fast
+from yyb.store import gc
+from yyb.store.repo import Store
+
+
+def both(store_path: str, args: list[str], input: bytes | None = None):
+    """Run ``args`` through the fast path and through click: each (code, stdout, stderr);
+    the fast one is None when that path declined the line."""
+    results = []
+    for runner in (fast.run, app.run):
+        with CliRunner().isolation(input=input) as streams:
+            code = runner(["--store", store_path, *args])
+            sys.stdout.flush()
+            sys.stderr.flush()
+            out, err = streams[0].getvalue(), streams[1].getvalue()
+        results.append(None if code is None else (code, out, err))
+    return results
+
+
+@pytest.fixture
+def filled(tmp_path):
+    store, _ = Store.init(str(tmp_path / "store"))
+    blob = store.objects.put("blob", b"line one\n")
+    big = store.objects.put("blob", os.urandom(17 << 20))  # streamed by -p and --raw
+    record = store.objects.put_record(note("kept", blob=blob))
+    store.refs.update("refs/notes/kept", record)
+    json_file = tmp_path / "note.json"
+    json_file.write_text(json.dumps(note("hashed")))
+    bad_json = tmp_path / "bad.json"
+    bad_json.write_text('{"schema_version": 1.5}')
+    (tmp_path / "folder").mkdir()
+    return {
+        "store": store,
+        "blob": blob,
+        "big": big,
+        "record": record,
+        "json": str(json_file),
+        "bad_json": str(bad_json),
+        "folder": str(tmp_path / "folder"),
+        "missing": str(tmp_path / "nothing-here"),
+    }
+
+
+# Command lines the fast path runs itself; it must agree with click on each.
+FAST = [
+    ["cat-object", "-t", "{blob}"],
+    ["cat-object", "-s", "{record}"],
+    ["cat-object", "-e", "{blob}"],
+    ["cat-object", "-e", "0" * 64],
+    ["cat-object", "-p", "{blob}"],
+    ["cat-object", "-p", "{record}"],
+    ["cat-object", "-p", "{big}"],
+    ["cat-object", "--raw", "{record}"],
+    ["cat-object", "--json", "{record}"],
+    ["cat-object", "--json", "{blob}"],
+    ["cat-object", "-t", "refs/notes/kept"],
+    ["cat-object", "-t", "notes/kept"],
+    ["cat-object", "-p", "{blob6}"],
+    ["cat-object", "-p", "f" * 64],
+    ["cat-object", "-p", "xyz!"],
+    ["cat-object", "-t", ""],
+    ["cat-object", "--batch"],
+    ["cat-object", "--batch-check", "--buffer"],
+    ["hash-object", "{json}"],
+    ["hash-object", "-w", "-t", "record", "{json}"],
+    ["hash-object", "-t", "record", "{bad_json}"],
+    ["hash-object", "-w", "{json}", "{json}"],
+    ["hash-object", "{missing}"],
+    ["hash-object", "--stdin"],
+    ["hash-object", "-w", "--stdin-paths"],
+]
+# Command lines it leaves to click (help, mistakes, spellings it does not parse).
+DECLINED = [
+    ["cat-object"],
+    ["cat-object", "-t"],
+    ["cat-object", "-t", "-s", "{blob}"],
+    ["cat-object", "--batch", "{blob}"],
+    ["cat-object", "-h"],
+    ["cat-object", "--help"],
+    ["cat-object", "-t", "{blob}", "extra"],
+    ["cat-object", "--no-such-flag", "{blob}"],
+    ["hash-object"],
+    ["hash-object", "-t", "tree", "{json}"],
+    ["hash-object", "-tblob", "{json}"],
+    ["hash-object", "--stdin", "--stdin-paths"],
+    ["hash-object", "--stdin-paths", "{json}"],
+    ["hash-object", "{folder}"],
+    ["hash-object", "--", "{json}"],
+    ["show-ref"],
+    ["--version"],
+]
+
+
+def _expand(args: list[str], names: dict) -> list[str]:
+    names = {**names, "blob6": names["blob"][:6]}
+    return [a.format(**{k: v for k, v in names.items() if isinstance(v, str)}) for a in args]
+
+
+@pytest.mark.parametrize("args", FAST, ids=" ".join)
+def test_the_fast_path_and_click_agree(filled, args):
+    line = _expand(args, filled)
+    stdin = f"{filled['blob']}\n{filled['record'][:8]}\nnotes/kept\n{'0' * 64}\n".encode()
+    if args == ["hash-object", "-w", "--stdin-paths"]:
+        stdin = f"{filled['json']}\n".encode()
+    quick, slow = both(filled["store"].path, line, input=stdin)
+    assert quick is not None, "the fast path declined a line it should run"
+    assert quick == slow
+    assert b"Traceback" not in quick[2]
+
+
+@pytest.mark.parametrize("args", DECLINED, ids=" ".join)
+def test_anything_else_is_left_to_click(filled, args):
+    assert fast.run(["--store", filled["store"].path, *_expand(args, filled)]) is None
+
+
+def test_a_corrupt_or_packed_object_reads_the_same_on_both_paths(filled):
+    store = filled["store"]
+    lines = [["cat-object", "-p", filled["blob"]], ["cat-object", "--batch"]]
+    names = f"{filled['blob']}\n{filled['record']}\n{filled['big']}\n".encode()
+    gc.gc(store)
+    for line in lines:
+        quick, slow = both(store.path, line, input=names)
+        assert quick == slow and quick[0] == 0
+    assert names.splitlines()[0] in quick[1]
+    packed = next(p.path for p in Store.open(store.path).objects.packs())
+    with open(packed, "rb") as handle:
+        at = handle.read().index(b"blob 9\0line one\n")
+    flip_byte(packed, offset=at + 8)  # inside the blob's body
+    for line in lines:
+        quick, slow = both(store.path, line, input=names)
+        assert quick == slow and quick[0] == 1, quick
+
+
+def test_global_options_and_their_variables(filled, monkeypatch):
+    oid = filled["blob"]
+    monkeypatch.setenv("YYB_STORE", filled["store"].path)
+    for args in (
+        ["cat-object", "-t", oid],
+        ["--store=" + filled["store"].path, "cat-object", "-t", oid],
+        ["--config", filled["missing"], "cat-object", "-t", oid],
+    ):
+        with CliRunner().isolation() as streams:
+            assert fast.run(args) == 0
+            sys.stdout.flush()
+            assert streams[0].getvalue() == b"blob\n"
+    monkeypatch.setenv("YYB_STORE", filled["missing"])
+    with CliRunner().isolation() as streams:
+        assert fast.run(["cat-object", "-t", oid]) == 2
+        sys.stderr.flush()
+        assert b"not a yyb store" in streams[1].getvalue()
+
+
+HEAVY = (
+    "click",
+    "dataclasses",
+    "msgpack",
+    "jsonschema",
+    "pygit2",
+    "cryptography",
+    "yyb.store.refs",
+)
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_plumbing_imports_nothing_heavy(filled, packed):
+    if packed:
+        gc.gc(filled["store"])
+    script = (
+        "import sys\n"
+        "from yyb.cli import fast\n"
+        f"code = fast.run(['--store', {filled['store'].path!r}, 'cat-object', '-p', "
+        f"{filled['blob']!r}])\n"
+        "sys.stdout.flush()\n"
+        f"heavy = sorted(m for m in sys.modules if m in {HEAVY!r})\n"
+        "print(code, heavy, file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)
+    assert done.stdout == b"line one\n"
+    assert done.stderr.decode().strip() == "0 []"
+
+
+def test_batch_answers_a_name_before_it_waits_for_the_next(filled):
+    """An interactive reader writes one name and waits for its answer: the answers are
+    flushed whenever yyb would wait, not only when the output buffer fills."""
+    store = filled["store"]
+    gc.gc(store)
+    names = [filled["blob"], filled["record"], "0" * 64]
+    child = subprocess.Popen(
+        [sys.executable, "-m", "yyb", "--store", store.path, "cat-object", "--batch-check"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        for name in names:
+            child.stdin.write(name.encode() + b"\n")
+            child.stdin.flush()
+            ready, _, _ = select.select([child.stdout], [], [], 30)
+            assert ready, f"no answer to {name} while yyb waits for more names"
+            line = os.read(child.stdout.fileno(), 4096).decode()
+            assert line.startswith(name) and line.endswith("\n") and line.count("\n") == 1
+        child.stdin.close()
+        assert child.wait(timeout=30) == 0
+    finally:
+        child.kill()
+        child.wait()

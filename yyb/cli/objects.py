@@ -1,0 +1,195 @@
+"""What ``hash-object`` and ``cat-object`` do, without click: the click commands in
+``yyb.cli.plumbing`` and the fast path in ``yyb.cli.fast`` both parse their flags into these
+calls, so a command line means the same whichever path runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections.abc import Callable
+from typing import BinaryIO, Literal
+
+from yyb.cli import fail
+from yyb.errors import CorruptObject, NotFound, UsageError, YybError
+from yyb.store import codec
+from yyb.store.object_store import STREAM_THRESHOLD, hash_stream, record_body, spool
+from yyb.store.objects import hash_object as oid_of
+
+HashKind = Literal["blob", "record"]
+CatMode = Literal["type", "size", "exists", "pretty", "json", "raw", "batch", "batch-check"]
+CAT_MODES: tuple[CatMode, ...] = (
+    "type",
+    "size",
+    "exists",
+    "pretty",
+    "json",
+    "raw",
+    "batch",
+    "batch-check",
+)
+
+
+# --- hash-object ----------------------------------------------------------------------------
+
+
+def hash_objects(
+    open_store: Callable,
+    write: bool,
+    kind: HashKind,
+    from_stdin: bool,
+    stdin_paths: bool,
+    nul: bool,
+    files: list[str],
+) -> int:
+    """Print the oid of each input, one per line (flags already checked for consistency)."""
+    store = open_store() if write else None
+    out = sys.stdout
+    if from_stdin:
+        out.write(_hash_one(sys.stdin.buffer, None, kind, store, "<stdin>") + "\n")
+    if stdin_paths:
+        data = sys.stdin.buffer.read()
+        names = data.split(b"\0" if nul else b"\n")
+        if names and names[-1] == b"":
+            names.pop()
+        files = [os.fsdecode(n) for n in names]
+    for path in files:
+        handle, size = _open_input(path)
+        with handle:
+            out.write(_hash_one(handle, size, kind, store, path) + "\n")
+        out.flush()
+    return 0
+
+
+def _hash_one(stream: BinaryIO, size: int | None, kind: HashKind, store, label: str) -> str:
+    if kind == "record":
+        data = stream.read()
+        try:
+            body = record_body(codec.from_json(data))
+        except YybError as exc:
+            raise UsageError(f"{label}: {exc.message}") from None
+        return store.objects.put("record", body) if store else oid_of("record", body)
+    if size is None:
+        stream, size = spool(stream, os.path.join(store.path, "tmp") if store else None)
+    if store:
+        return store.objects.put_blob_file(stream, size)
+    return hash_stream("blob", stream, size)
+
+
+def _open_input(path: str) -> tuple[BinaryIO, int]:
+    try:
+        handle = open(path, "rb")
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    info = os.fstat(handle.fileno())
+    if not os.path.stat.S_ISREG(info.st_mode):
+        handle.close()
+        raise UsageError(f"cannot read {path}: not a regular file")
+    return handle, info.st_size
+
+
+# --- cat-object -----------------------------------------------------------------------------
+
+
+def cat_object(store, mode: CatMode, name: str | None, buffer: bool = False) -> int:
+    """Show one object (``name``) in ``mode``, or answer the names on stdin (batch modes)."""
+    if mode in ("batch", "batch-check"):
+        return _batch(store, mode == "batch", not buffer)
+    if mode == "exists":
+        try:
+            store.objects.get(store.rev_parse(name))
+        except NotFound:
+            return 1
+        except CorruptObject as exc:
+            return fail(exc.message, 1)
+        return 0
+    oid = store.rev_parse(name)
+    kind, size, stream = store.objects.open_body(oid)
+    with stream:
+        if mode in ("type", "size"):
+            sys.stdout.write(f"{kind if mode == 'type' else size}\n")
+            return 0
+        if size > STREAM_THRESHOLD and mode in ("raw", "pretty") and kind == "blob":
+            return _stream_verified(oid, kind, size, stream)
+    obj = store.objects.get(oid)
+    if mode == "json":
+        if obj.kind != "record":
+            raise UsageError(f"{oid} is a blob; --json shows records (use -p or --raw)")
+        sys.stdout.write(
+            json.dumps(codec.to_json(obj.value()), ensure_ascii=False, separators=(",", ":")) + "\n"
+        )
+        return 0
+    sys.stdout.flush()
+    sys.stdout.buffer.write(obj.body if mode == "raw" else _pretty(obj.kind, obj.body, oid))
+    return 0
+
+
+def _pretty(kind: str, body: bytes, oid: str) -> bytes:
+    if kind == "blob":
+        return body
+    value = codec.decode(body, oid)
+    return (json.dumps(codec.to_json(value), indent=2, ensure_ascii=False) + "\n").encode()
+
+
+def _stream_verified(oid: str, kind: str, size: int, stream: BinaryIO) -> int:
+    """Copy a large body to stdout, then fail (exit 1) if it did not hash to ``oid``."""
+    got = hash_stream(kind, stream, size, sys.stdout.buffer, with_header=False)
+    sys.stdout.buffer.flush()
+    if got != oid:
+        raise CorruptObject(
+            oid, f"bytes hash to {got} (output above is not trustworthy)", "hash-mismatch"
+        )
+    return 0
+
+
+_FULL_OID = re.compile(rb"[0-9a-f]{64}")
+READ_SIZE = 64 << 10
+
+
+def _batch(store, with_body: bool, flush: bool) -> int:
+    """Answer each name on stdin. Unless ``--buffer``, the answers are flushed whenever
+    every name read so far has been answered and more input must be waited for: a program
+    that writes one name and waits gets its answer, a pipe full of names is answered in large
+    writes."""
+    out = sys.stdout.buffer
+    read = store.objects.read_verified
+    status = 0
+    pending = b""
+    stdin = sys.stdin.buffer
+    take = getattr(stdin, "read1", stdin.read)  # what is there, waiting only when nothing is
+    while True:
+        chunk = take(READ_SIZE)
+        if not chunk:
+            lines = [pending] if pending else []
+        else:
+            lines = (pending + chunk).split(b"\n")
+            pending = lines.pop()
+        for line in lines:
+            if line.endswith(b"\r"):
+                line = line[:-1]
+            try:
+                if _FULL_OID.fullmatch(line):
+                    oid = line.decode()
+                else:
+                    oid = store.rev_parse(line.decode("utf-8", "replace"))
+                kind, body = read(oid)
+            except NotFound:
+                out.write(line + b" missing\n")
+            except CorruptObject:
+                out.write(line + b" corrupt\n")
+                status = 1
+            except UsageError as exc:
+                word = b"ambiguous" if getattr(exc, "candidates", None) else b"missing"
+                out.write(line + b" " + word + b"\n")
+            else:
+                if with_body:
+                    out.write(b"%s %s %d\n" % (oid.encode(), kind.encode(), len(body)))
+                    out.write(body)
+                    out.write(b"\n")
+                else:
+                    out.write(b"%s %s %d\n" % (oid.encode(), kind.encode(), len(body)))
+        if flush:
+            out.flush()
+        if not chunk:
+            return status
