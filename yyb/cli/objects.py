@@ -153,43 +153,50 @@ def _batch(store, with_body: bool, flush: bool) -> int:
     that writes one name and waits gets its answer, a pipe full of names is answered in large
     writes."""
     out = sys.stdout.buffer
-    read = store.objects.read_verified
-    status = 0
-    pending = b""
     stdin = sys.stdin.buffer
     take = getattr(stdin, "read1", stdin.read)  # what is there, waiting only when nothing is
+    status = 0
+    pending = b""
     while True:
         chunk = take(READ_SIZE)
-        if not chunk:
-            lines = [pending] if pending else []
-        else:
+        if chunk:
             lines = (pending + chunk).split(b"\n")
             pending = lines.pop()
-        for line in lines:
-            if line.endswith(b"\r"):
-                line = line[:-1]
-            try:
-                if _FULL_OID.fullmatch(line):
-                    oid = line.decode()
-                else:
-                    oid = store.rev_parse(line.decode("utf-8", "replace"))
-                kind, body = read(oid)
-            except NotFound:
-                out.write(line + b" missing\n")
-            except CorruptObject:
-                out.write(line + b" corrupt\n")
-                status = 1
-            except UsageError as exc:
-                word = b"ambiguous" if getattr(exc, "candidates", None) else b"missing"
-                out.write(line + b" " + word + b"\n")
-            else:
+        else:
+            lines = [pending] if pending else []
+        lines = [line[:-1] if line.endswith(b"\r") else line for line in lines]
+        full = [line if _FULL_OID.fullmatch(line) else None for line in lines]
+        bodies = store.objects.blob_bodies(full)
+        for line, body in zip(lines, bodies, strict=True):
+            if body is not None:
+                out.write(b"%s blob %d\n" % (line, len(body)))
                 if with_body:
-                    out.write(b"%s %s %d\n" % (oid.encode(), kind.encode(), len(body)))
                     out.write(body)
                     out.write(b"\n")
-                else:
-                    out.write(b"%s %s %d\n" % (oid.encode(), kind.encode(), len(body)))
+            elif not _answer(store, line, out, with_body):
+                status = 1
         if flush:
             out.flush()
         if not chunk:
             return status
+
+
+def _answer(store, line: bytes, out: BinaryIO, with_body: bool) -> bool:
+    """Answer one name the general way; False when its object is corrupt."""
+    try:
+        oid = store.rev_parse(line.decode("utf-8", "replace"))
+        obj = store.objects.get(oid)
+    except NotFound:
+        out.write(line + b" missing\n")
+    except CorruptObject:
+        out.write(line + b" corrupt\n")
+        return False
+    except UsageError as exc:
+        word = b"ambiguous" if getattr(exc, "candidates", None) else b"missing"
+        out.write(line + b" " + word + b"\n")
+    else:
+        out.write(b"%s %s %d\n" % (oid.encode(), obj.kind.encode(), len(obj.body)))
+        if with_body:
+            out.write(obj.body)
+            out.write(b"\n")
+    return True

@@ -9,7 +9,6 @@ object belongs is reported as a corrupt object, never followed to bytes that liv
 from __future__ import annotations
 
 import errno
-import hashlib
 import io
 import os
 import stat
@@ -17,7 +16,7 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, BinaryIO
 
-from yyb.errors import ChecksumMismatch, CorruptObject, ObjectMissing, StoreIOError
+from yyb.errors import CorruptObject, ObjectMissing, StoreIOError
 from yyb.store import file
 from yyb.store.object_store import (
     STREAM_THRESHOLD,
@@ -83,20 +82,13 @@ class DiskObjects(ObjectStore):
                 return data
         return None
 
-    def read_verified(self, oid: str) -> tuple[str, bytes | memoryview]:
-        """As ``ObjectStore.read_verified``; a blob in an open pack is hashed where it lies
-        and its body returned as a view into the pack, with no copy."""
+    def blob_bodies(self, oids: list[bytes | None]) -> list[memoryview | None]:
+        """As ``ObjectStore.blob_bodies``: the blobs of the packs already open (loose objects
+        and anything else are left to ``get``)."""
+        found: list[memoryview | None] = [None] * len(oids)
         for held in list(self._packs.values()):
-            found = held.view(oid)
-            if found is None:
-                continue
-            kind, body, stored = found
-            if kind != "blob":
-                break  # a record is decoded too: the general path
-            if hashlib.sha256(stored).hexdigest() != oid:
-                raise ChecksumMismatch(oid, hashlib.sha256(stored).hexdigest())
-            return kind, stored[body:]
-        return super().read_verified(oid)
+            held.blob_bodies(oids, found)
+        return found
 
     def _in_pack(self, oid: str) -> bool:
         return any(

@@ -18,10 +18,12 @@ without an index is not part of the store (a write cut short).
 from __future__ import annotations
 
 import array
+import binascii
 import bisect
 import hashlib
 import mmap
 import os
+import re
 import struct
 import sys
 from collections.abc import Iterable, Iterator
@@ -135,10 +137,13 @@ def _index(oids: list[bytes], offsets: list[int], trailer: bytes) -> bytes:
     return body + hashlib.sha256(body).digest()
 
 
-# After this many lookups in one process a pack lists its oids in memory and searches them
-# with bisect (C), instead of a binary search in Python over the mapped index: a batch reader
-# pays the listing once, a single lookup never does.
+# How a pack finds an oid, by the number of lookups this process has made in it: the first
+# LIST_AFTER search the mapped index in Python; then its oids are listed in memory and searched
+# with bisect (C); past count / TABLE_AFTER lookups (a batch reader reading much of the pack)
+# they go into a dict. A single lookup pays for no listing, a batch pays for it once.
 LIST_AFTER = 64
+TABLE_AFTER = 8
+_BLOB_HEADER = re.compile(rb"blob (0|[1-9][0-9]{0,19})\x00")  # objects.parse_header's, for blobs
 
 
 class Pack:
@@ -153,6 +158,7 @@ class Pack:
         self._lookups = 0
         self._listed: list[bytes] | None = None
         self._offsets: array.array | None = None
+        self._table: dict[bytes, int] | None = None
 
     def __repr__(self) -> str:
         return f"Pack({self.path!r}, {self.count} objects)"
@@ -199,25 +205,32 @@ class Pack:
         at = HEAD.size + FANOUT.size + self.count * HASH + i * 8
         return struct.unpack_from(">Q", self.index, at)[0]
 
+    def _start(self, i: int) -> int:
+        """Entry ``i``'s offset, from memory once the index is listed."""
+        return self._offsets[i] if self._offsets is not None else self._offset(i)
+
     def find(self, oid: str) -> int | None:
         """The entry of ``oid`` in the index, or None."""
         return self._find(bytes.fromhex(oid))
 
     def _find(self, key: bytes) -> int | None:
-        if self._listed is None:
-            self._lookups += 1
-            if self._lookups > LIST_AFTER:
-                start = HEAD.size + FANOUT.size
-                flat = self.index[start : start + self.count * HASH]
-                self._listed = [flat[i : i + HASH] for i in range(0, len(flat), HASH)]
-                at = start + len(flat)
-                offsets = array.array("Q", self.index[at : at + 8 * self.count])
-                if sys.byteorder == "little":
-                    offsets.byteswap()
-                self._offsets = offsets
-        if self._listed is not None:
-            at = bisect.bisect_left(self._listed, key)
-            return at if at < self.count and self._listed[at] == key else None
+        table = self._table
+        if table is not None:
+            return table.get(key)
+        self._lookups += 1
+        if self._listed is None and self._lookups > LIST_AFTER:
+            self._list()
+        listed = self._listed
+        if listed is None:
+            return self._search(key)
+        if self._lookups > max(LIST_AFTER, self.count // TABLE_AFTER):
+            self._table = dict(zip(listed, range(self.count), strict=True))
+            return self._table.get(key)
+        at = bisect.bisect_left(listed, key)
+        return at if at < self.count and listed[at] == key else None
+
+    def _search(self, key: bytes) -> int | None:
+        """Binary search of the mapped index, starting from the fan-out table."""
         lo, hi = self._fanout(key[0])
         while lo < hi:
             mid = (lo + hi) // 2
@@ -230,18 +243,50 @@ class Pack:
                 return mid
         return None
 
-    def view(self, oid: str) -> tuple[str, int, memoryview] | None:
-        """``oid``'s kind, body offset and stored bytes as a view into the mapped pack
-        (unverified; valid until ``close``), or None when it is not here.
+    def _list(self) -> None:
+        """Read the index's oids and offsets into memory."""
+        start = HEAD.size + FANOUT.size
+        flat = self.index[start : start + self.count * HASH]
+        self._listed = [flat[i : i + HASH] for i in range(0, len(flat), HASH)]
+        at = start + len(flat)
+        offsets = array.array("Q", self.index[at : at + 8 * self.count])
+        if sys.byteorder == "little":
+            offsets.byteswap()
+        self._offsets = offsets
 
-        Raises:
-            PackError: the entry's header or length does not fit the pack.
-        """
-        i = self._find(bytes.fromhex(oid))
-        if i is None:
-            return None
-        start, kind, body, stop = self._span(i, oid)
-        return kind, body - start, self._view[start:stop]
+    def blob_bodies(self, oids: list[bytes | None], found: list) -> None:
+        """For each ``oids[i]`` (64 lowercase hex digits; None is skipped) with no ``found[i]``
+        yet that is a well-formed blob here whose stored bytes hash to it, set ``found[i]`` to
+        its body, a view into the mapped pack (valid until ``close``). Anything else is left
+        as it is (absent, a record, or damaged: ``read`` names what is wrong). The batch
+        readers' path, one loop for many oids: one lookup, one header match, one hash, no
+        copy."""
+        self._lookups += len(oids)
+        if self._table is None and self._lookups > max(LIST_AFTER, self.count // TABLE_AFTER):
+            if self._listed is None:
+                self._list()
+            self._table = dict(zip(self._listed, range(self.count), strict=True))
+        if self._table is not None:
+            lookup, offset = self._table.get, self._offsets.__getitem__
+        else:
+            lookup, offset = self._find, self._start
+        data, view, end = self.data, self._view, len(self.data) - HASH
+        match, unhexlify, sha256 = _BLOB_HEADER.match, binascii.unhexlify, hashlib.sha256
+        for at, oid in enumerate(oids):
+            if oid is None or found[at] is not None:
+                continue
+            key = unhexlify(oid)
+            i = lookup(key)
+            if i is None:
+                continue
+            start = offset(i)
+            head = match(data, start, start + MAX_HEADER)
+            if head is None:
+                continue
+            body = head.end()
+            stop = body + int(head.group(1))
+            if stop <= end and sha256(view[start:stop]).digest() == key:
+                found[at] = view[body:stop]
 
     def read(self, oid: str) -> bytes | None:
         """The stored bytes of ``oid`` (header and body), or None when it is not here.
@@ -260,7 +305,7 @@ class Pack:
 
     def _span(self, i: int, oid: str) -> tuple[int, str, int, int]:
         """Entry ``i``'s (start, kind, body start, end) in the pack."""
-        start = self._offsets[i] if self._offsets is not None else self._offset(i)
+        start = self._start(i)
         end = len(self.data) - HASH
         if not HEAD.size <= start < end:
             raise PackError(self.path, f"{oid}: its offset lies outside the pack")
@@ -322,9 +367,12 @@ class Pack:
         return blobs
 
     def close(self) -> None:
-        self._view.release()
         self.index.close()
-        self.data.close()
+        self._view.release()
+        try:
+            self.data.close()
+        except BufferError:
+            pass  # a body handed out (blob_bodies) is still in use: unmapped when it is freed
 
 
 def _map(path: str) -> mmap.mmap:

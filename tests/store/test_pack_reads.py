@@ -1,0 +1,92 @@
+"""The batch readers' path through a pack (Pack.blob_bodies, ObjectStore.blob_bodies): it
+hands out only blobs whose bytes hash to their oid, and leaves everything else to ``get``,
+whichever way the pack is searched (mapped index, bisect, dict)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import pytest
+
+from tests.conftest import note
+from yyb.errors import CorruptObject
+from yyb.store import pack
+from yyb.store.objects import header
+from yyb.store.repo import Store
+
+
+def stored(kind: str, body: bytes) -> tuple[str, bytes]:
+    data = header(kind, len(body)) + body
+    return hashlib.sha256(data).hexdigest(), data
+
+
+def hostile_pack(folder: str) -> tuple[pack.Pack, dict[str, bytes | None]]:
+    """A pack of good blobs, a record, and entries that hash to their oid but are not
+    well-formed blobs; with what blob_bodies must give for each (None: left to ``get``)."""
+    items = {}
+    expected: dict[str, bytes | None] = {}
+    for i in range(200):
+        body = os.urandom(i % 50) + b"%d" % i
+        oid, data = stored("blob", body)
+        items[oid], expected[oid] = data, body
+    empty_oid, empty = stored("blob", b"")
+    items[empty_oid], expected[empty_oid] = empty, b""
+    from yyb.store import codec
+
+    record_oid, record = stored("record", codec.encode(note("r")))
+    items[record_oid], expected[record_oid] = record, None
+    for bad in (b"blob 03\0abc", b"blob 3 \0abc", b"BLOB 3\0abc", b"blob -3\0abc", b"blob\0"):
+        oid = hashlib.sha256(bad).hexdigest()  # hashes right, but is no well-formed object
+        items[oid], expected[oid] = bad, None
+    path = pack.write(folder, sorted(items.items()))
+    return pack.Pack.open(path), expected
+
+
+@pytest.mark.parametrize("batch", [1, 10, 1000])
+def test_only_well_formed_blobs_that_hash_to_their_oid_come_back(tmp_path, batch):
+    held, expected = hostile_pack(str(tmp_path))
+    absent = [hashlib.sha256(b"%d" % i).hexdigest() for i in range(5)]
+    names = [*expected, *absent]
+    got: list = []
+    tables = []
+    for start in range(0, len(names), batch):  # a few lookups search, many build a dict
+        part = [n.encode() for n in names[start : start + batch]]
+        found = [None] * len(part)
+        held.blob_bodies(part, found)
+        got += found
+        tables.append(held._table is not None)
+    for name, body in zip(names, got, strict=True):
+        want = expected.get(name)
+        assert (None if body is None else bytes(body)) == want, name
+    assert tables[-1] and tables[0] == (batch == 1000)
+    held.close()  # views are still held in ``got``: the map stays until they go
+    assert bytes(next(body for body in got if body)) in expected.values()
+
+
+def test_a_damaged_blob_in_a_pack_is_left_to_get_which_refuses_it(tmp_path):
+    store, _ = Store.init(str(tmp_path / "s"))
+    blob = store.objects.put("blob", b"kept body")
+    from yyb.store import gc
+
+    gc.gc(store)
+    path = store.objects.packs(rescan=True)[0].path
+    for held in store.objects.packs():
+        held.close()
+    with open(path, "rb") as handle:
+        at = handle.read().index(b"kept body")
+    os.chmod(path, 0o644)
+    with open(path, "r+b") as handle:
+        handle.seek(at)
+        handle.write(b"K")
+    again = Store.open(store.path)
+    again.objects.packs()
+    assert again.objects.blob_bodies([blob.encode(), None]) == [None, None]
+    with pytest.raises(CorruptObject):
+        again.objects.get(blob)
+
+
+def test_the_memory_store_leaves_every_name_to_get():
+    store = Store.memory()
+    blob = store.objects.put("blob", b"x")
+    assert store.objects.blob_bodies([blob.encode()]) == [None]
