@@ -402,3 +402,54 @@ def verify_note(text: bytes, trusted: list[Any]):
             except InvalidSignature:
                 continue
     raise BadSignature(None, "no signature of the checkpoint verifies with a trusted key")
+
+
+def verify_log(store: Store, held: list[bytes], trusted: list[Any]) -> tuple[str, list]:
+    """Check, offline, that the history in ``store`` only grew since the signed checkpoints
+    ``held`` (note texts, each carrying a ``trusted`` signature): the log is the store's own
+    when the origins match, else the checkpoint carried under refs/transparency/checkpoint
+    (from a bundle), whose note must carry a trusted signature too. That log must extend each
+    held checkpoint, and the refs must agree with it (``logaudit``). Returns what was checked,
+    in words, and the audit's findings.
+
+    Raises:
+        BadSignature: a note without a trusted signature. UsageError: checkpoints of several
+        logs, or no log of theirs here. CorruptObject / CorruptRef: a log that does not
+        extend a held checkpoint, or a carried checkpoint that does not verify.
+    """
+    from yyb.store import checkpoint as checkpoints
+    from yyb.store import logaudit
+
+    notes = [verify_note(text, trusted) for text in held]
+    origins = {note.origin for note in notes}
+    if len(origins) != 1:
+        raise UsageError("--checkpoint: give checkpoints of one log (one origin)")
+    [origin] = origins
+    with store.refs.transparency.locked() as log:
+        own = log.size() and log.origin() == origin
+        entries = list(log.entries()) if own else []
+    if own:
+        findings = list(logaudit.audit(store))
+        where = f"this store's log ({len(entries)} leaves)"
+    else:
+        carried = store.refs.read(checkpoints.REF)
+        if carried is None:
+            raise UsageError(
+                f"no log of origin {origin} here: neither this store's nor a carried checkpoint"
+            )
+        record, entries = checkpoints.check(store, carried)
+        if record["origin"] != origin:
+            raise UsageError(f"the carried checkpoint is of {record['origin']}, not {origin}")
+        note_oid = record["links"]["note"]
+        text = signed_note(
+            store.objects.get(note_oid).body,
+            [store.objects.get_record(s) for s in signatures_of(store, note_oid)],
+        )
+        verify_note(text, trusted)
+        findings = list(logaudit.audit_leaves(store, entries))
+        where = f"the carried checkpoint of {len(entries)} leaves"
+    sizes = sorted(note.size for note in notes)
+    for note in sorted(notes, key=lambda n: n.size):
+        checkpoints.extends(note, entries)
+    held_sizes = ", ".join(str(size) for size in sizes)
+    return f"{where} of {origin} extends the held checkpoint(s) of {held_sizes} leaves", findings

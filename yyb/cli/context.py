@@ -64,6 +64,12 @@ plan_option = click.option(
 )
 
 
+def output_option(help: str):
+    """``--output FILE``: a file the command creates, never overwrites (the command checks it
+    is free before doing any work, ``planfile.check_output_free``)."""
+    return click.option("--output", metavar="FILE", type=click.Path(dir_okay=False), help=help)
+
+
 def claim_scratch(store) -> None:
     """Remove run folders that processes now gone left behind (saying so on stderr), and tag
     this process's run folder with ``store`` so that its doctor can name it if it is left."""

@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from yyb.cli.context import claim_scratch, config_path, open_store
+from yyb.cli.context import claim_scratch, config_path, open_store, output_option
 from yyb.errors import UsageError
 
 
@@ -28,11 +28,8 @@ def _config(ctx):
 
 
 @click.command("release-readiness")
-@click.option(
-    "--output",
-    metavar="FILE",
-    type=click.Path(dir_okay=False),
-    help="Also write the receipt, its oid and its checks as JSON to FILE (which must not exist).",
+@output_option(
+    "Also write the receipt, its oid and its checks as JSON to FILE (which must not exist)."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_context
