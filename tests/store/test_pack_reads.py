@@ -90,3 +90,33 @@ def test_the_memory_store_leaves_every_name_to_get():
     store = Store.memory()
     blob = store.objects.put("blob", b"x")
     assert store.objects.blob_bodies([blob.encode()]) == [None]
+
+
+def test_a_pack_removed_between_listing_and_opening_is_passed_over(tmp_path, monkeypatch):
+    """A repack writes its pack before it removes the ones it replaces: a reader that listed
+    a pack now gone lists again, and finds the objects in the new one; a damaged pack is
+    still an error."""
+    from yyb.store import gc
+
+    store, _ = Store.init(str(tmp_path / "s"))
+    first = store.objects.put("blob", b"first")
+    gc.gc(store)
+    second = store.objects.put("blob", b"second")
+    gc.gc(store)
+    folder = store.objects.pack_folder
+    real = pack.pack_paths(folder)
+    assert len(real) == 2
+    gone = os.path.join(folder, "pack-" + "0" * 64 + ".pack")
+    listings = iter([[gone, real[0]], real])
+    monkeypatch.setattr(pack, "pack_paths", lambda _folder: next(listings, real))
+    reader = Store.open(store.path)
+    assert sorted(p.path for p in reader.objects.packs(rescan=True)) == real
+    assert reader.objects.get(first).body == b"first"
+    assert reader.objects.get(second).body == b"second"
+    with open(gone, "wb") as handle:
+        handle.write(b"not a pack")
+    with open(gone[:-5] + ".idx", "wb") as handle:
+        handle.write(b"not an index")
+    monkeypatch.setattr(pack, "pack_paths", lambda _folder: [gone, *real])
+    with pytest.raises(CorruptObject):
+        Store.open(store.path).objects.packs(rescan=True)

@@ -59,9 +59,18 @@ class DiskObjects(ObjectStore):
         from yyb.store import pack  # only a store with packs pays for it
 
         with self._packs_lock:
-            for path in pack.pack_paths(self.pack_folder):
-                if path not in self._packs:
-                    self._packs[path] = pack.Pack.open(path)
+            for _ in range(FOLDER_RETRIES):
+                vanished = False
+                for path in pack.pack_paths(self.pack_folder):
+                    if path not in self._packs:
+                        try:
+                            self._packs[path] = pack.Pack.open(path)
+                        except pack.PackError:
+                            if os.path.exists(path) and os.path.exists(path[:-5] + ".idx"):
+                                raise  # damaged: for the caller (and doctor) to report
+                            vanished = True  # replaced by a repack since the listing
+                if not vanished:
+                    break  # a repack writes its pack before it removes the old: list again
             return list(self._packs.values())
 
     def _packed(self, oid: str) -> bytes | None:
