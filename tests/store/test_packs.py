@@ -158,7 +158,7 @@ def test_doctor_reports_a_damaged_pack(tmp_path):
     assert any(line.startswith("error bad-pack objects/pack/") for line in found), found
 
 
-def test_readers_and_writers_beside_gc_lose_nothing(tmp_path):
+def test_readers_and_writers_beside_gc_and_repack_lose_nothing(tmp_path):
     store, bodies = filled(str(tmp_path / "s"), 300)
     stop = threading.Event()
     problems: list[str] = []
@@ -190,8 +190,11 @@ def test_readers_and_writers_beside_gc_lose_nothing(tmp_path):
     for thread in threads:
         thread.start()
     try:
-        for _ in range(3):
-            gc.gc(Store.open(store.path))
+        for round_ in range(4):  # gc, then a consolidation, which removes the packs before
+            if round_ % 2:
+                gc.repack(Store.open(store.path), everything=True, delete=True)
+            else:
+                gc.gc(Store.open(store.path))
     finally:
         stop.set()
         for thread in threads:
@@ -210,30 +213,200 @@ from yyb.store.repo import Store
 gc.gc(Store.open(sys.argv[1]))
 """
 
+REPACK = """
+import sys
+from yyb.store import gc
+from yyb.store.repo import Store
+gc.repack(Store.open(sys.argv[1]), everything=True, delete=True)
+"""
 
-def test_a_gc_killed_at_any_durable_write_leaves_a_clean_store(tmp_path):
+# The wrong order, for the sweep to catch: the packs and loose files removed before the new
+# pack is written (a consolidation that trusted its copy before it was durable).
+REMOVE_FIRST = """
+import os, sys
+from yyb.store import file, gc, pack
+from yyb.store.repo import Store
+store = Store.open(sys.argv[1])
+objects = store.objects
+held = [pack.Pack.open(p) for p in pack.pack_paths(objects.pack_folder)]
+loose = list(objects.loose_oids())
+items = {}
+for h in held:
+    items.update({oid: h.read(oid) for oid in h.oids()})
+items.update({oid: open(objects.path(oid), "rb").read() for oid in loose})
+gc._remove(objects, loose)
+gc._remove_packs([h.path for h in held])
+pack.write(objects.pack_folder, sorted(items.items()))
+"""
+
+
+def several_packs(path: str) -> tuple[Store, dict[str, bytes]]:
+    """A store with four packs (one holding an object another holds too), loose objects, and
+    a loose copy of a packed object."""
+    store, bodies = filled(path, 30)
+    gc.gc(store)
+    for round_ in range(2):
+        for i in range(12):
+            body = f"pack {round_} object {i}".encode()
+            bodies[store.objects.put("blob", body)] = body
+        gc.gc(store, pack_limit=0)
+    first = next(iter(bodies))
+    pack.write(store.objects.pack_folder, [(first, store.objects.read_raw(first))])
+    store.objects._write(first, store.objects.read_raw(first))
+    for i in range(5):
+        body = f"loose {i}".encode()
+        bodies[store.objects.put("blob", body)] = body
+    assert len(pack.pack_paths(store.objects.pack_folder)) == 4
+    assert len(list(store.objects.loose_oids())) == 6
+    return store, bodies
+
+
+def kill_sweep(tmp_path, template: Store, bodies: dict, script: str, finish) -> int | None:
+    """Run ``script`` on copies of ``template``, SIGKILLed after its 1st, 2nd, ... durable
+    write, until it runs to its end; after each, every object must read back, doctor must be
+    clean, and ``finish`` (the next gc) must leave it clean. The first point at which an object
+    was lost, or None; the number of points when none was."""
     from shutil import copytree
 
     from yyb.store import file
 
-    template, bodies = filled(str(tmp_path / "template"), 30)
     point = 0
     while True:
         point += 1
         path = str(tmp_path / f"s{point}")
         copytree(template.path, path)
         env = {**os.environ, file.FAULT_ENV: str(point)}
-        done = subprocess.run([sys.executable, "-c", GC, path], env=env, timeout=60)
+        done = subprocess.run([sys.executable, "-c", script, path], env=env, timeout=60)
         store = Store.open(path)
         for oid, body in bodies.items():
-            assert store.objects.get(oid).body == body, (point, oid)
+            try:
+                assert store.objects.get(oid).body == body
+            except Exception:  # noqa: BLE001 (a lost or damaged object is the finding)
+                return point
         assert errors(store) == [], point
-        gc.gc(store)  # the next gc finishes the work
+        finish(store)
         assert gc.count(store)["loose"] == 0 and errors(store) == []
         if done.returncode == 0:
-            break
+            return None if point >= 3 else point
         assert done.returncode == -9
-    assert point >= 3
+
+
+def test_a_gc_killed_at_any_durable_write_leaves_a_clean_store(tmp_path):
+    template, bodies = filled(str(tmp_path / "template"), 30)
+    assert kill_sweep(tmp_path, template, bodies, GC, gc.gc) is None
+
+
+def test_a_repack_killed_at_any_durable_write_leaves_a_clean_store(tmp_path):
+    template, bodies = several_packs(str(tmp_path / "template"))
+
+    def finish(store):
+        gc.repack(store, everything=True, delete=True)
+        assert len(pack.pack_paths(store.objects.pack_folder)) == 1
+
+    assert kill_sweep(tmp_path, template, bodies, REPACK, finish) is None
+    # The sweep catches a consolidation that removes before its new pack is durable.
+    assert kill_sweep(tmp_path / "wrong", template, bodies, REMOVE_FIRST, finish) is not None
+
+
+def test_repack_all_consolidates_every_pack_into_one(tmp_path):
+    store, bodies = several_packs(str(tmp_path / "s"))
+    old = pack.pack_paths(store.objects.pack_folder)
+    before = {oid: store.objects.read_raw(oid) for oid in store.objects.iter_oids()}
+    reader = Store.open(store.path)  # a reader with every old pack mapped
+    assert all(reader.objects.get(oid).body == body for oid, body in bodies.items())
+    late = Store.open(store.path)  # and one that has read nothing yet
+    done = gc.repack(store, everything=True, delete=True)
+    assert done.packed == len(before) and done.packs_removed == 4 and done.skipped == []
+    assert pack.pack_paths(store.objects.pack_folder) == [done.pack]
+    assert not any(os.path.exists(p) or os.path.exists(p[:-5] + ".idx") for p in old)
+    assert read_pack_as_documented(done.pack) == before
+    assert gc.count(store) | {"loose_bytes": 0, "pack_bytes": 0} == {
+        "loose": 0,
+        "loose_bytes": 0,
+        "packs": 1,
+        "packed": len(before),
+        "pack_bytes": 0,
+    }
+    for handle in (reader, late, Store.open(store.path)):
+        for oid, body in bodies.items():
+            assert handle.objects.get(oid).body == body
+    assert errors(store) == []
+    again = gc.repack(store, everything=True, delete=True)  # one pack holds everything
+    assert (again.packed, again.pack, again.packs_removed) == (0, None, 0)
+
+
+def test_repack_without_d_removes_nothing_and_without_a_packs_only_the_loose(tmp_path):
+    store, _ = several_packs(str(tmp_path / "s"))
+    old = pack.pack_paths(store.objects.pack_folder)
+    loose = list(store.objects.loose_oids())
+    total = len(list(store.objects.iter_oids()))
+    kept = gc.repack(store, everything=True)
+    assert kept.packed == total and kept.removed == 0 and kept.packs_removed == 0
+    assert list(store.objects.loose_oids()) == loose
+    assert sorted([*old, kept.pack]) == pack.pack_paths(store.objects.pack_folder)
+    assert errors(Store.open(store.path)) == []
+
+    store, _ = several_packs(str(tmp_path / "t"))
+    made = gc.repack(store)  # the loose objects no pack holds: 5 (one is packed already)
+    assert made.packed == 5 and made.removed == 0 and len(list(store.objects.loose_oids())) == 6
+    assert gc.repack(store).pack is None  # nothing new to pack
+    deleted = gc.repack(store, delete=True)
+    assert deleted.pack is None and deleted.removed == 6 and gc.count(store)["packs"] == 5
+    assert errors(Store.open(store.path)) == []
+
+
+def test_gc_consolidates_past_its_pack_limit(tmp_path, monkeypatch):
+    from yyb.errors import UsageError
+
+    store, bodies = filled(str(tmp_path / "s"), 5)
+    for i in range(3):
+        body = f"round {i}".encode()
+        bodies[store.objects.put("blob", body)] = body
+        done = gc.gc(store, pack_limit=3)
+        assert done.packs_removed == 0 and (done.packed == 1 or i == 0)
+    assert gc.count(store)["packs"] == 3  # at the limit, not past it
+    total = gc.count(store)["packed"]
+    bodies[store.objects.put("blob", b"the last straw")] = b"the last straw"
+    done = gc.gc(store, pack_limit=3)  # a 4th pack would pass 3: one pack instead
+    assert (done.packed, done.packs_removed, done.removed) == (total + 1, 3, 1)
+    assert gc.count(store)["packs"] == 1 and gc.count(store)["loose"] == 0
+    assert all(Store.open(store.path).objects.get(o).body == b for o, b in bodies.items())
+    assert errors(store) == []
+    assert gc.pack_limit({}) == 50 and gc.pack_limit({"YYB_GC_PACK_LIMIT": "0"}) == 0
+    for bad in ("many", "-1"):
+        with pytest.raises(UsageError):
+            gc.pack_limit({"YYB_GC_PACK_LIMIT": bad})
+        with pytest.raises(UsageError):  # refused before a run, with the loose threshold
+            gc.auto_threshold({"YYB_GC_PACK_LIMIT": bad})
+    yyb = Yyb(store.path)
+    store.objects.put("blob", b"one more")
+    monkeypatch.setenv("YYB_GC_PACK_LIMIT", "1")
+    made = yyb("gc")  # 2 packs would pass 1: everything into one
+    assert made.exit_code == 0, made.stderr
+    assert made.lines[0] == f"{total + 2} objects packed, 1 loose files removed, 1 packs replaced"
+    monkeypatch.setenv("YYB_GC_PACK_LIMIT", "lots")
+    refused = yyb("gc")
+    assert refused.exit_code == 2 and "YYB_GC_PACK_LIMIT" in refused.stderr
+
+
+def test_a_consolidation_refuses_a_damaged_pack_and_changes_nothing(tmp_path):
+    from tests.conftest import flip_byte
+
+    store, _ = several_packs(str(tmp_path / "s"))
+    old = pack.pack_paths(store.objects.pack_folder)
+    loose = list(store.objects.loose_oids())
+    flip_byte(max(old, key=os.path.getsize), 200)  # inside an object's bytes
+    with pytest.raises(CorruptObject):
+        gc.repack(Store.open(store.path), everything=True, delete=True)
+    refused = Yyb(store.path)("repack", "-a", "-d")
+    assert refused.exit_code == 1 and refused.stdout == ""
+    assert refused.stderr.startswith("yyb: error: ") and len(refused.stderr.splitlines()) == 1
+    assert "do not hash to it; nothing was repacked" in refused.stderr
+    assert pack.pack_paths(store.objects.pack_folder) == old
+    assert sorted(os.listdir(store.objects.pack_folder)) == sorted(
+        name for p in old for name in (os.path.basename(p), os.path.basename(p)[:-5] + ".idx")
+    )
+    assert list(store.objects.loose_oids()) == loose
 
 
 def test_the_commands(tmp_path):
@@ -250,6 +423,22 @@ def test_the_commands(tmp_path):
     checked = yyb("verify-pack", "-v", path[:-5] + ".idx")
     assert checked.exit_code == 0 and checked.lines[-1].endswith(f"{n} objects")
     assert len(checked.lines) == n + 1
+    more = yyb("hash-object", "-w", "--stdin", input=b"after gc")
+    assert more.exit_code == 0
+    kept = yyb("repack")
+    assert kept.lines[0] == "1 objects packed, 0 loose files removed, 0 packs replaced"
+    assert yyb("count-objects", "-v").lines[2:4] == [f"in-pack: {n + 1}", "packs: 2"]
+    merged = yyb("repack", "-a", "-d")
+    assert merged.lines[0] == f"{n + 1} objects packed, 1 loose files removed, 2 packs replaced"
+    assert yyb("count-objects", "-v").lines[:4] == [
+        "count: 0",
+        "size: 0",
+        f"in-pack: {n + 1}",
+        "packs: 1",
+    ]
+    assert yyb("repack", "-a", "-d").lines == [
+        "0 objects packed, 0 loose files removed, 0 packs replaced"
+    ]
     missing = yyb("verify-pack", str(tmp_path / "nothing.pack"))
     assert missing.exit_code == 2
     bundle = tmp_path / "packed.bundle"
@@ -278,6 +467,17 @@ def test_automatic_gc_packs_past_its_threshold_only(tmp_path):
     assert done is not None and done.packed == i and gc.count(store)["loose"] == 0
     with pytest.raises(UsageError):
         gc.auto_threshold({"YYB_GC_AUTO": "lots"})
+    for i in range(3):  # packs past the limit (as a fetch writes them) start it too
+        gc.gc(store, pack_limit=0)
+        store.objects.put("blob", f"later {i}".encode())
+    assert gc.auto(store, {"YYB_GC_PACK_LIMIT": "3"}) is None  # 3 packs: not past it
+    assert gc.auto(store, {"YYB_GC_PACK_LIMIT": "3", "YYB_GC_AUTO": "0"}) is None
+    pack.write(
+        store.objects.pack_folder, [(later := store.objects.put("blob", b"x"), b"blob 1\0x")]
+    )
+    done = gc.auto(store, {"YYB_GC_PACK_LIMIT": "3"})
+    assert done is not None and done.packs_removed == 4 and gc.count(store)["packs"] == 1
+    assert store.objects.get(later).body == b"x"
 
 
 def test_gc_drops_emptied_folders_and_a_writer_racing_it_makes_them_again(tmp_path, monkeypatch):
@@ -311,3 +511,23 @@ def test_gc_drops_emptied_folders_and_a_writer_racing_it_makes_them_again(tmp_pa
     assert [fresh.objects.get(o).body for o in many] == [f"many {i}".encode() for i in range(12)]
     assert fresh.objects.get(streamed).body == big
     assert errors(fresh) == []
+
+
+def test_a_reader_whose_listed_pack_is_removed_before_it_opens_it_lists_again(
+    tmp_path, monkeypatch
+):
+    """A reader lists the packs, a consolidation removes them all, then the reader opens
+    what it listed: it lists again and finds the new pack (yyb/store/loose.py, ``packs``)."""
+    store, bodies = several_packs(str(tmp_path / "s"))
+    reader = Store.open(store.path)  # has opened no pack yet
+    listing = pack.pack_paths
+
+    def listed_then_consolidated(folder):
+        paths = listing(folder)
+        monkeypatch.setattr(pack, "pack_paths", listing)  # once
+        gc.repack(store, everything=True, delete=True)  # removes every pack just listed
+        return paths
+
+    monkeypatch.setattr(pack, "pack_paths", listed_then_consolidated)
+    for oid, body in bodies.items():
+        assert reader.objects.get(oid).body == body

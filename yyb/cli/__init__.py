@@ -45,6 +45,7 @@ COMMANDS = {
     "log-proof": "yyb.cli.translog:log_proof",
     "verify-log": "yyb.cli.translog:verify_log",
     "gc": "yyb.cli.packs:gc_command",
+    "repack": "yyb.cli.packs:repack_command",
     "count-objects": "yyb.cli.packs:count_objects",
     "verify-pack": "yyb.cli.packs:verify_pack",
 }

@@ -1,4 +1,4 @@
-"""Packs: `yyb gc`, `yyb count-objects`, `yyb verify-pack`."""
+"""Packs: `yyb gc`, `yyb repack`, `yyb count-objects`, `yyb verify-pack`."""
 
 from __future__ import annotations
 
@@ -13,15 +13,43 @@ def gc_command(ctx):
     """Move loose objects into a pack, durably, while others read and write.
 
     Prints '<packed> objects packed, <removed> loose files removed' and the new pack; a loose
-    object that does not hash to its name is left for 'yyb doctor' and named on stderr.
+    object that does not hash to its name is left for 'yyb doctor' and named on stderr. When
+    the store would then hold more than $YYB_GC_PACK_LIMIT packs (default 50; 0: no limit),
+    every object goes into one new pack and the line ends ', <k> packs replaced'.
+    """
+    import os
+
+    from yyb.store import gc
+
+    limit = gc.pack_limit(dict(os.environ))
+    done = gc.gc(open_store(ctx), limit)
+    _report(done, always_packs=False)
+
+
+@click.command("repack")
+@click.option("-a", "everything", is_flag=True, help="Every object, packed or loose, in one pack.")
+@click.option("-d", "delete", is_flag=True, help="Then remove what the new pack makes redundant.")
+@click.pass_context
+def repack_command(ctx, everything, delete):
+    """Pack the loose objects no pack holds into a new pack (as 'git repack').
+
+    With -a, every object of every pack and every loose object goes into one new pack; with -d,
+    the loose files and (with -a) the packs it replaces are then removed, once it is durable
+    and verified. Prints '<packed> objects packed, <removed> loose files removed, <k> packs
+    replaced' and the new pack, if one was written.
     """
     from yyb.store import gc
 
-    store = open_store(ctx)
-    done = gc.gc(store)
+    _report(gc.repack(open_store(ctx), everything, delete), always_packs=True)
+
+
+def _report(done, always_packs: bool) -> None:
     for oid in done.skipped:
         click.echo(f"yyb: left {oid} loose: it does not hash to its name", err=True)
-    click.echo(f"{done.packed} objects packed, {done.removed} loose files removed")
+    line = f"{done.packed} objects packed, {done.removed} loose files removed"
+    if always_packs or done.packs_removed:
+        line += f", {done.packs_removed} packs replaced"
+    click.echo(line)
     if done.pack:
         click.echo(done.pack)
 

@@ -117,8 +117,9 @@ def run(ctx, plan_name, dry_run, jobs, keep_workspaces):
         click.echo(f"checkpoint: {record['size']} updates, root {record['root']}", err=True)
     packed = gc.auto(store, dict(os.environ))
     if packed is not None:
+        merged = f", {packed.packs_removed} packs merged into one" if packed.packs_removed else ""
         click.echo(
-            f"yyb: packed {packed.packed} loose objects (automatic gc; "
+            f"yyb: packed {packed.packed} objects{merged} (automatic gc; "
             f"{gc.AUTO_ENV}=0 turns it off)",
             err=True,
         )

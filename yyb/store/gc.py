@@ -1,16 +1,24 @@
-"""``yyb gc``: loose objects into a pack, durably, while others read and write.
+"""``yyb gc`` and ``yyb repack``: objects into packs, durably, while others read and write.
 
-Under the store-wide ``gc`` lock: every loose object whose bytes hash to its name and that no
-pack holds yet is written, in oid order, to a new pack and its index (both fsynced and renamed
-into place, the index last: from then on the pack is part of the store); the new pack is
-verified whole; only then are the loose files it holds removed, and their folders fsynced. A
-loose object that does not hash to its name is left where it is for ``yyb doctor`` to report.
+Under the store-wide ``gc`` lock, a repack writes one new pack of the objects it packs, in oid
+order: the loose objects whose bytes hash to their names that no pack holds yet, or, when it
+consolidates (``repack -a``; ``gc`` once the store would hold more than its pack limit), every
+object of every pack and every such loose object, each proved by its hash as it is copied. The
+pack and its index are fsynced and renamed into place (the index last: from then on the pack is
+part of the store), and the new pack is verified whole; only then are the loose files it holds
+removed (their folders fsynced, an emptied one dropped), and only after them the packs it
+replaces, each index before its pack, the folder fsynced after each. A loose object that does
+not hash to its name is left where it is for ``yyb doctor`` to report; a packed object that does
+not stops a consolidation before it writes anything.
 
-A reader that opens a loose file just removed finds it in the pack (it looks among the packs,
-new ones included, after a loose miss); a writer whose object is being packed sees it present
-and writes nothing; an object written after the listing stays loose. A crash leaves either a
-pack without its index (not part of the store; its temp files are removed by the next gc) or
-objects both loose and packed (the next gc removes the loose copies).
+A reader that opens a loose file just removed finds it in the new pack (it looks among the
+packs, new ones included, after a miss); a reader that has mapped a pack just removed keeps
+reading it (the file lives on while mapped), and one that misses looks again and finds the new
+pack; a writer whose object is being packed sees it present and writes nothing; an object
+written after the listing stays loose. A crash leaves either a pack without its index (not part
+of the store; removed by the next gc with the temp files) or objects held twice, loose and
+packed or in two packs (the next gc removes the loose copies; the next consolidation, the
+redundant packs).
 """
 
 from __future__ import annotations
@@ -30,47 +38,141 @@ class Collected:
     removed: int  # loose files removed (packed now, or already in a pack)
     skipped: list[str]  # loose objects left: unreadable or not hashing to their name
     pack: str | None  # the new pack's path
+    packs_removed: int = 0  # packs the new one replaced (a consolidation)
 
 
-def gc(store) -> Collected:
-    """Pack the store's loose objects (see the module's text).
+PACK_LIMIT_ENV = "YYB_GC_PACK_LIMIT"
+PACK_LIMIT_DEFAULT = 50  # packs, as git's gc.autoPackLimit
+
+
+def gc(store, pack_limit: int = PACK_LIMIT_DEFAULT) -> Collected:
+    """Pack the store's loose objects and remove them (``git gc``, see the module's text);
+    when the store would then hold more than ``pack_limit`` packs (0: no limit), pack every
+    object into one pack instead and remove the packs it replaces (``git gc --auto``'s
+    ``gc.autoPackLimit``).
 
     Raises:
-        LockHeld: another gc is running. StoreIOError: the file system refused.
+        LockHeld: another gc is running. StoreIOError: the file system refused. PackError:
+        a consolidation met a packed object that does not hash to its oid (nothing changed).
     """
-    objects = store.objects
     with store.exclusive("gc"):
-        try:
-            file.ensure_dir(objects.pack_folder)
-        except OSError as exc:
-            raise file.io_error(objects.pack_folder, exc) from exc
-        _sweep_temp(objects.pack_folder)
+        return _repack(store.objects, everything=False, delete=True, pack_limit=pack_limit)
+
+
+def repack(store, everything: bool = False, delete: bool = False) -> Collected:
+    """Write the loose objects no pack holds into a new pack (``git repack``); with
+    ``everything``, every object of the store, packed or loose, into one pack (``-a``); with
+    ``delete``, then remove the loose files and the packs the new pack makes redundant
+    (``-d``). Nothing is written when there is nothing new to pack.
+
+    Raises:
+        LockHeld: a gc or repack is running. StoreIOError: the file system refused.
+        PackError: a packed object does not hash to its oid (nothing changed).
+    """
+    with store.exclusive("gc"):
+        return _repack(store.objects, everything=everything, delete=delete, pack_limit=0)
+
+
+def _repack(objects, everything: bool, delete: bool, pack_limit: int) -> Collected:
+    try:
+        file.ensure_dir(objects.pack_folder)
+    except OSError as exc:
+        raise file.io_error(objects.pack_folder, exc) from exc
+    _sweep_temp(objects.pack_folder)
+    old = [pack.Pack.open(path) for path in pack.pack_paths(objects.pack_folder)]
+    try:
         loose = list(objects.loose_oids())
-        already = {oid for oid in loose if objects._in_pack(oid)}
+        already = {oid for oid in loose if any(held.find(oid) is not None for held in old)}
+        new_loose = len(loose) - len(already)
+        if pack_limit and len(old) + (1 if new_loose else 0) > pack_limit:
+            everything = True
+        if everything and not new_loose and len(old) <= 1:
+            everything = False  # one pack already holds everything: nothing to rewrite
         skipped: list[str] = []
         written: list[str] = []
-
-        def items() -> Iterator[tuple[str, bytes]]:
-            for oid in loose:
-                if oid in already:
-                    continue
-                data = _loose_bytes(objects, oid)
-                if data is None:
-                    skipped.append(oid)
-                    continue
-                written.append(oid)
-                yield oid, data
-
-        path = pack.write(objects.pack_folder, items())
+        if everything:
+            items = _everything(objects, old, loose, skipped, written)
+        else:
+            items = _loose_items(objects, [o for o in loose if o not in already], skipped, written)
+        path = pack.write(objects.pack_folder, items)
         if path is not None:
             made = pack.Pack.open(path)
             try:
                 made.verify()
             finally:
                 made.close()
-            objects.packs(rescan=True)
-        removed = _remove(objects, [*already, *written])
-    return Collected(len(written), removed, skipped, path)
+            objects.packs(rescan=True)  # readers of this process find it from now
+        removed = replaced = 0
+        if delete:
+            packed_loose = set(loose) - set(skipped) if everything else [*already, *written]
+            removed = _remove(objects, sorted(packed_loose))
+            if everything and path is not None:
+                replaced = _remove_packs([h.path for h in old if h.path != path])
+    finally:
+        for held in old:
+            held.close()
+    return Collected(len(written), removed, skipped, path, replaced)
+
+
+def _loose_items(
+    objects, oids: list[str], skipped: list[str], written: list[str]
+) -> Iterator[tuple[str, bytes]]:
+    """(oid, stored bytes) of the loose ``oids`` that hash to their names, in order."""
+    for oid in oids:
+        data = _loose_bytes(objects, oid)
+        if data is None:
+            skipped.append(oid)
+            continue
+        written.append(oid)
+        yield oid, data
+
+
+def _everything(
+    objects, old: list[pack.Pack], loose: list[str], skipped: list[str], written: list[str]
+) -> Iterator[tuple[str, bytes]]:
+    """(oid, stored bytes) of every object of ``old`` and of the ``loose`` ones that hash to
+    their names, in oid order; a packed object is proved by its hash as it is copied.
+
+    Raises:
+        PackError: no pack holds a copy of an object that hashes to its oid.
+    """
+    holder: dict[str, pack.Pack | None] = {}
+    for held in old:
+        for oid in held.oids():
+            holder.setdefault(oid, held)
+    for oid in loose:
+        holder.setdefault(oid, None)
+    for oid in sorted(holder):
+        first = holder[oid]
+        if first is None:
+            data = _loose_bytes(objects, oid)
+            if data is None:
+                skipped.append(oid)
+                continue
+        else:
+            data = _packed_bytes(old, first, oid)
+        written.append(oid)
+        yield oid, data
+
+
+def _packed_bytes(old: list[pack.Pack], first: pack.Pack, oid: str) -> bytes:
+    """The stored bytes of ``oid`` from the first pack whose copy hashes to it."""
+    for held in [first, *(h for h in old if h is not first)]:
+        try:
+            data = held.read(oid)
+        except pack.PackError:
+            continue
+        if data is not None and _hashes_to(data, oid):
+            return data
+    raise pack.PackError(first.path, f"{oid}: its bytes do not hash to it; nothing was repacked")
+
+
+def _hashes_to(data: bytes, oid: str) -> bool:
+    try:
+        kind, size, start = parse_header(data[:MAX_HEADER], oid)
+    except YybError:
+        return False
+    return len(data) - start == size and hash_object(kind, data[start:]) == oid
 
 
 def _loose_bytes(objects, oid: str) -> bytes | None:
@@ -84,12 +186,9 @@ def _loose_bytes(objects, oid: str) -> bytes | None:
     try:
         with os.fdopen(fd, "rb") as handle:
             data = handle.read()
-        kind, size, start = parse_header(data[:MAX_HEADER], oid)
-    except (YybError, OSError):
+    except OSError:
         return None
-    if len(data) - start != size or hash_object(kind, data[start:]) != oid:
-        return None
-    return data
+    return data if _hashes_to(data, oid) else None
 
 
 def _remove(objects, oids: list[str]) -> int:
@@ -116,6 +215,25 @@ def _remove(objects, oids: list[str]) -> int:
     return removed
 
 
+def _remove_packs(paths: list[str]) -> int:
+    """Remove the packs at ``paths`` (each object of which a newer pack holds): each index
+    first, so that a crash leaves a pack without one, which is no part of the store."""
+    removed = 0
+    for path in paths:
+        folder = os.path.dirname(path)
+        for name in (path[: -len(".pack")] + ".idx", path):
+            try:
+                os.unlink(name)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise file.io_error(name, exc) from exc
+        file.fsync_dir(folder)
+        file.durable_point()
+        removed += 1
+    return removed
+
+
 def _sweep_temp(folder: str) -> None:
     """Remove what an interrupted gc left: temp files, and packs without an index."""
     for name in os.listdir(folder):
@@ -136,15 +254,24 @@ def count(store) -> dict:
             loose_bytes += os.lstat(objects.path(oid)).st_size
         except OSError:
             continue
-    packs = objects.packs(rescan=True)
+    packs = packed = pack_bytes = 0
+    for path in pack.pack_paths(objects.pack_folder):  # the packs there now, not those mapped
+        try:
+            held = pack.Pack.open(path)
+        except pack.PackError:
+            continue  # removed since the listing (a consolidation), or for doctor to report
+        try:
+            packs += 1
+            packed += held.count
+            pack_bytes += len(held.data) + len(held.index)
+        finally:
+            held.close()
     return {
         "loose": len(loose),
         "loose_bytes": loose_bytes,
-        "packs": len(packs),
-        "packed": sum(p.count for p in packs),
-        "pack_bytes": sum(
-            os.path.getsize(p.path) + os.path.getsize(p.path[:-5] + ".idx") for p in packs
-        ),
+        "packs": packs,
+        "packed": packed,
+        "pack_bytes": pack_bytes,
     }
 
 
@@ -156,15 +283,33 @@ def auto_threshold(environ: dict) -> int:
     """The loose-object count past which ``auto`` packs: ``$YYB_GC_AUTO`` (0: never).
 
     Raises:
+        UsageError: it, or ``$YYB_GC_PACK_LIMIT`` (checked here too, so that one early call
+        refuses either before a run), is not a whole number.
+    """
+    pack_limit(environ)
+    return _whole(environ, AUTO_ENV, AUTO_DEFAULT, "a number of loose objects, or 0 for never")
+
+
+def pack_limit(environ: dict) -> int:
+    """The number of packs past which ``gc`` packs everything into one:
+    ``$YYB_GC_PACK_LIMIT`` (default 50, as git's gc.autoPackLimit; 0: no limit).
+
+    Raises:
         UsageError: it is not a whole number.
     """
+    return _whole(
+        environ, PACK_LIMIT_ENV, PACK_LIMIT_DEFAULT, "a number of packs, or 0 for no limit"
+    )
+
+
+def _whole(environ: dict, name: str, default: int, meaning: str) -> int:
     from yyb.errors import UsageError
 
-    text = environ.get(AUTO_ENV, "").strip()
+    text = environ.get(name, "").strip()
     if not text:
-        return AUTO_DEFAULT
+        return default
     if not text.isdigit():
-        raise UsageError(f"{AUTO_ENV}={text!r}: a number of loose objects, or 0 for never")
+        raise UsageError(f"{name}={text!r}: {meaning}")
     return int(text)
 
 
@@ -179,13 +324,18 @@ def estimate_loose(store) -> int:
 
 
 def auto(store, environ: dict) -> Collected | None:
-    """``gc`` when the loose objects pass the threshold and no other gc runs; else None."""
+    """``gc`` when the loose objects pass the threshold, or the packs the pack limit (packs
+    that a fetch wrote), and no other gc runs; else None (``git gc --auto``)."""
     from yyb.errors import LockHeld
 
     threshold = auto_threshold(environ)
-    if threshold == 0 or store.path is None or estimate_loose(store) <= threshold:
+    if threshold == 0 or store.path is None:
+        return None
+    limit = pack_limit(environ)
+    too_many = limit and len(pack.pack_paths(store.objects.pack_folder)) > limit
+    if not too_many and estimate_loose(store) <= threshold:
         return None
     try:
-        return gc(store)
+        return gc(store, limit)
     except LockHeld:
         return None  # another gc is packing them
