@@ -120,3 +120,32 @@ def test_a_pack_removed_between_listing_and_opening_is_passed_over(tmp_path, mon
     monkeypatch.setattr(pack, "pack_paths", lambda _folder: [gone, *real])
     with pytest.raises(CorruptObject):
         Store.open(store.path).objects.packs(rescan=True)
+
+
+def test_doctor_beside_a_repack_that_removed_packs_it_had_listed(tmp_path, monkeypatch):
+    """doctor lists the packs, a repack replaces them (its own pack in place first): the
+    vanished packs are no finding, and the new one is listed and checked."""
+    from yyb.store import fsck, gc
+
+    store, _ = Store.init(str(tmp_path / "s"))
+    kept = store.objects.put_record(note("kept", blob=store.objects.put("blob", b"one")))
+    store.refs.update("refs/notes/kept", kept)
+    gc.gc(store)
+    store.objects.put("blob", b"two")
+    gc.gc(store)
+    listed = list(fsck._layout(store))
+    old = [what for kind, what in listed if kind == "pack"]
+    assert len(old) == 2
+    merged = {}
+    for path in old:  # what a consolidation leaves: one new pack of everything, the old gone
+        held = pack.Pack.open(path)
+        merged.update((oid, held.read(oid)) for oid in held.oids())
+        held.close()
+    new = pack.write(store.objects.pack_folder, sorted(merged.items()))
+    for path in old:
+        os.unlink(path[:-5] + ".idx")
+        os.unlink(path)
+    monkeypatch.setattr(fsck, "_layout", lambda _store: iter(listed))
+    findings = [f.line() for f in fsck.fsck(Store.open(store.path)) if f.level == "error"]
+    assert findings == []
+    assert os.path.exists(new)

@@ -28,6 +28,7 @@ from yyb.store.refs import LOCK_SUFFIX, REF_UPDATE, check_ref_name
 from yyb.store.repo import FOLDERS, FORMAT_FILE, Store
 
 LOCK_GRACE_S = 10.0
+RELIST = 3  # times the packs are listed again when a repack removed one being checked
 
 
 @dataclass(frozen=True)
@@ -375,19 +376,22 @@ def _relative(root: str, folder: str, name: str) -> str:
 
 def fsck(store: Store, now: float | None = None) -> Iterator[Finding]:
     """Check the whole store; yield every finding (errors first per object, infos last)."""
+    from yyb.store import pack
+
     now = time.time() if now is None else now
     present: list[str] = []
     loose: set[str] = set()
     checked_blobs: set[str] = set()  # blobs of packs verified whole: nothing more to check
+    verified: set[str] = set()
+    vanished = False  # a pack listed, then removed by a repack that had written its own first
     if store.path is not None:
         for kind, what in _layout(store):
             if kind == "object":
                 present.append(what)
                 loose.add(what)
             elif kind == "pack":
-                packed, blobs, finding = _verify_pack(what)
-                present += packed
-                checked_blobs |= blobs
+                finding, gone = _take_pack(what, present, checked_blobs, verified)
+                vanished = vanished or gone
                 if finding is not None:
                     yield finding
             elif kind == "stray":
@@ -403,6 +407,16 @@ def fsck(store: Store, now: float | None = None) -> Iterator[Finding]:
                 yield info("temp-file", what, "left by an interrupted write; safe to delete")
             elif kind == "lock":
                 yield _lock_finding(store.path, what, now)
+        for _ in range(RELIST):
+            if not vanished:
+                break
+            vanished = False  # the repack's own pack was in place before: list again
+            for path in pack.pack_paths(os.path.join(store.path, "objects", "pack")):
+                if path not in verified:
+                    finding, gone = _take_pack(path, present, checked_blobs, verified)
+                    vanished = vanished or gone
+                    if finding is not None:
+                        yield finding
     else:
         present = list(store.objects.iter_oids())
         for name in sorted(getattr(store.refs, "locked", ())):
@@ -445,6 +459,18 @@ def fsck(store: Store, now: float | None = None) -> Iterator[Finding]:
             yield info("dangling", oid, "not reachable from any ref")
 
 
+def _take_pack(
+    path: str, present: list[str], checked_blobs: set[str], verified: set[str]
+) -> tuple[Finding | None, bool]:
+    """Verify a pack, adding its oids to ``present`` and its blobs to ``checked_blobs``;
+    (its finding, whether it is gone: removed by a repack since it was listed)."""
+    packed, blobs, finding = _verify_pack(path)
+    present += packed
+    checked_blobs |= blobs
+    verified.add(path)
+    return finding, not os.path.exists(path)
+
+
 def _verify_pack(path: str) -> tuple[list[str], set[str], Finding | None]:
     """(the oids of a pack that verifies whole, else none; its blobs; the finding when it
     does not verify)."""
@@ -454,6 +480,8 @@ def _verify_pack(path: str) -> tuple[list[str], set[str], Finding | None]:
     try:
         held = pack.Pack.open(path)
     except pack.PackError as exc:
+        if not (os.path.exists(path) and os.path.exists(path[: -len(".pack")] + ".idx")):
+            return [], set(), None  # removed since it was listed: replaced by a repack
         return [], set(), error("bad-pack", rel, exc.reason)
     try:
         blobs = held.verify()
