@@ -164,7 +164,7 @@ def _batch(store, with_body: bool, flush: bool) -> int:
             pending = lines.pop()
         else:
             lines = [pending] if pending else []
-        lines = [line[:-1] if line.endswith(b"\r") else line for line in lines]
+        lines = [line.rstrip(b"\r") for line in lines]
         full = [line if _FULL_OID.fullmatch(line) else None for line in lines]
         bodies = store.objects.blob_bodies(full)
         for line, body in zip(lines, bodies, strict=True):
@@ -182,9 +182,12 @@ def _batch(store, with_body: bool, flush: bool) -> int:
 
 
 def _answer(store, line: bytes, out: BinaryIO, with_body: bool) -> bool:
-    """Answer one name the general way; False when its object is corrupt."""
+    """Answer one name the general way; False when its object is corrupt. A name that is not
+    found is echoed as UTF-8, undecodable bytes replaced."""
+    name = line.decode("utf-8", "replace")
+    line = name.encode()
     try:
-        oid = store.rev_parse(line.decode("utf-8", "replace"))
+        oid = store.rev_parse(name)
         obj = store.objects.get(oid)
     except NotFound:
         out.write(line + b" missing\n")
