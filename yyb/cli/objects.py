@@ -159,15 +159,16 @@ def _batch(store, with_body: bool, flush: bool) -> int:
     pending = b""
     while True:
         chunk = take(READ_SIZE)
-        if chunk:
-            lines = (pending + chunk).split(b"\n")
-            pending = lines.pop()
-        else:
-            lines = [pending] if pending else []
-        lines = [line.rstrip(b"\r") for line in lines]
+        data = pending + chunk
+        lines = data.split(b"\n")
+        pending = lines.pop() if chunk else b""  # a name cut at the end of the chunk
+        if not chunk and not lines[-1]:
+            lines.pop()  # the input ended with a newline: no last, empty name
+        if b"\r" in data:
+            lines = [line.rstrip(b"\r") for line in lines]
         full = [line if _FULL_OID.fullmatch(line) else None for line in lines]
         bodies = store.objects.blob_bodies(full)
-        for line, body in zip(lines, bodies, strict=True):
+        for line, body in zip(lines, bodies):  # noqa: B905 (one length by construction)
             if body is not None:
                 out.write(b"%s blob %d\n" % (line, len(body)))
                 if with_body:

@@ -20,7 +20,9 @@ MAX_RECORD = 64 << 20
 
 _OID_RE = re.compile(r"[0-9a-f]{64}")
 _PREFIX_RE = re.compile(r"[0-9a-f]{4,64}")
-_HEADER_RE = re.compile(rb"(blob|record) (0|[1-9][0-9]{0,19})\x00")
+# The stored header: kind, space, decimal length without sign or leading zeros, NUL. Readers
+# that match it in a mapped file (packs, bundles) use this pattern too: one grammar.
+HEADER_RE = re.compile(rb"(blob|record) (0|[1-9][0-9]{0,19})\x00")
 
 
 def is_oid(text: str) -> bool:
@@ -60,7 +62,7 @@ def parse_header(data: bytes, oid: str | None = None) -> tuple[str, int, int]:
     Raises:
         CorruptObject: the header is malformed.
     """
-    match = _HEADER_RE.match(data[:MAX_HEADER])
+    match = HEADER_RE.match(data[:MAX_HEADER])
     if match is None:
         if b"\x00" not in data[:MAX_HEADER]:
             raise CorruptObject(oid, "truncated or missing header", "truncated")

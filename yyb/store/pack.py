@@ -23,14 +23,13 @@ import bisect
 import hashlib
 import mmap
 import os
-import re
 import struct
 import sys
 from collections.abc import Iterable, Iterator
 
 from yyb.errors import CorruptObject
 from yyb.store import file
-from yyb.store.objects import MAX_HEADER, parse_header
+from yyb.store.objects import HEADER_RE, MAX_HEADER, parse_header
 
 PACK_MAGIC = b"YYBPACK\0"
 INDEX_MAGIC = b"YYBIDX\0\0"
@@ -143,7 +142,6 @@ def _index(oids: list[bytes], offsets: list[int], trailer: bytes) -> bytes:
 # they go into a dict. A single lookup pays for no listing, a batch pays for it once.
 LIST_AFTER = 64
 TABLE_AFTER = 8
-_BLOB_HEADER = re.compile(rb"blob (0|[1-9][0-9]{0,19})\x00")  # objects.parse_header's, for blobs
 
 
 class Pack:
@@ -271,7 +269,7 @@ class Pack:
         else:
             lookup, offset = self._find, self._start
         data, view, end = self.data, self._view, len(self.data) - HASH
-        match, unhexlify, sha256 = _BLOB_HEADER.match, binascii.unhexlify, hashlib.sha256
+        match, unhexlify, sha256 = HEADER_RE.match, binascii.unhexlify, hashlib.sha256
         for at, oid in enumerate(oids):
             if oid is None or found[at] is not None:
                 continue
@@ -281,10 +279,10 @@ class Pack:
                 continue
             start = offset(i)
             head = match(data, start, start + MAX_HEADER)
-            if head is None:
+            if head is None or data[start] != 98:  # b"b": a blob, not a record
                 continue
             body = head.end()
-            stop = body + int(head.group(1))
+            stop = body + int(head.group(2))
             if stop <= end and sha256(view[start:stop]).digest() == key:
                 found[at] = view[body:stop]
 
