@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 
 import pytest
 
@@ -149,3 +150,36 @@ def test_doctor_beside_a_repack_that_removed_packs_it_had_listed(tmp_path, monke
     findings = [f.line() for f in fsck.fsck(Store.open(store.path)) if f.level == "error"]
     assert findings == []
     assert os.path.exists(new)
+
+
+def test_a_rescan_lists_the_pack_folder_only_when_it_may_have_changed(tmp_path, monkeypatch):
+    """An unchanged, settled pack folder is not listed again on every miss; a folder changed
+    since (or too recently to tell) is."""
+    from yyb.store import gc, loose
+
+    store, _ = Store.init(str(tmp_path / "s"))
+    first = store.objects.put("blob", b"first")
+    gc.gc(store)
+    listings = []
+    real = pack.pack_paths
+    monkeypatch.setattr(pack, "pack_paths", lambda folder: listings.append(1) or real(folder))
+    reader = Store.open(store.path)
+    assert reader.objects.get(first).body == b"first"
+    settled = len(listings)
+    for _ in range(20):
+        assert not reader.objects.contains("0" * 64)
+    # The folder was written within SETTLED_NS of the first listing: every miss lists it.
+    assert len(listings) > settled + 10
+    monkeypatch.setattr(loose, "SETTLED_NS", 0)
+    reader = Store.open(store.path)
+    reader.objects.packs(rescan=True)
+    before = len(listings)
+    for _ in range(20):
+        assert not reader.objects.contains("0" * 64)
+    assert len(listings) == before  # settled and unchanged: not listed again
+    time.sleep(0.05)  # past the file system's clock tick: the change shows in the folder's time
+    writer = Store.open(store.path)
+    second = writer.objects.put("blob", b"second")
+    gc.gc(writer)  # a new pack: the folder's time changes
+    assert reader.objects.get(second).body == b"second"
+    assert len(listings) > before

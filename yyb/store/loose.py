@@ -13,6 +13,7 @@ import io
 import os
 import stat
 import threading
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 # A fan-out folder that gc emptied may be removed between a writer making it and writing into
 # it (a temp file inside keeps it): the writer makes it again, this many times at most.
 FOLDER_RETRIES = 3
+SETTLED_NS = 2_000_000_000  # a folder unchanged this long before a listing is listed right
 
 
 class DiskObjects(ObjectStore):
@@ -47,17 +49,29 @@ class DiskObjects(ObjectStore):
         self.pack_folder = os.path.join(self.folder, "pack")
         self._packs: dict[str, pack.Pack] = {}
         self._packs_lock = threading.Lock()
+        self._pack_listing: tuple[tuple[int, int], int] | None = None  # the folder last listed
 
     # --- packs ---------------------------------------------------------------------------
 
     def packs(self, rescan: bool = False) -> list[pack.Pack]:
-        """The packs this store reads (opened once; ``rescan`` looks for new ones)."""
+        """The packs this store reads (opened once; ``rescan`` looks for new ones).
+
+        A rescan lists the pack folder unless it is unchanged since the last listing: same
+        inode, same modification time, and that time lay over ``SETTLED_NS`` before the
+        listing began (a folder changed within the same clock tick as a listing could show
+        the old time after a change, as Git's "racily clean" index entries)."""
         if self._packs and not rescan:
             return list(self._packs.values())
-        if not os.path.isdir(self.pack_folder):
+        try:
+            folder = os.stat(self.pack_folder)
+        except (FileNotFoundError, NotADirectoryError):
             return []
+        stamp = (folder.st_ino, folder.st_mtime_ns)
+        if self._pack_listing is not None and self._pack_listing[0] == stamp:
+            return list(self._packs.values())
         from yyb.store import pack  # only a store with packs pays for it
 
+        began = time.time_ns()
         with self._packs_lock:
             for _ in range(FOLDER_RETRIES):
                 vanished = False
@@ -71,6 +85,8 @@ class DiskObjects(ObjectStore):
                             vanished = True  # replaced by a repack since the listing
                 if not vanished:
                     break  # a repack writes its pack before it removes the old: list again
+            settled = began - folder.st_mtime_ns > SETTLED_NS
+            self._pack_listing = (stamp, began) if settled and not vanished else None
             return list(self._packs.values())
 
     def _packed(self, oid: str) -> bytes | None:
