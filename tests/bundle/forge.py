@@ -9,6 +9,7 @@ so a forger can write whatever update chain it likes.
 from __future__ import annotations
 
 import hashlib
+import struct
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,7 +45,8 @@ class Forge:
     objects: dict[str, bytes] = field(default_factory=dict)  # oid -> stored bytes
     refs: dict[str, str] = field(default_factory=dict)
     logs: dict[str, str] = field(default_factory=dict)
-    caps: str = "zlib ref-logs"
+    caps: str | None = None  # None: the version's own ("zlib ref-logs", "pack ref-logs")
+    version: int = 1
 
     def blob(self, body: bytes) -> str:
         oid, data = stored("blob", body)
@@ -87,7 +89,8 @@ class Forge:
                 lines.append(f"{self.refs[name]} {name}".encode())
                 if name in self.logs:
                     lines.append(f"{self.logs[name]} logs/{name}".encode())
-        head = b"yyb-bundle 1\nhash sha256\ncapabilities " + self.caps.encode() + b"\n"
+        caps = self.caps if self.caps is not None else CAPS[self.version]
+        head = b"yyb-bundle %d\nhash sha256\ncapabilities %s\n" % (self.version, caps.encode())
         return head + b"".join(line + b"\n" for line in lines) + b"\n"
 
     def frames(self, order: list[str] | None = None) -> list[bytes]:
@@ -102,6 +105,27 @@ class Forge:
         frames = self.frames() if frames is None else frames
         end = b"%d" % len(frames) if end is None else end
         return seal(self.header(lines) + b"".join(frames) + b"end " + end + b"\n")
+
+    def build_pack(
+        self,
+        stored: list[bytes] | None = None,
+        count: int | None = None,
+        magic: bytes = b"YYBPACK\0",
+        pack_version: int = 1,
+        lines: list[bytes] | None = None,
+    ) -> bytes:
+        """A version 2 bundle: the header, the pack head, ``stored`` (default: every object in
+        oid order) and the trailer over the header, the pack head and each object's oid."""
+        self.version = 2
+        stored = [self.objects[o] for o in sorted(self.objects)] if stored is None else stored
+        head = self.header(lines) + struct.pack(
+            ">8sIQ", magic, pack_version, len(stored) if count is None else count
+        )
+        oids = b"".join(hashlib.sha256(data).digest() for data in stored)
+        return head + b"".join(stored) + hashlib.sha256(head + oids).digest()
+
+
+CAPS = {1: "zlib ref-logs", 2: "pack ref-logs"}
 
 
 def write(tmp_path: Path, data: bytes) -> str:

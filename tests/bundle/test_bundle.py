@@ -23,9 +23,9 @@ def _chain(store: Store) -> tuple[str, str]:
     return first, second
 
 
-def _made(tmp_path: Path, store: Store, *refs: str) -> str:
+def _made(tmp_path: Path, store: Store, *refs: str, version: int = 2) -> str:
     path = str(tmp_path / "x.bundle")
-    bundle.create(store, path, bundle.ref_tips(store, list(refs)))
+    bundle.create(store, path, bundle.ref_tips(store, list(refs), version))
     return path
 
 
@@ -157,7 +157,7 @@ def test_push_and_fetch_between_stores(disk_store, tmp_path):
 
 def test_a_flipped_byte_names_the_object(disk_store, tmp_path):
     _chain(disk_store)
-    path = _made(tmp_path, disk_store, "notes/x")
+    path = _made(tmp_path, disk_store, "notes/x", version=1)  # the frame form names oids
     data = Path(path).read_bytes()
     start = data.index(b"\n\n") + 2
     frame_end = data.index(b"\n", start)

@@ -154,7 +154,7 @@ def test_unknown_capability_and_version(tmp_path):
     forge.caps = "zlib ref-logs shallow"
     path = write(tmp_path, forge.build())
     refused(tmp_path, path, 2, "unknown capability 'shallow'")
-    Path(path).write_bytes(b"yyb-bundle 2\n" + Path(path).read_bytes()[13:])
+    Path(path).write_bytes(b"yyb-bundle 3\n" + Path(path).read_bytes()[13:])
     refused(tmp_path, path, 2, "version")
     Path(path).write_bytes(b"PK\x03\x04 not a bundle")
     refused(tmp_path, path, 2)

@@ -39,16 +39,18 @@ def test_auditor_path_and_one_flipped_byte(tmp_path, monkeypatch):
     assert audit("doctor").exit_code == 0
     assert audit("doctor", "--plan", str(example / "plan.json")).exit_code == 0
 
-    # One flipped byte inside one object: every step that reads it fails, naming it.
+    # One flipped byte inside the first object's body (version 2: a pack after the header,
+    # 20 bytes of pack head, then "<kind> <size>\0<body>"): every step that reads it fails.
     data = Path(path).read_bytes()
-    start = data.index(b"\n\n") + 2
-    victim = data[start : start + 64].decode()
-    flip_byte(path, data.index(b"\n", start) + 4)
+    assert data.startswith(b"yyb-bundle 2\n")
+    start = data.index(b"\n\n") + 2 + 20
+    flip_byte(path, data.index(b"\0", start) + 2)
     fresh = Yyb(str(tmp_path / "fresh"))
     Store.init(fresh.store_path)
     for args in (("bundle", "verify", path), ("bundle", "unbundle", path)):
         failed = fresh(*args)
-        assert failed.exit_code == 1 and victim in failed.stderr, failed.stderr
+        assert failed.exit_code == 1 and failed.stderr.count("\n") == 1, failed.stderr
+        assert failed.stderr.startswith("yyb: error: "), failed.stderr
     assert Store.open(fresh.store_path).refs.names() == []
     failed = fresh("verify-chain", "--trusted-key", public, heads[0])
     assert failed.exit_code == 1 and heads[0] in failed.stderr

@@ -1,16 +1,21 @@
 """Bundles: refs, their update chains and every object they reach, in one self-checking file.
 
-The format is specified in docs/format.md ("Bundles"); ``bundle_reader`` reads its bytes.
-This module writes bundles, verifies one on its own (every record, every link, every ref's
-update chain by the same rules as ``fsck``), and imports one into a store.
+The format is specified in docs/format.md ("Bundles"); ``bundle_reader`` reads its bytes
+(``bundle_pack`` the pack form's objects). This module writes bundles, verifies one on its own
+(every record, every link, every ref's update chain by the same rules as ``fsck``, whatever
+the form), and imports one into a store.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import itertools
 import os
+import stat
 import tempfile
 import zlib
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -18,13 +23,23 @@ from yyb.errors import (
     CorruptBundle,
     CorruptObject,
     CorruptRef,
+    LockHeld,
     NotFastForward,
     ObjectMissing,
     RefNotFound,
     UsageError,
 )
-from yyb.store import checkpoint, file
-from yyb.store.bundle_reader import CAPABILITIES, CHUNK, SPILL, Header, Reader, render_header
+from yyb.store import bundle_pack, checkpoint, file
+from yyb.store.bundle_reader import (
+    CAPABILITIES,
+    CHUNK,
+    SPILL,
+    VERSION,
+    Entry,
+    Header,
+    Reader,
+    render_header,
+)
 from yyb.store.fsck import check_body, inspect, walk_ref_chain
 from yyb.store.refs import REF_UPDATE, check_ref_name
 from yyb.store.repo import Store
@@ -43,8 +58,9 @@ class Summary:
 # --- writing --------------------------------------------------------------------------------
 
 
-def ref_tips(store: Store, names: list[str]) -> Header:
-    """The refs to bundle: each name's full ref, its value and its log head.
+def ref_tips(store: Store, names: list[str], version: int = VERSION) -> Header:
+    """The refs to bundle: each name's full ref, its value and its log head, for a bundle of
+    format ``version`` (2, a pack; 1, a zlib frame per object, for older readers).
 
     Raises:
         InvalidRefName, RefNotFound: a name that is no ref with a value.
@@ -60,7 +76,7 @@ def ref_tips(store: Store, names: list[str]) -> Header:
         if head is None:
             raise CorruptRef(full, "it has no update log, so it cannot be bundled")
         refs[full], logs[full] = value, head
-    return Header(CAPABILITIES, refs, logs)
+    return Header(CAPABILITIES[version], refs, logs, version)
 
 
 def _reachable(store: Store, header: Header) -> list[str]:
@@ -92,7 +108,8 @@ class _HashingWriter:
 
 
 def create(store: Store, path: str, header: Header) -> int:
-    """Write a bundle of ``header``'s refs to ``path`` (which must not exist).
+    """Write a bundle of ``header``'s refs to ``path`` (which must not exist), in the form of
+    ``header.version``.
 
     Returns the number of objects written. A failure leaves no file at ``path``.
 
@@ -108,12 +125,10 @@ def create(store: Store, path: str, header: Header) -> int:
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=file.TEMP_PREFIX)
         with os.fdopen(fd, "wb") as handle:
-            out = _HashingWriter(handle)
-            out.write(render_header(header))
-            for oid in oids:
-                _write_object(store, out, oid)
-            out.write(b"end %d\n" % len(oids))
-            handle.write(out.digest.digest())
+            if header.version == 1:
+                _write_frames(store, handle, header, oids)
+            else:
+                bundle_pack.write(store, handle, render_header(header), oids)
             handle.flush()
             os.fchmod(handle.fileno(), 0o644)
             os.fsync(handle.fileno())
@@ -127,6 +142,15 @@ def create(store: Store, path: str, header: Header) -> int:
     finally:
         file.discard(tmp)
     return len(oids)
+
+
+def _write_frames(store: Store, handle: BinaryIO, header: Header, oids: list[str]) -> None:
+    out = _HashingWriter(handle)
+    out.write(render_header(header))
+    for oid in oids:
+        _write_object(store, out, oid)
+    out.write(b"end %d\n" % len(oids))
+    handle.write(out.digest.digest())
 
 
 def _write_object(store: Store, out: _HashingWriter, oid: str) -> None:
@@ -304,25 +328,10 @@ def unbundle(store: Store, path: str, force: bool = False) -> list[Move]:
     """
     summary = verify(path)
     moves = plan_moves(store, summary, force)
-    batch: list[tuple[str, bytes]] = []
     with Reader(path) as reader:
         if reader.header() != summary.header:
             raise reader.fail("the file changed while it was being imported")
-        for entry in reader.objects():
-            if store.objects.contains(entry.oid):
-                continue
-            if entry.spill is not None and entry.kind == "blob":
-                entry.spill.seek(entry.start)
-                got = store.objects.put_blob_file(entry.spill, entry.size)
-                if got != entry.oid:
-                    raise reader.fail("the file changed while it was being imported", entry.oid)
-                continue
-            batch.append((entry.kind, entry.body()))
-            if len(batch) >= 256:
-                store.objects.put_many(batch)
-                batch = []
-        # The trailer has now been checked again: only then do the last objects land.
-        store.objects.put_many(batch)
+        _land(store, _fresh(store, reader, reader.objects(private=True)))
     incoming = summary.header.refs.get(checkpoint.REF)
     if incoming is not None:
         checkpoint.guard(store, incoming)  # before any ref moves
@@ -332,6 +341,104 @@ def unbundle(store: Store, path: str, force: bool = False) -> list[Move]:
         elif move.how == "update":
             store.refs.update(move.ref, move.new, old=move.old, reason=f"unbundle {path}")
     return moves
+
+
+# Fewer new objects than this are written loose; more become one pack (Git's
+# transfer.unpackLimit is 100 too): a pack is written at about 1 µs an object, a loose object
+# costs a file, a rename and its share of the fsyncs (docs/performance.md, "Bundles").
+UNPACK_LIMIT = 100
+LOOSE_BATCH = 256
+
+
+@dataclass
+class _Fresh:
+    """An object of the bundle that the store lacks, its stored bytes a private copy."""
+
+    oid: str
+    kind: str
+    stored: bytes
+    start: int  # where the body begins
+
+
+def _fresh(store: Store, reader: Reader, entries: Iterator[Entry]) -> Iterator[_Fresh]:
+    """The objects of the bundle that the store lacks, ascending by oid; a large blob is
+    streamed into the store loose here instead (it is one file whatever the form)."""
+    has = _has(store)
+    for entry in entries:
+        if has(entry.oid):
+            continue
+        if entry.spill is not None and entry.kind == "blob":
+            entry.spill.seek(entry.start)
+            got = store.objects.put_blob_file(entry.spill, entry.size)
+            if got != entry.oid:
+                raise reader.fail("the file changed while it was being imported", entry.oid)
+            continue
+        stored = entry.stored()
+        if stored is None:
+            stored = b"%s %d\x00" % (entry.kind.encode(), entry.size) + entry.body()
+        yield _Fresh(entry.oid, entry.kind, stored, len(stored) - entry.size)
+
+
+def _has(store: Store) -> Callable[[str], bool]:
+    """``store.objects.contains``, but looking only in the packs there were when it began: on
+    each miss ``contains`` lists the pack folder again for packs written meanwhile (about 40 µs,
+    most of importing 100,000 objects). A pack written since then can only make the import
+    write an object twice, which is harmless."""
+    from yyb.store.loose import DiskObjects
+
+    objects = store.objects
+    if not isinstance(objects, DiskObjects):
+        return objects.contains
+    packs = objects.packs(rescan=True)
+
+    def has(oid: str) -> bool:
+        if any(held.find(oid) is not None for held in packs):
+            return True
+        try:  # loose: a regular file in a real fan-out folder, as contains() has it
+            folder = os.lstat(os.path.join(objects.folder, oid[:2]))
+            return stat.S_ISDIR(folder.st_mode) and stat.S_ISREG(
+                os.lstat(objects.path(oid)).st_mode
+            )
+        except OSError:
+            return False
+
+    return has
+
+
+def _land(store: Store, fresh: Iterator[_Fresh]) -> None:
+    """Write the new objects: one pack when there are many and the store keeps packs (under
+    the ``gc`` lock, whose sweep removes other writers' temp files; when a gc holds it, the
+    objects go loose), else loose in batches. Either way the iterator's end, which checks the
+    trailer again, comes before the last objects land: a pack is renamed into place only
+    once it has been consumed whole."""
+    from yyb.store import pack
+    from yyb.store.loose import DiskObjects
+
+    first = list(itertools.islice(fresh, UNPACK_LIMIT))
+    rest = itertools.chain(first, fresh)
+    objects = store.objects
+    with contextlib.ExitStack() as stack:
+        if len(first) == UNPACK_LIMIT and isinstance(objects, DiskObjects):
+            try:
+                stack.enter_context(store.exclusive("gc"))
+            except LockHeld:
+                pass  # a gc is running: write loose, which needs no lock
+            else:
+                try:
+                    file.ensure_dir(objects.pack_folder)
+                except OSError as exc:
+                    raise file.io_error(objects.pack_folder, exc) from exc
+                pack.write(objects.pack_folder, ((f.oid, f.stored) for f in rest))
+                objects.packs(rescan=True)
+                return
+    for batch in _batched(rest, LOOSE_BATCH):
+        objects.put_many([(f.kind, f.stored[f.start :]) for f in batch])
+
+
+def _batched(items: Iterable, size: int) -> Iterator[list]:
+    iterator = iter(items)
+    while batch := list(itertools.islice(iterator, size)):
+        yield batch
 
 
 def transfer(source: Store, target: Store, names: list[str], force: bool = False) -> list[Move]:

@@ -1,15 +1,17 @@
-"""Reading the bytes of a bundle: its header, its object frames, its trailer, in one pass.
+"""Reading the bytes of a bundle: its header, its objects, its trailer, in one pass.
 
 The grammar is docs/format.md, "Bundles", enforced exactly: one spelling for every number,
-ref lines sorted with each log head right after its ref, frames sorted by oid. Reading never
-trusts a declared size: each object is inflated in bounded chunks, capped at its declared
-length, and hashed against its name; bodies past ``SPILL`` bytes go to a temporary file, so
-memory stays bounded.
+ref lines sorted with each log head right after its ref, objects sorted by oid. A version 1
+bundle frames each object (read here); a version 2 bundle carries a pack (``bundle_pack``).
+Reading never trusts a declared size: a frame is inflated in bounded chunks, capped at its
+declared length, and hashed against its name; bodies past ``SPILL`` bytes go to a temporary
+file, so memory stays bounded.
 """
 
 from __future__ import annotations
 
 import hashlib
+import mmap
 import os
 import re
 import tempfile
@@ -22,10 +24,13 @@ from yyb.errors import CorruptBundle, CorruptObject, InvalidBundle, InvalidRefNa
 from yyb.store.objects import MAX_HEADER, MAX_RECORD, is_oid, parse_header
 from yyb.store.refs import check_ref_name
 
-MAGIC = b"yyb-bundle 1\n"
+MAGIC = b"yyb-bundle "
+# The version a writer writes unless told otherwise: 2, the pack form.
+VERSION = 2
 HASH_LINE = b"hash sha256\n"
-# Both are required: object data is zlib, and every ref comes with its update chain.
-CAPABILITIES = ("zlib", "ref-logs")
+# The capabilities of each version, all required: object data is zlib frames (1) or a pack
+# (2), and every ref comes with its update chain.
+CAPABILITIES = {1: ("zlib", "ref-logs"), 2: ("pack", "ref-logs")}
 LOG_PREFIX = "logs/"
 TRAILER = 32
 CHUNK = 64 << 10
@@ -48,10 +53,15 @@ class Header:
     capabilities: tuple[str, ...]
     refs: dict[str, str]  # full ref name -> oid
     logs: dict[str, str] = field(default_factory=dict)  # full ref name -> log head oid
+    version: int = VERSION
 
 
 def render_header(header: Header) -> bytes:
-    lines = [MAGIC, HASH_LINE, ("capabilities " + " ".join(header.capabilities)).encode() + b"\n"]
+    lines = [
+        b"%s%d\n" % (MAGIC, header.version),
+        HASH_LINE,
+        ("capabilities " + " ".join(header.capabilities)).encode() + b"\n",
+    ]
     for name in sorted(header.refs):
         lines.append(f"{header.refs[name]} {name}\n".encode())
         lines.append(f"{header.logs[name]} {LOG_PREFIX}{name}\n".encode())
@@ -66,13 +76,20 @@ class Entry:
     oid: str
     kind: str
     size: int
-    data: bytes | None  # the stored bytes, when small
+    # the stored bytes, when small (or, for a pack read in place, the file's mapping)
+    data: bytes | mmap.mmap | None
     spill: BinaryIO | None = None  # else the stored bytes in a temporary file, at offset 0
-    start: int = 0  # where the body begins
+    start: int = 0  # where the body begins in ``data`` (or in ``spill``)
+
+    def stored(self) -> bytes | None:
+        """The stored bytes (header and body) when they are in memory, else None."""
+        if self.data is None or isinstance(self.data, mmap.mmap):
+            return None
+        return self.data
 
     def body(self) -> bytes:
         if self.data is not None:
-            return self.data[self.start :]
+            return self.data[self.start : self.start + self.size]
         self.spill.seek(self.start)
         return self.spill.read(self.size)
 
@@ -89,6 +106,7 @@ class Reader:
             raise InvalidBundle(path, exc.strerror or str(exc)) from None
         self.digest = hashlib.sha256()
         self.offset = 0
+        self.version = 0  # known once the header is read
 
     def close(self) -> None:
         self.handle.close()
@@ -133,16 +151,21 @@ class Reader:
             InvalidBundle: not a bundle, an unknown version, hash or capability, a missing
             capability, a bad ref or log head line, or lines out of order.
         """
-        first = self.handle.read(len(MAGIC))
-        if first != MAGIC:
-            if first.startswith(b"yyb-bundle "):
-                raise InvalidBundle(self.path, "an unknown bundle format version")
-            raise InvalidBundle(self.path, "it does not start with 'yyb-bundle 1'")
+        first = self.handle.read(len(MAGIC) + 2)
+        versions = {b"%s%d\n" % (MAGIC, v): v for v in CAPABILITIES}
+        if first not in versions:
+            if first.startswith(MAGIC):
+                known = " and ".join(str(v) for v in CAPABILITIES)
+                raise InvalidBundle(
+                    self.path, f"an unknown bundle format version (this yyb reads {known})"
+                )
+            raise InvalidBundle(self.path, "it does not start with 'yyb-bundle <version>'")
+        self.version = versions[first]
         self.digest.update(first)
         self.offset = len(first)
         if self._line("the hash line") + b"\n" != HASH_LINE:
             raise InvalidBundle(self.path, "unknown hash algorithm (only sha256 is known)")
-        result = Header(self._capabilities(), {})
+        result = Header(self._capabilities(), {}, version=self.version)
         pending = None  # a ref whose log head line must come next
         while line := self._line("the ref list"):
             if len(result.refs) >= MAX_REFS and pending is None:
@@ -174,14 +197,19 @@ class Reader:
         if words[0] != "capabilities":
             raise InvalidBundle(self.path, "the third line is not 'capabilities ...'")
         words = words[1:]
+        known = CAPABILITIES[self.version]
         for word in words:
-            if word not in CAPABILITIES:
-                raise InvalidBundle(self.path, f"unknown capability {word!r}")
+            if word not in known:
+                raise InvalidBundle(
+                    self.path, f"unknown capability {word!r} in a version {self.version} bundle"
+                )
             if words.count(word) > 1:
                 raise InvalidBundle(self.path, f"the capability {word!r} is listed twice")
-        for word in CAPABILITIES:
+        for word in known:
             if word not in words:
-                raise InvalidBundle(self.path, f"the {word!r} capability is required")
+                raise InvalidBundle(
+                    self.path, f"the {word!r} capability is required (version {self.version})"
+                )
         return tuple(words)
 
     def _ref_line(self, line: bytes) -> tuple[bool, str, str]:
@@ -203,15 +231,25 @@ class Reader:
 
     # --- the objects ------------------------------------------------------------------------
 
-    def objects(self) -> Iterator[Entry]:
+    def objects(self, private: bool = False) -> Iterator[Entry]:
         """Yield each object after proving its bytes hash to its name; check the trailer last.
 
-        A spilled entry's temporary file is closed when the next entry is read.
+        A spilled entry's temporary file is closed when the next entry is read. With
+        ``private`` every entry's bytes are a copy of its own, hashed after copying (an import
+        writes them); else an entry may only be read before the next one is.
 
         Raises:
-            CorruptBundle: any framing, order, size, compression, hash, duplicate or trailer
-            problem.
+            CorruptBundle: any framing, order, size, compression, hash, duplicate, count or
+            trailer problem.
         """
+        if self.version == 2:
+            from yyb.store import bundle_pack
+
+            yield from bundle_pack.entries(self, private)
+            return
+        yield from self._frames()
+
+    def _frames(self) -> Iterator[Entry]:
         count, last = 0, ""
         while True:
             line = self._line("an object frame")
