@@ -19,6 +19,7 @@ COMMANDS = {
     "show-ref": "yyb.cli.refs:show_ref",
     "rev-parse": "yyb.cli.refs:rev_parse",
     "log": "yyb.cli.refs:log",
+    "pack-refs": "yyb.cli.refs:pack_refs",
     "verify-chain": "yyb.cli.check:verify_chain",
     "doctor": "yyb.cli.check:doctor",
     "store": "yyb.cli.store:store",

@@ -91,3 +91,21 @@ def log(ctx, as_json, ref):
     if as_json:
         json.dump(entries, sys.stdout, indent=2)
         sys.stdout.write("\n")
+
+
+@click.command("pack-refs")
+@click.pass_context
+def pack_refs(ctx):
+    """Move loose refs and their log heads into the packed-refs file (as 'git pack-refs').
+
+    A loose ref is removed once the packed file holds it, unless its lock is held; a loose
+    file always wins over the packed entry. Prints '<refs> refs and <heads> log heads packed,
+    <removed> loose files removed'. 'yyb gc' does this too, after packing objects.
+    """
+    from yyb.store import packrefs
+
+    done = packrefs.pack_refs(open_store(ctx))
+    click.echo(
+        f"{done.refs} refs and {done.log_heads} log heads packed, "
+        f"{done.removed} loose files removed"
+    )

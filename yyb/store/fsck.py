@@ -20,7 +20,7 @@ from yyb.errors import (
     ObjectMissing,
     YybError,
 )
-from yyb.store import file, schema
+from yyb.store import file, packrefs, schema
 from yyb.store.object_store import hash_stream
 from yyb.store.objects import MAX_RECORD, OID_HEX, check_record, hash_object, is_oid, split
 from yyb.store.objects import check_links as record_links
@@ -249,16 +249,19 @@ def _check_discarded(
 
 
 GC_LOCK = "locks/gc.lock"  # guards no evidence: an interrupted gc leaves it harmless
+# Nor does the packed-refs lock: the file it guards is always replaced whole.
+HARMLESS_LOCKS = {GC_LOCK: "gc", f"locks/{packrefs.LOCK_NAME}.lock": "pack-refs"}
 
 
 def _lock_finding(root: str, rel: str, now: float) -> Finding:
     path = os.path.join(root, rel)
     state, holder = file.lock_state(path)
-    if state == "abandoned" and rel == GC_LOCK:
+    if state == "abandoned" and rel in HARMLESS_LOCKS:
+        what = HARMLESS_LOCKS[rel]
         return info(
             "stale-lock",
             rel,
-            f"left by an interrupted gc (pid {holder['pid']}); the next gc replaces it",
+            f"left by an interrupted {what} (pid {holder['pid']}); the next {what} replaces it",
         )
     if state == "abandoned":
         return error(
@@ -294,7 +297,9 @@ def _layout(store: Store) -> Iterator[tuple[str, str]]:
     for entry in sorted(os.listdir(root)):
         if os.path.islink(os.path.join(root, entry)):
             yield "symlink", entry
-        elif entry not in FOLDERS and entry != FORMAT_FILE:
+        elif entry.startswith(file.TEMP_PREFIX):
+            yield "temp", entry  # of an interrupted write of packed-refs
+        elif entry not in FOLDERS and entry not in (FORMAT_FILE, packrefs.PACKED_REFS):
             yield "stray", entry
     for prefix in sorted(os.listdir(objects)):
         folder = os.path.join(objects, prefix)
@@ -437,7 +442,12 @@ def fsck(store: Store, now: float | None = None) -> Iterator[Finding]:
                     yield error("broken-link", oid, f"links {target}, which is missing")
 
     roots: list[str] = []
-    names = sorted(set(store.refs.names()) | set(store.refs.log_names()))
+    if store.path is not None and (problem := packrefs.check(store.path)) is not None:
+        yield error("bad-packed-refs", packrefs.PACKED_REFS, problem)
+        # Check what is loose; each ref whose reading needs the packed file is a bad-ref.
+        names = sorted(set(store.refs.loose_names()) | set(store.refs.loose_log_names()))
+    else:
+        names = sorted(set(store.refs.names()) | set(store.refs.log_names()))
     for name in names:
         for finding, _ in check_ref_chain(store, name):
             if finding is not None:

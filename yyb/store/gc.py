@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from yyb.errors import YybError
-from yyb.store import file, pack
+from yyb.store import file, pack, packrefs
 from yyb.store.objects import MAX_HEADER, hash_object, parse_header
 
 
@@ -46,17 +46,22 @@ PACK_LIMIT_DEFAULT = 50  # packs, as git's gc.autoPackLimit
 
 
 def gc(store, pack_limit: int = PACK_LIMIT_DEFAULT) -> Collected:
-    """Pack the store's loose objects and remove them (``git gc``, see the module's text);
+    """Pack the store's loose objects and remove them (``git gc``, see the module's text),
+    then its refs and log heads (``packrefs.pack_refs``);
     when the store would then hold more than ``pack_limit`` packs (0: no limit), pack every
     object into one pack instead and remove the packs it replaces (``git gc --auto``'s
     ``gc.autoPackLimit``).
 
     Raises:
-        LockHeld: another gc is running. StoreIOError: the file system refused. PackError:
-        a consolidation met a packed object that does not hash to its oid (nothing changed).
+        LockHeld: another gc (or pack-refs) is running. StoreIOError: the file system
+        refused. PackError: a consolidation met a packed object that does not hash to its oid
+        (nothing changed). CorruptRef: the packed-refs file is malformed (the objects are
+        packed; the refs are left as they were).
     """
     with store.exclusive("gc"):
-        return _repack(store.objects, everything=False, delete=True, pack_limit=pack_limit)
+        done = _repack(store.objects, everything=False, delete=True, pack_limit=pack_limit)
+        packrefs.pack_refs(store)  # and the refs and log heads into packed-refs
+        return done
 
 
 def repack(store, everything: bool = False, delete: bool = False) -> Collected:

@@ -34,7 +34,9 @@ from yyb.errors import (
     RefLocked,
     RefMismatch,
     RefNotFound,
+    StoreIOError,
     UsageError,
+    YybError,
 )
 from yyb.store import file, translog
 from yyb.store.object_store import ObjectStore
@@ -45,6 +47,10 @@ LOCK_SUFFIX = ".lock"
 MAX_REF_LENGTH = 1024
 _COMPONENT = re.compile(r"[A-Za-z0-9_+=@-][A-Za-z0-9._+=@-]{0,254}")
 _FULL_NAME = re.compile(r"refs(?:/[A-Za-z0-9_+=@-][A-Za-z0-9._+=@-]{0,254})+")
+
+# How often a writer makes a folder again that pack-refs dropped, emptied, meanwhile (as
+# loose.py does for the object folders gc drops).
+FOLDER_RETRIES = 3
 
 # Marks "no expectation" in update(); None means "the ref must not exist".
 ANY = object()
@@ -194,7 +200,8 @@ class RefStore(ABC):
             check_oid(old)
         if any(ord(c) < 0x20 or ord(c) == 0x7F for c in reason):
             raise UsageError("a ref update reason is one line without control characters")
-        with self._lock(name) as handle:
+        deleting = self._deleting(name) if new is None else contextlib.nullcontext()
+        with self._lock(name) as handle, deleting:
             with self.transparency.locked() as log:
                 self.complete(log)
                 current = self._read(name)
@@ -341,6 +348,11 @@ class RefStore(ABC):
             return record.get("new")
         return None
 
+    def _deleting(self, name: str) -> contextlib.AbstractContextManager:
+        """Held around a deletion of ``name``, inside its lock (DiskRefs: the packed-refs
+        lock, so that the deletion and a pack-refs never interleave)."""
+        return contextlib.nullcontext()
+
     def break_abandoned_lock(self, name: str) -> dict | None:
         """Remove ``<ref>.lock`` if its holder crashed; return that holder (to be recorded)."""
         return None
@@ -461,11 +473,17 @@ class MemoryRefs(RefStore):
 
 
 class DiskRefs(RefStore):
-    """Refs as files ``<root>/refs/...`` holding ``<oid>\\n``; log heads under ``<root>/logs``."""
+    """Refs as files ``<root>/refs/...`` holding ``<oid>\\n``; log heads under ``<root>/logs``;
+    both also packed in ``<root>/packed-refs`` (packrefs.py), where a loose file wins."""
+
+    packed_lock_timeout = 10.0  # a deletion waits this long for a running pack-refs
 
     def __init__(self, objects: ObjectStore, root: str) -> None:
+        from yyb.store.packrefs import PackedRefs  # here: packrefs imports this module
+
         super().__init__(objects, translog.DiskLog(root))
         self.root = root
+        self.packed = PackedRefs(root)
 
     # A checked ref name is "/"-separated components of [A-Za-z0-9._+=@-]: a relative path.
     def path(self, name: str) -> str:
@@ -494,21 +512,45 @@ class DiskRefs(RefStore):
             raise CorruptRef(name, f"{what} {path} does not hold one object id and a newline")
         return text[:-1]
 
-    def _read(self, name: str) -> str | None:
+    def loose_value(self, name: str) -> str | None:
+        """The value of ``name``'s loose file, ignoring the packed file."""
         return self._read_oid_file(self.path(name), name, "ref file")
 
-    def _read_log_head(self, name: str) -> str | None:
+    def loose_head(self, name: str) -> str | None:
+        """The log head of ``name``'s loose file, ignoring the packed file."""
         return self._read_oid_file(self.log_path(name), name, "log head")
+
+    # A loose file wins; on a miss, the packed file, looked at again if it changed since
+    # (pack-refs writes it before it removes the loose file just missed).
+    def _read(self, name: str) -> str | None:
+        value = self._read_oid_file(self.path(name), name, "ref file")
+        if value is None and (table := self.packed.table()) is not None:
+            return table.value(name)
+        return value
+
+    def _read_log_head(self, name: str) -> str | None:
+        head = self._read_oid_file(self.log_path(name), name, "log head")
+        if head is None and (table := self.packed.table()) is not None:
+            return table.head(name)
+        return head
 
     def _write_log_head(self, name: str, oid: str) -> None:
         path = self.log_path(name)
-        self._make_parents(path, name, os.path.join(self.root, "logs"))
-        file.write_atomic(path, f"{oid}\n".encode("ascii"))
+        for attempt in range(FOLDER_RETRIES):
+            self._make_parents(path, name, os.path.join(self.root, "logs"))
+            try:
+                file.write_atomic(path, f"{oid}\n".encode("ascii"))
+                return
+            except StoreIOError:
+                if attempt == FOLDER_RETRIES - 1 or os.path.isdir(os.path.dirname(path)):
+                    raise
+                # pack-refs dropped the folder, emptied, between making it and writing: again
 
     def _make_parents(self, path: str, name: str, top: str) -> None:
         """Create the folders above ``path`` durably, turning file/folder clashes into errors.
 
         Other writers may create the same folders at the same time; that is not a clash.
+        Nor is pack-refs dropping one: the caller, finding a folder missing, calls again.
         """
         folder = os.path.dirname(path)
         missing = []
@@ -526,6 +568,8 @@ class DiskRefs(RefStore):
                 raise RefConflict(
                     name, os.path.relpath(os.path.dirname(folder), os.path.dirname(top))
                 ) from None
+            except FileNotFoundError:
+                return  # pack-refs dropped a parent, emptied, just now: the caller tries again
             except OSError as exc:
                 raise file.io_error(folder, exc) from exc
             file.fsync_dir(os.path.dirname(folder))
@@ -535,14 +579,23 @@ class DiskRefs(RefStore):
         path = self.path(name)
         if os.path.isdir(path):
             raise RefConflict(name, name + "/...")
-        self._make_parents(path, name, os.path.join(self.root, "refs"))
+        table = self.packed.table()
+        if table is not None and (other := table.conflict(name)) is not None:
+            raise RefConflict(name, other)
         lock = path + LOCK_SUFFIX
-        try:
-            fd, broken = file.acquire_lock(lock, self.lock_timeout)
-        except FileExistsError:
-            raise RefLocked(name, lock) from None
-        except OSError as exc:
-            raise file.io_error(lock, exc) from exc
+        for attempt in range(FOLDER_RETRIES):
+            self._make_parents(path, name, os.path.join(self.root, "refs"))
+            try:
+                fd, broken = file.acquire_lock(lock, self.lock_timeout)
+                break
+            except FileExistsError:
+                raise RefLocked(name, lock) from None
+            except FileNotFoundError as exc:
+                if attempt == FOLDER_RETRIES - 1:
+                    raise file.io_error(lock, exc) from exc
+                # pack-refs dropped the folder, emptied, between making it and locking: again
+            except OSError as exc:
+                raise file.io_error(lock, exc) from exc
         handle = LockHandle(fd, broken)
         try:
             yield handle
@@ -553,6 +606,33 @@ class DiskRefs(RefStore):
             if not handle.renamed:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(lock)
+
+    @contextlib.contextmanager
+    def try_lock(self, name: str) -> Iterator[bool]:
+        """Hold ``name``'s lock if nobody does (an abandoned lock is left for the ref's next
+        update to replace and record); yields whether it is held. For pack-refs."""
+        path = self.path(name)
+        lock = path + LOCK_SUFFIX
+        try:
+            self._make_parents(path, name, os.path.join(self.root, "refs"))
+            # Checked first: acquire_lock would replace an abandoned lock, whose holder the
+            # ref's next update must record (a crash in between is the only way past this).
+            if file.lock_state(lock)[0] != "gone":
+                raise FileExistsError(lock)
+            fd, _ = file.acquire_lock(lock, 0.0)
+        except (OSError, YybError):  # held, or a folder that cannot be made: left loose
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(lock)
+
+    def _deleting(self, name: str) -> contextlib.AbstractContextManager:
+        return self.packed.locked(self.packed_lock_timeout)
 
     def break_abandoned_lock(self, name: str) -> dict | None:
         return file.break_abandoned(self.path(check_ref_name(name)) + LOCK_SUFFIX)
@@ -566,7 +646,9 @@ class DiskRefs(RefStore):
         lock = path + LOCK_SUFFIX
         try:
             if new is None:
-                os.unlink(path)
+                self.packed.drop_value(name)  # first: a crash leaves the loose file, which wins
+                with contextlib.suppress(FileNotFoundError):  # a ref only packed has none
+                    os.unlink(path)
             else:
                 fd = handle.fd
                 os.ftruncate(fd, 0)
@@ -602,9 +684,27 @@ class DiskRefs(RefStore):
                     names.append(f"{name}/{entry.name}")
         return sorted(names)
 
+    def loose_names(self) -> list[str]:
+        """The names of the loose ref files, sorted."""
+        return self._walk(self.path("refs"), "refs")
+
+    def loose_log_names(self) -> list[str]:
+        """The names of the loose log-head files, sorted."""
+        return self._walk(self.log_path("refs"), "refs")
+
     def names(self, under: str | None = None) -> list[str]:
         top = "refs" if under is None else check_ref_name(under)
-        return self._walk(self.path(top), top)
+        loose = self._walk(self.path(top), top)
+        table = self.packed.table()
+        if table is None:
+            return loose
+        packed = table.names_under(top + "/")
+        return sorted(set(loose).union(packed)) if loose else packed
 
     def log_names(self) -> list[str]:
-        return self._walk(self.log_path("refs"), "refs")
+        loose = self.loose_log_names()
+        table = self.packed.table()
+        if table is None:
+            return loose
+        packed = table.names_under("refs/", heads=True)
+        return sorted(set(loose).union(packed)) if loose else packed
