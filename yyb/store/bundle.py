@@ -424,6 +424,7 @@ def _land(store: Store, fresh: Iterator[_Fresh]) -> None:
             except LockHeld:
                 pass  # a gc is running: write loose, which needs no lock
             else:
+                store.mark_packed()
                 try:
                     file.ensure_dir(objects.pack_folder)
                 except OSError as exc:

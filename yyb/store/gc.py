@@ -59,6 +59,7 @@ def gc(store, pack_limit: int = PACK_LIMIT_DEFAULT) -> Collected:
         packed; the refs are left as they were).
     """
     with store.exclusive("gc"):
+        store.mark_packed()
         done = _repack(store.objects, everything=False, delete=True, pack_limit=pack_limit)
         packrefs.pack_refs(store)  # and the refs and log heads into packed-refs
         return done
@@ -75,6 +76,7 @@ def repack(store, everything: bool = False, delete: bool = False) -> Collected:
         PackError: a packed object does not hash to its oid (nothing changed).
     """
     with store.exclusive("gc"):
+        store.mark_packed()
         return _repack(store.objects, everything=everything, delete=delete, pack_limit=0)
 
 

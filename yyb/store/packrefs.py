@@ -300,6 +300,7 @@ def pack_refs(store, timeout: float = PACKED_LOCK_TIMEOUT) -> Packed:
     packed = refs.packed
     _loose(refs)  # once without the lock: the reading under it then finds them cached
     with packed.locked(timeout):
+        store.mark_packed()
         _sweep_temp(refs.root)
         table = packed.table()
         entries = table.entries() if table is not None else {}

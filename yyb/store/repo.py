@@ -17,8 +17,13 @@ if TYPE_CHECKING:
     from yyb.store.refs import RefStore
 
 FORMAT_FILE = "format"
-FORMAT_VERSION = 1
-FORMAT_TEXT = f"yyb-store {FORMAT_VERSION}\nhash sha256\n"
+# Version 2 may hold packs and packed refs; version 1 (written before them) holds neither and
+# is read as it is, and becomes version 2 before its first pack or packed-refs file is written
+# (``mark_packed``), so that a yyb that knows only version 1 refuses the store rather than
+# missing what those files hold.
+FORMAT_VERSION = 2
+FORMAT_TEXTS = {version: f"yyb-store {version}\nhash sha256\n" for version in (1, 2)}
+FORMAT_TEXT = FORMAT_TEXTS[FORMAT_VERSION]
 FOLDERS = ("objects", "refs", "logs", "tmp", "locks", "transparency")
 
 
@@ -29,6 +34,19 @@ class Store:
         self.objects = objects
         self._refs = refs  # a disk store's refs are made when first used (``refs``)
         self.path = path
+        self.format_version = FORMAT_VERSION
+
+    def mark_packed(self) -> None:
+        """Make a version 1 store version 2, before its first pack or packed-refs file is
+        written (``FORMAT_VERSION``); nothing for a version 2 store or one in memory.
+
+        Raises:
+            StoreIOError: the file system refused.
+        """
+        if self.path is None or self.format_version >= 2:
+            return
+        file.write_atomic(os.path.join(self.path, FORMAT_FILE), FORMAT_TEXT.encode("ascii"))
+        self.format_version = FORMAT_VERSION
 
     @property
     def refs(self) -> RefStore:
@@ -59,10 +77,13 @@ class Store:
                 text = handle.read(256)
         except (FileNotFoundError, NotADirectoryError):
             raise StoreNotFound(path, "not a yyb store (run 'yyb store init')") from None
-        if text != FORMAT_TEXT:
+        versions = {text: version for version, text in FORMAT_TEXTS.items()}
+        if text not in versions:
             first = text.splitlines()[0] if text else "(empty)"
             raise StoreNotFound(path, f"unknown store format {first!r}")
-        return cls(DiskObjects(path), None, path)
+        store = cls(DiskObjects(path), None, path)
+        store.format_version = versions[text]
+        return store
 
     @classmethod
     def init(cls, path: str) -> tuple[Store, bool]:
