@@ -91,6 +91,27 @@ def forged_update(store, ref: str, target: str, previous: str | None = None) -> 
     return store.objects.put_record(record)
 
 
+def killed_runs(tmp_path: Path, template: str, script: str):
+    """Copies of the store at ``template``, each after ``python -c script COPY`` ran on it and
+    was SIGKILLed at its 1st, 2nd, ... durable write (``file.FAULT_ENV``), until a run reaches
+    its end: yields (point, the copy's path, ran to its end?) and stops after that run."""
+    from shutil import copytree
+
+    from yyb.store import file
+
+    point = 0
+    while True:
+        point += 1
+        path = str(tmp_path / f"s{point}")
+        copytree(template, path)
+        env = {**os.environ, file.FAULT_ENV: str(point)}
+        done = subprocess.run([sys.executable, "-c", script, path], env=env, timeout=60)
+        assert done.returncode in (0, -9), (point, done.returncode)
+        yield point, path, done.returncode == 0
+        if done.returncode == 0:
+            return
+
+
 def flip_byte(path: str, offset: int = -1) -> None:
     """Corrupt one byte of a file with XOR 0xFF (a fixed replacement byte could be a no-op)."""
     os.chmod(path, 0o644)

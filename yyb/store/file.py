@@ -93,6 +93,21 @@ def discard(path: str | None) -> None:
             pass
 
 
+def remove(path: str) -> bool:
+    """Remove a file; False when it was already gone.
+
+    Raises:
+        StoreIOError: the file system refused.
+    """
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise io_error(path, exc) from exc
+    return True
+
+
 def read_input(path: str) -> bytes:
     """The bytes of a file a user named; an unreadable one is their mistake (UsageError)."""
     from yyb.errors import UsageError

@@ -203,14 +203,9 @@ def _remove(objects, oids: list[str]) -> int:
     folders = set()
     removed = 0
     for oid in sorted(oids):
-        try:
-            os.unlink(objects.path(oid))
+        if file.remove(objects.path(oid)):
             removed += 1
             folders.add(os.path.dirname(objects.path(oid)))
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            raise file.io_error(objects.path(oid), exc) from exc
     for folder in sorted(folders):
         try:
             os.rmdir(folder)  # emptied: a file system never shrinks a folder, so drop it
@@ -229,12 +224,7 @@ def _remove_packs(paths: list[str]) -> int:
     for path in paths:
         folder = os.path.dirname(path)
         for name in (path[: -len(".pack")] + ".idx", path):
-            try:
-                os.unlink(name)
-            except FileNotFoundError:
-                continue
-            except OSError as exc:
-                raise file.io_error(name, exc) from exc
+            file.remove(name)
         file.fsync_dir(folder)
         file.durable_point()
         removed += 1

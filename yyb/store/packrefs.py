@@ -32,7 +32,7 @@ import re
 import threading
 from dataclasses import dataclass
 
-from yyb.errors import CorruptRef, LockHeld
+from yyb.errors import CorruptRef
 from yyb.store import file
 from yyb.store.objects import ZERO_OID
 
@@ -236,21 +236,10 @@ class PackedRefs:
         Raises:
             LockHeld: a live process holds it past ``timeout`` seconds.
         """
-        folder = os.path.join(self.root, "locks")
-        path = os.path.join(folder, LOCK_NAME + ".lock")
-        try:
-            file.ensure_dir(folder)
-            fd, _ = file.acquire_lock(path, timeout)
-        except FileExistsError:
-            raise LockHeld(LOCK_NAME, path, file.lock_state(path)[1]) from None
-        except OSError as exc:
-            raise file.io_error(path, exc) from exc
-        try:
+        from yyb.store.repo import store_lock
+
+        with store_lock(self.root, LOCK_NAME, timeout):
             yield
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(path)
-            os.close(fd)
 
     def write(self, data: bytes) -> None:
         """Replace the file with ``data`` durably (the caller holds the lock)."""
@@ -355,13 +344,7 @@ def _prune(refs, names: list[str]) -> int:
                     current = loose(name)
                 except CorruptRef:
                     continue
-                if current is not None and current == packed_oid(name):
-                    try:
-                        os.unlink(path)
-                    except FileNotFoundError:
-                        continue
-                    except OSError as exc:
-                        raise file.io_error(path, exc) from exc
+                if current is not None and current == packed_oid(name) and file.remove(path):
                     removed += 1
                     folders.add(os.path.dirname(path))
     _drop_folders(refs.root, folders)

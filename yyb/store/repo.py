@@ -27,6 +27,35 @@ FORMAT_TEXT = FORMAT_TEXTS[FORMAT_VERSION]
 FOLDERS = ("objects", "refs", "logs", "tmp", "locks", "transparency")
 
 
+@contextlib.contextmanager
+def store_lock(root: str, name: str, timeout: float = 0.0) -> Iterator[dict | None]:
+    """Hold ``<root>/locks/<name>.lock`` (``Store.exclusive``, whose caller checked the name);
+    yield the holder of an abandoned lock this one replaced, or None.
+
+    Raises:
+        LockHeld: another live process holds it past ``timeout`` seconds.
+        StoreIOError: the file system refused.
+    """
+    folder = os.path.join(root, "locks")
+    try:
+        file.ensure_dir(folder)
+    except OSError as exc:
+        raise file.io_error(folder, exc) from exc
+    path = os.path.join(folder, name + ".lock")
+    try:
+        fd, broken = file.acquire_lock(path, timeout)
+    except FileExistsError:
+        raise LockHeld(name, path, file.lock_state(path)[1]) from None
+    except OSError as exc:
+        raise file.io_error(path, exc) from exc
+    try:
+        yield broken
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        os.close(fd)
+
+
 class Store:
     """An object database with refs. Build one with ``open``, ``init`` or ``memory``."""
 
@@ -125,23 +154,8 @@ class Store:
         if self.path is None:
             yield None
             return
-        folder = os.path.join(self.path, "locks")
-        try:
-            file.ensure_dir(folder)
-        except OSError as exc:
-            raise file.io_error(folder, exc) from exc
-        path = os.path.join(folder, name + ".lock")
-        try:
-            fd, broken = file.acquire_lock(path, timeout)
-        except FileExistsError:
-            raise LockHeld(name, path, file.lock_state(path)[1]) from None
-        except OSError as exc:
-            raise file.io_error(path, exc) from exc
-        try:
+        with store_lock(self.path, name, timeout) as broken:
             yield broken
-        finally:
-            os.unlink(path)
-            os.close(fd)
 
     def rev_parse(self, name: str) -> str:
         """Resolve a full oid, a unique abbreviation (4+ hex digits) or a ref name to an oid.
