@@ -108,10 +108,10 @@ class DiskObjects(ObjectStore):
         return None
 
     def blob_bodies(self, oids: list[bytes | None]) -> list[memoryview | None]:
-        """As ``ObjectStore.blob_bodies``: the blobs of the packs already open (loose objects
-        and anything else are left to ``get``)."""
+        """As ``ObjectStore.blob_bodies``: the blobs of the packs (opened on the first call;
+        loose objects and anything else are left to ``get``)."""
         found: list[memoryview | None] = [None] * len(oids)
-        for held in list(self._packs.values()):
+        for held in self.packs():
             held.blob_bodies(oids, found)
         return found
 
