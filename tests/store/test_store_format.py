@@ -64,3 +64,19 @@ def test_a_reader_that_knows_only_version_1_refuses_a_packed_store(tmp_path, mon
     monkeypatch.setattr(repo, "FORMAT_TEXTS", {1: FORMAT_TEXTS[1]})
     with pytest.raises(StoreNotFound, match="unknown store format 'yyb-store 2'"):
         Store.open(store.path)
+
+
+def test_doctor_notes_a_version_1_store_that_holds_packs(tmp_path):
+    """A store packed by a build that did not mark it: a note (an older reader would miss
+    what the pack holds), gone after the next gc."""
+    from yyb.store.fsck import fsck
+
+    store = version_1_store(str(tmp_path / "s"))
+    assert [f.code for f in fsck(Store.open(store.path)) if f.code == "old-format"] == []
+    os.makedirs(store.objects.pack_folder)
+    items = sorted((oid, store.objects.read_raw(oid)) for oid in store.objects.iter_oids())
+    pack.write(store.objects.pack_folder, items)  # as an unmarking build's gc would
+    found = [f for f in fsck(Store.open(store.path)) if f.code == "old-format"]
+    assert [(f.level, f.subject) for f in found] == [("info", "format")]
+    gc.gc(Store.open(store.path))
+    assert [f for f in fsck(Store.open(store.path)) if f.code == "old-format"] == []

@@ -412,6 +412,14 @@ def fsck(store: Store, now: float | None = None) -> Iterator[Finding]:
                 yield info("temp-file", what, "left by an interrupted write; safe to delete")
             elif kind == "lock":
                 yield _lock_finding(store.path, what, now)
+        packed_refs = os.path.exists(os.path.join(store.path, packrefs.PACKED_REFS))
+        if store.format_version < 2 and (verified or packed_refs):
+            yield info(
+                "old-format",
+                FORMAT_FILE,
+                "says yyb-store 1 but the store holds packs or packed refs, which a reader of "
+                "version 1 does not see; the next 'yyb gc' marks it yyb-store 2",
+            )
         for _ in range(RELIST):
             if not vanished:
                 break
