@@ -43,7 +43,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_store import (  # noqa: E402  (tools/ is put on sys.path just above)
     RSS_METHOD,
-    ChildRun,
     Report,
     Row,
     bench_env,
@@ -53,11 +52,13 @@ from bench_store import (  # noqa: E402  (tools/ is put on sys.path just above)
     checked_batch,
     describe_machine,
     describe_yyb,
+    doctor_runs,
     fill_bytecode_cache,
     find_yyb,
     fmt_s,
     interleave,
     run_child,
+    runs_note,
     warm_tree,
 )
 
@@ -252,12 +253,7 @@ def bench_batch(
             ratio <= TARGET_BATCH_RATIO,
         )
     )
-    report.notes.append(
-        "`cat-object --batch` runs (s): yyb "
-        + ", ".join(f"{r.seconds:.2f}" for r in ours_runs)
-        + "; git "
-        + ", ".join(f"{r.seconds:.2f}" for r in git_runs)
-    )
+    report.notes.append(runs_note("`cat-object --batch`", ours_runs, "git", git_runs))
 
 
 def bench_doctor(
@@ -272,23 +268,7 @@ def bench_doctor(
     env: dict[str, str],
 ) -> None:
     """yyb doctor vs git fsck, both packed; both print one line per (dangling) blob."""
-    out_path = work / "doctor.out"
-
-    def timed(cmd: list[str], marker: str) -> ChildRun:
-        with open(out_path, "wb") as out:
-            run = run_child(cmd, stdout=out, env=env)
-        with open(out_path, "rb") as handle:
-            lines = sum(1 for line in handle if line.startswith(marker.encode()))
-        if lines != count:
-            raise SystemExit(f"bench: {cmd[0]} reported {lines} dangling blobs, expected {count}")
-        return run
-
-    print(f"[doctor] timing, best of {repeat}", file=sys.stderr)
-    ours_runs, git_runs = interleave(
-        repeat,
-        lambda: timed([yyb, "--store", str(store_dir), "doctor"], "info dangling "),
-        lambda: timed(["git", "-C", str(repo), "fsck"], "dangling blob "),
-    )
+    ours_runs, git_runs = doctor_runs(yyb, store_dir, repo, count, repeat, work, env)
     ours, theirs = best(ours_runs), best(git_runs)
     ratio = ours.seconds / theirs.seconds
     report.add(
@@ -303,13 +283,7 @@ def bench_doctor(
             ratio <= TARGET_DOCTOR_RATIO,
         )
     )
-    report.notes.append(
-        "`doctor` runs (s): yyb "
-        + ", ".join(f"{r.seconds:.2f}" for r in ours_runs)
-        + "; git fsck "
-        + ", ".join(f"{r.seconds:.2f}" for r in git_runs)
-    )
-    out_path.unlink(missing_ok=True)
+    report.notes.append(runs_note("`doctor`", ours_runs, "git fsck", git_runs))
 
 
 # --- main --------------------------------------------------------------------------------

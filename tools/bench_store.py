@@ -507,22 +507,7 @@ def bench_doctor(report: Report, yyb: str, count: int, seed: int, repeat: int, w
     _, fmt = build_git_repo(repo, count, seed, env, work / "doctor-scratch")
     warm_tree(store_dir / "objects")
     warm_tree(repo / ".git" / "objects")
-    out_path = work / "doctor.out"
-
-    def timed(cmd: list[str], marker: str) -> ChildRun:
-        # Both print one line per dangling blob (every blob here): to a file, then counted.
-        with open(out_path, "wb") as out:
-            run = run_child(cmd, stdout=out, env=env)
-        with open(out_path, "rb") as handle:
-            lines = sum(1 for line in handle if line.startswith(marker.encode()))
-        if lines != count:
-            raise SystemExit(f"bench: {cmd[0]} reported {lines} dangling blobs, expected {count}")
-        return run
-
-    print(f"[doctor] timing, best of {repeat}", file=sys.stderr)
-    ours_runs, git_runs = interleave(
-        repeat, lambda: timed([yyb, "--store", str(store_dir), "doctor"], "info dangling "),
-        lambda: timed(["git", "-C", str(repo), "fsck"], "dangling blob "))
+    ours_runs, git_runs = doctor_runs(yyb, store_dir, repo, count, repeat, work, env)
     ours, theirs = best(ours_runs), best(git_runs)
     ratio = ours.seconds / theirs.seconds
     report.add(Row(
@@ -532,9 +517,38 @@ def bench_doctor(report: Report, yyb: str, count: int, seed: int, repeat: int, w
         f"git fsck ({fmt}): {fmt_s(theirs.seconds)} ({count / theirs.seconds:,.0f} obj/s), "
         f"RSS {theirs.max_rss_mib:.0f} MiB",
         f"{ratio:.2f}x time", f"<= {TARGET_DOCTOR_RATIO}x", ratio <= TARGET_DOCTOR_RATIO))
-    out_path.unlink(missing_ok=True)
     shutil.rmtree(store_dir, ignore_errors=True)
     shutil.rmtree(repo, ignore_errors=True)
+
+
+def doctor_runs(yyb: str, store_dir: Path, repo: Path, count: int, repeat: int, work: Path,
+                env: dict[str, str]) -> tuple[list[ChildRun], list[ChildRun]]:
+    """``yyb doctor`` and ``git fsck`` over the same ``count`` blobs, in turn, ``repeat``
+    times each; both print one line per dangling blob (every blob here), which is counted."""
+    out_path = work / "doctor.out"
+
+    def timed(cmd: list[str], marker: str) -> ChildRun:
+        with open(out_path, "wb") as out:
+            run = run_child(cmd, stdout=out, env=env)
+        with open(out_path, "rb") as handle:
+            lines = sum(1 for line in handle if line.startswith(marker.encode()))
+        if lines != count:
+            raise SystemExit(f"bench: {cmd[0]} reported {lines} dangling blobs, expected {count}")
+        return run
+
+    print(f"[doctor] timing, best of {repeat}", file=sys.stderr)
+    try:
+        return interleave(
+            repeat, lambda: timed([yyb, "--store", str(store_dir), "doctor"], "info dangling "),
+            lambda: timed(["git", "-C", str(repo), "fsck"], "dangling blob "))
+    finally:
+        out_path.unlink(missing_ok=True)
+
+
+def runs_note(what: str, ours: list[ChildRun], baseline: str, theirs: list[ChildRun]) -> str:
+    """Every timed run of both sides, for the notes under the table."""
+    return (f"{what} runs (s): yyb " + ", ".join(f"{r.seconds:.2f}" for r in ours)
+            + f"; {baseline} " + ", ".join(f"{r.seconds:.2f}" for r in theirs))
 
 
 def _median_ms(argv: list[str], runs: int, env: dict[str, str]) -> float:
