@@ -16,8 +16,8 @@ from tests.conftest import Yyb, killed_runs, note
 from yyb.errors import CorruptRef, RefConflict, RefNotFound
 from yyb.store import file, gc, packrefs
 from yyb.store.fsck import fsck
+from yyb.store.looserefs import DiskRefs
 from yyb.store.objects import ZERO_OID
-from yyb.store.refs import DiskRefs
 from yyb.store.repo import Store
 
 

@@ -81,7 +81,7 @@ class Store:
     def refs(self) -> RefStore:
         """The refs (with their update logs and the transparency log)."""
         if self._refs is None:
-            from yyb.store.refs import DiskRefs  # plumbing that names objects never pays
+            from yyb.store.looserefs import DiskRefs  # plumbing that names objects never pays
 
             self._refs = DiskRefs(self.objects, self.path)
         return self._refs
