@@ -9,6 +9,7 @@ import click
 
 from yyb import __version__
 from yyb.cli import COMMANDS, fail
+from yyb.cli.locate import OPTION_ENV
 from yyb.errors import YybError
 
 
@@ -29,7 +30,7 @@ class LazyGroup(click.Group):
     "--store",
     "store_path",
     metavar="DIR",
-    envvar="YYB_STORE",
+    envvar=OPTION_ENV["store_path"],
     help="The object store (default: $YYB_STORE, else a per-repository folder under "
     "$XDG_STATE_HOME/yyb/stores).",
 )
@@ -37,7 +38,7 @@ class LazyGroup(click.Group):
     "--config",
     "config_path",
     metavar="FILE",
-    envvar="YYB_CONFIG",
+    envvar=OPTION_ENV["config_path"],
     help="The configuration (default: yylo-benchmark.config.json at the repository top).",
 )
 @click.version_option(__version__, prog_name="yyb")

@@ -13,11 +13,11 @@ from __future__ import annotations
 import os
 
 from yyb.cli import fail
+from yyb.cli.locate import OPTION_ENV
 from yyb.cli.objects import CAT_MODES
 from yyb.errors import YybError
 
 GLOBAL_OPTIONS = {"--store": "store_path", "--config": "config_path"}
-GLOBAL_ENV = {"store_path": "YYB_STORE", "config_path": "YYB_CONFIG"}
 CAT_FLAGS = dict(
     zip(
         ["-t", "-s", "-e", "-p", "--json", "--raw", "--batch", "--batch-check"],
@@ -62,7 +62,7 @@ def _global(args: list[str]) -> tuple[dict, str, list[str]] | None:
         i += 1
     if i == len(args):
         return None
-    for key, env in GLOBAL_ENV.items():
+    for key, env in OPTION_ENV.items():
         if key not in options:
             options[key] = os.environ.get(env) or None
     return options, args[i], args[i + 1 :]

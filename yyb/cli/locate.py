@@ -10,7 +10,11 @@ from __future__ import annotations
 import os
 
 from yyb.errors import UsageError
-from yyb.store.location import check_apart, find_repository, resolve_store_path
+from yyb.store.location import ENV_STORE, check_apart, find_repository, resolve_store_path
+
+CONFIG_ENV = "YYB_CONFIG"
+# The global options, as ``options`` keys, and the variables that stand in for them.
+OPTION_ENV = {"store_path": ENV_STORE, "config_path": CONFIG_ENV}
 
 
 def store_path(options: dict) -> str:

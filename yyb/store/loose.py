@@ -49,7 +49,7 @@ class DiskObjects(ObjectStore):
         self.pack_folder = os.path.join(self.folder, "pack")
         self._packs: dict[str, pack.Pack] = {}
         self._packs_lock = threading.Lock()
-        self._pack_listing: tuple[tuple[int, int], int] | None = None  # the folder last listed
+        self._pack_listing: tuple[int, int] | None = None  # (inode, mtime) of a settled listing
 
     # --- packs ---------------------------------------------------------------------------
 
@@ -67,7 +67,7 @@ class DiskObjects(ObjectStore):
         except (FileNotFoundError, NotADirectoryError):
             return []
         stamp = (folder.st_ino, folder.st_mtime_ns)
-        if self._pack_listing is not None and self._pack_listing[0] == stamp:
+        if self._pack_listing == stamp:
             return list(self._packs.values())
         from yyb.store import pack  # only a store with packs pays for it
 
@@ -86,7 +86,7 @@ class DiskObjects(ObjectStore):
                 if not vanished:
                     break  # a repack writes its pack before it removes the old: list again
             settled = began - folder.st_mtime_ns > SETTLED_NS
-            self._pack_listing = (stamp, began) if settled and not vanished else None
+            self._pack_listing = stamp if settled and not vanished else None
             return list(self._packs.values())
 
     def _packed(self, oid: str) -> bytes | None:
