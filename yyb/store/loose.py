@@ -116,9 +116,11 @@ class DiskObjects(ObjectStore):
         return found
 
     def _in_pack(self, oid: str) -> bool:
-        return any(
-            held.find(oid) is not None for rescan in (False, True) for held in self.packs(rescan)
-        )
+        """Whether a pack holds ``oid``: the packs open, then any a rescan finds."""
+        known = self.packs()
+        if any(held.find(oid) is not None for held in known):
+            return True
+        return any(held.find(oid) is not None for held in self.packs(rescan=True)[len(known) :])
 
     def loose_oids(self) -> Iterator[str]:
         for prefix in sorted(_hex_dirs(self.folder)):
@@ -263,7 +265,7 @@ class DiskObjects(ObjectStore):
                 return True
         except OSError:
             pass
-        return os.path.isdir(self.pack_folder) and self._in_pack(oid)
+        return self._in_pack(oid)
 
     def _ensure_folder(self, prefix: str) -> None:
         """Create the fan-out folder ``objects/<prefix>`` if missing; refuse a link there.
