@@ -77,6 +77,9 @@ class RunContext:
     environ: dict[str, str] = field(default_factory=dict)  # for judge harness secrets
     signer: Any = None
     offline: bool = False  # nothing it starts can spend: it needs no grant (``authorize``)
+    # Where candidates run (a receipt's ``executor``) and what the sandbox probe verified there.
+    executor: dict = field(default_factory=lambda: local_executor())
+    sandbox_verified: list[str] = field(default_factory=list)
 
     @property
     def harness(self) -> dict:
@@ -106,6 +109,13 @@ class RunContext:
 
     def read(self, attempt_oid: str, leaf: names.Leaf) -> str | None:
         return self.store.refs.read(names.attempt(self.plan_oid, attempt_oid, leaf))
+
+
+def local_executor() -> dict:
+    """A receipt's ``executor`` for an attempt run by this process."""
+    import socket
+
+    return {"kind": "local", "host": socket.gethostname(), "worker": None}
 
 
 def authorize(store, plan_oid: str, plan: dict, offline: bool = False) -> None:
@@ -155,7 +165,7 @@ def prepare(
     from yyb.harness import adapters, sandbox
 
     authorize(store, plan_oid, plan, offline)
-    sandbox.probe()
+    _, verified = sandbox.verify()
     harness = plan["candidate_harness"]["config"]
     adapters.executable(harness)
     secrets = {}
@@ -191,6 +201,7 @@ def prepare(
         environ=dict(environ),
         signer=signing.configured_signer(environ),
         offline=offline,
+        sandbox_verified=verified,
     )
     context.tools()  # a tool path that would expose a protected root: refused now
     return context

@@ -41,17 +41,23 @@ class Early:
     links: dict = field(default_factory=dict)
 
 
-def execute(ctx, attempt_oid: str, intent_oid: str, folders: Folders) -> Early | tuple[str, dict]:
+def execute(
+    ctx, attempt_oid: str, intent_oid: str, folders: Folders, shipped=None, retain: bool = True
+) -> Early | tuple[str, dict]:
     """Prepare the workspace, run the candidate in the sandbox, retain what it left.
 
-    Returns the execution record's (oid, record), its ref created; or ``Early`` when the
-    workspace could not be prepared.
+    Returns the execution record's (oid, record), its ref created unless not ``retain`` (a
+    worker's, whose controller creates it); or ``Early`` when the workspace could not be
+    prepared. ``shipped`` (``snapshot.Shipped``): the base as a controller shipped it, made
+    into the snapshot here instead of from a configured repository.
     """
     store, attempt = ctx.store, ctx.attempts[attempt_oid]
     case, prompt, workflow = inputs(ctx, attempt)
     try:
         folders.create()
-        if case is not None:
+        if case is not None and shipped is not None:
+            snap = snapshot.create_shipped(shipped, folders.workspace)
+        elif case is not None:
             repo = ctx.config.repository_path(case["repository"])
             if repo is None:
                 raise UsageError(f"repository {case['repository']!r} is not configured")
@@ -109,7 +115,9 @@ def execute(ctx, attempt_oid: str, intent_oid: str, folders: Folders) -> Early |
                 "version": sandbox.version(),
                 "network": "allowed" if network else "denied",
                 "limits": bounds,
+                "verified": list(ctx.sandbox_verified),
             },
+            "executor": dict(ctx.executor),
             "environment": policy,
             "links": {"intent": intent_oid, "listing": base_listing},
         }
@@ -159,9 +167,10 @@ def execute(ctx, attempt_oid: str, intent_oid: str, folders: Folders) -> Early |
     execution = _record(ctx, attempt_oid, attempt, facts, links, outcome, value, observed)
     execution["runtime"]["resources"] = resources
     execution_oid = store.objects.put_record(execution)
-    store.refs.update(
-        ctx.ref(attempt_oid, "execution"), execution_oid, old=None, reason="execution retained"
-    )
+    if retain:
+        store.refs.update(
+            ctx.ref(attempt_oid, "execution"), execution_oid, old=None, reason="execution retained"
+        )
     return execution_oid, execution
 
 

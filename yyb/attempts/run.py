@@ -12,7 +12,7 @@ import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from yyb.attempts.conclude import conclude, early
+from yyb.attempts.conclude import conclude, early, indeterminate
 from yyb.attempts.context import (  # noqa: F401  (the library's entry points, re-exported)
     Result,
     RunContext,
@@ -23,6 +23,7 @@ from yyb.attempts.dispatch import dispatch
 from yyb.attempts.execute import Early, execute
 from yyb.attempts.publish import publish
 from yyb.attempts.recover import reconcile, recover  # noqa: F401
+from yyb.attempts.remote import Refused
 from yyb.evidence import plan as planned
 from yyb.harness import scratch, worktree
 from yyb.harness.environment import Folders
@@ -58,8 +59,16 @@ class Spend:
             return ceiling is not None and self.spent.get(model, 0) >= ceiling
 
 
-def run_attempt(ctx: RunContext, attempt_oid: str, spend: Spend | None = None) -> Result:
-    """Dispatch one attempt (unless already dispatched) and publish its terminal."""
+def run_attempt(
+    ctx: RunContext, attempt_oid: str, spend: Spend | None = None, executor=None
+) -> Result:
+    """Dispatch one attempt (unless already dispatched) and publish its terminal.
+
+    ``executor(ctx, attempt_oid, intent_oid)`` runs the dispatched attempt's candidate and
+    returns what ``execute`` returns, its execution ref created (default: ``execute_here``).
+    One that raises ``Refused`` lost the run or refused its return: the attempt is closed as
+    an indeterminate harness failure, as recovery closes one, and never dispatched again.
+    """
     spend = spend or Spend({})
     attempt = ctx.attempts[attempt_oid]
     model = attempt["model"]["resolved"]
@@ -77,17 +86,11 @@ def run_attempt(ctx: RunContext, attempt_oid: str, spend: Spend | None = None) -
     if intent_oid is None:  # another process dispatched it first
         reason = "dispatched by another run"
         return Result.without_terminal(attempt_oid, attempt, reason, "skipped")
-    # Kept workspaces outlive the run, so they are not in its run folder, which goes with it.
-    root = (
-        tempfile.mkdtemp(prefix="yyb-attempt-")
-        if ctx.keep_workspaces
-        else scratch.folder("attempt", ctx.store.path)
-    )
     try:
-        executed = execute(ctx, attempt_oid, intent_oid, Folders(root))
-    finally:
-        if not ctx.keep_workspaces:
-            worktree.remove(root)  # any depth: a candidate chose it
+        executed = (executor or execute_here)(ctx, attempt_oid, intent_oid)
+    except Refused as exc:
+        terminal = indeterminate(ctx, attempt_oid, f"; {exc.reason}")
+        return publish(ctx, attempt_oid, terminal, None, "ran")
     if isinstance(executed, Early):
         terminal = early(ctx, attempt_oid, executed.facts, executed.links)
         return publish(ctx, attempt_oid, terminal, None, "ran")
@@ -95,6 +98,21 @@ def run_attempt(ctx: RunContext, attempt_oid: str, spend: Spend | None = None) -
     terminal = conclude(ctx, attempt_oid, execution_oid, execution)
     spend.add(model, terminal)
     return publish(ctx, attempt_oid, terminal, execution["links"]["listing"], "ran")
+
+
+def execute_here(ctx: RunContext, attempt_oid: str, intent_oid: str):
+    """The local executor: ``execute`` in this process's scratch (or kept) folders."""
+    # Kept workspaces outlive the run, so they are not in its run folder, which goes with it.
+    root = (
+        tempfile.mkdtemp(prefix="yyb-attempt-")
+        if ctx.keep_workspaces
+        else scratch.folder("attempt", ctx.store.path)
+    )
+    try:
+        return execute(ctx, attempt_oid, intent_oid, Folders(root))
+    finally:
+        if not ctx.keep_workspaces:
+            worktree.remove(root)  # any depth: a candidate chose it
 
 
 def _terminal(ctx: RunContext, result: Result) -> dict | None:
@@ -105,8 +123,9 @@ def run_lock(plan_oid: str) -> str:
     return f"run-{plan_oid}"
 
 
-def run_plan(ctx: RunContext, jobs: int = 1) -> list[Result]:
-    """Run every attempt of the plan in plan order with at most ``jobs`` at once.
+def run_plan(ctx: RunContext, jobs: int = 1, executor=None) -> list[Result]:
+    """Run every attempt of the plan in plan order with at most ``jobs`` at once, each
+    candidate run by ``executor`` (``run_attempt``; default: in this process).
 
     A plan with a budget runs only under a grant that authorizes it, checked here whoever
     calls. One process at a time runs a plan (``locks/run-<plan>.lock``): a second one is
@@ -122,6 +141,6 @@ def run_plan(ctx: RunContext, jobs: int = 1) -> list[Result]:
     spend = Spend(ctx.attempts)
     with ctx.store.exclusive(run_lock(ctx.plan_oid)):
         if jobs <= 1:
-            return [run_attempt(ctx, oid, spend) for oid in order]
+            return [run_attempt(ctx, oid, spend, executor) for oid in order]
         with ThreadPoolExecutor(max_workers=jobs) as pool:
-            return list(pool.map(lambda oid: run_attempt(ctx, oid, spend), order))
+            return list(pool.map(lambda oid: run_attempt(ctx, oid, spend, executor), order))

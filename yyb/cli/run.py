@@ -63,24 +63,50 @@ def _dry_run(ctx, plan_oid: str, plan: dict, records: dict[str, dict]) -> int:
 @click.option("--dry-run", is_flag=True, help="Show what would be dispatched; dispatch nothing.")
 @click.option(
     "--jobs",
-    type=click.IntRange(1, 64),
-    default=1,
-    show_default=True,
-    help="Attempts running at once.",
+    type=click.IntRange(1, 1024),
+    default=None,
+    help="Attempts running at once [default: 1; with dask, the workers' threads].",
 )
 @click.option("--keep-workspaces", is_flag=True, help="Keep each attempt's folders.")
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "dask"]),
+    default="local",
+    show_default=True,
+    help="Where candidates run: this machine, or the workers of a Dask cluster.",
+)
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    envvar="YYB_DASK_SCHEDULER",
+    help="The Dask scheduler's address (tcp://host:port), with --executor dask "
+    "[env: YYB_DASK_SCHEDULER].",
+)
 @click.pass_context
-def run(ctx, plan_name, dry_run, jobs, keep_workspaces):
+def run(ctx, plan_name, dry_run, jobs, keep_workspaces, executor, scheduler):
     """Run every attempt of a plan that has not been dispatched yet.
 
     Each candidate works in a private snapshot under the sandbox; its evidence is retained
     under refs/runs/<plan>/<attempt>/. An attempt whose dispatch intent exists is never
     dispatched again. Ctrl-C stops in-flight attempts (retained as cancelled).
+
+    With --executor dask, candidates run on the workers of the Dask cluster at --scheduler;
+    this process stays the only writer of the store (docs/dask.md).
     """
     from yyb.attempts import run as attempts
     from yyb.store import gc
 
     gc.auto_threshold(dict(os.environ))  # a bad setting is refused before anything runs
+    if executor == "dask" and not scheduler:
+        raise UsageError("--executor dask needs --scheduler ADDRESS (or YYB_DASK_SCHEDULER)")
+    if (
+        executor == "local"
+        and scheduler
+        and ctx.get_parameter_source("scheduler").name == "COMMANDLINE"
+    ):
+        raise UsageError("--scheduler is for --executor dask")
+    if keep_workspaces and executor == "dask":
+        raise UsageError("--keep-workspaces keeps local folders; a dask worker keeps none")
     plan_oid, records = load_plan(ctx, plan_name)
     plan = records[plan_oid]
     if dry_run:
@@ -105,7 +131,10 @@ def run(ctx, plan_name, dry_run, jobs, keep_workspaces):
 
     previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        results = attempts.run_plan(run_ctx, jobs)
+        if executor == "dask":
+            results = _run_on_dask(run_ctx, scheduler, jobs)
+        else:
+            results = attempts.run_plan(run_ctx, jobs or 1)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -124,6 +153,26 @@ def run(ctx, plan_name, dry_run, jobs, keep_workspaces):
             err=True,
         )
     return 130 if run_ctx.cancel.is_set() else 0
+
+
+def _run_on_dask(run_ctx, scheduler: str, jobs: int | None):
+    """Run the plan on the Dask cluster at ``scheduler``; say on stderr which workers were
+    probed and, at the end, what each did."""
+    from yyb.attempts import run as attempts
+    from yyb.attempts.dask_run import DaskExecutor
+
+    with DaskExecutor(scheduler, dict(os.environ)) as executor:
+        threads = executor.probe(run_ctx)
+        for _, found in sorted(executor.workers.items()):
+            click.echo(
+                f"dask worker {found.name} on {found.host}: {found.nthreads} threads, "
+                f"sandbox {found.bwrap} verified",
+                err=True,
+            )
+        results = attempts.run_plan(run_ctx, jobs or threads, executor)
+        for line in executor.tally.lines():
+            click.echo(line, err=True)
+    return results
 
 
 def _summary(results) -> None:

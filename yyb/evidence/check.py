@@ -26,6 +26,7 @@ from yyb.evidence.records import (
     MANIFEST,
     NO_WORKSPACE,
     RECEIPT,
+    RECEIPT_V2,
     REF_UPDATE,
     TERMINAL,
 )
@@ -80,7 +81,8 @@ class AttemptCheck:
         self.findings.append(error(code, self.oid, detail))
         self.complete = False
 
-    def record(self, oid: str | None, schema: str, what: str) -> dict | None:
+    def record(self, oid: str | None, schema: str | tuple[str, ...], what: str) -> dict | None:
+        """The record ``oid`` when it reads and is a ``schema`` (one version or several)."""
         if oid is None:
             return None
         try:
@@ -88,9 +90,11 @@ class AttemptCheck:
         except YybError as exc:
             self.fail("unreadable", f"{what} {oid}: {exc}")
             return None
-        if value.get("schema_version") != schema:
+        accepted = (schema,) if isinstance(schema, str) else schema
+        if value.get("schema_version") not in accepted:
             self.fail(
-                "wrong-record", f"{what} {oid} is a {value.get('schema_version')}, not a {schema}"
+                "wrong-record",
+                f"{what} {oid} is a {value.get('schema_version')}, not a {accepted[-1]}",
             )
             return None
         return value
@@ -213,7 +217,7 @@ class AttemptCheck:
         )
         if closed_early:
             return
-        receipt = self.record(links.get("receipt"), RECEIPT, "receipt")
+        receipt = self.record(links.get("receipt"), (RECEIPT_V2, RECEIPT), "receipt")
         if receipt is None:
             self.fail("incomplete", f"terminal {terminal_oid} has no workspace receipt")
             return

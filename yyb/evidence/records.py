@@ -22,7 +22,9 @@ PLAN = "yylo_benchmark_experiment_plan.v2"
 ATTEMPT_PLAN = "yylo_benchmark_attempt_plan.v2"
 GRANT = "yylo_benchmark_grant.v2"
 INTENT = "yylo_benchmark_dispatch_intent.v2"
-RECEIPT = "yylo_benchmark_workspace_receipt.v2"
+RECEIPT = "yylo_benchmark_workspace_receipt.v3"
+# written before v3 (no executor); still verified
+RECEIPT_V2 = "yylo_benchmark_workspace_receipt.v2"
 EXECUTION = "yylo_benchmark_execution.v2"
 TERMINAL = "yylo_benchmark_terminal.v2"
 EVIDENCE = "yylo_benchmark_attempt_evidence.v2"
@@ -75,6 +77,10 @@ SIGNED_KINDS = frozenset(
 )
 
 # --- vocabularies ---------------------------------------------------------------------------
+
+# Where an attempt's candidate ran (a workspace receipt's ``executor.kind``; docs/dask.md).
+ExecutorKind = Literal["local", "dask"]
+EXECUTOR_KINDS: tuple[ExecutorKind, ...] = get_args(ExecutorKind)
 
 TerminalClass = Literal[
     "resolved",

@@ -282,13 +282,102 @@ def create(source_path: str, base_commit: str, excluded_paths: list[str], dest: 
     Raises:
         UsageError: the source repository or the commit cannot be found.
     """
-    import pygit2
-
     from yyb.harness import source
 
     src = source.open_repository(source_path)
     commit = source.commit_at(src, base_commit, "base_commit")
     export, pack, index = _EXPORTS.open(src, commit, list(excluded_paths), base_commit)
+    return _materialize(export, pack, index, base_commit, export.excluded, dest)
+
+
+@dataclass(frozen=True)
+class Shipped:
+    """A base's export as bytes, for another machine to make the same snapshot from
+    (``ship``, ``create_shipped``): the pack of the filtered tree and the snapshot commit, and
+    what the receipt says of it."""
+
+    base_commit: str
+    commit: str  # the snapshot commit the pack must rebuild exactly
+    excluded: tuple[str, ...]
+    pack: bytes
+    index: bytes
+
+
+def ship(source_path: str, base_commit: str, excluded_paths: list[str]) -> Shipped:
+    """``base_commit``'s export, as bytes (the excluded paths' content is not in it).
+
+    Raises:
+        UsageError: the source repository or the commit cannot be found.
+    """
+    from yyb.harness import source
+
+    src = source.open_repository(source_path)
+    commit = source.commit_at(src, base_commit, "base_commit")
+    export, pack, index = _EXPORTS.open(src, commit, list(excluded_paths), base_commit)
+    try:
+        data = [os.pread(fd, os.fstat(fd).st_size, 0) for fd in (pack, index)]
+    finally:
+        os.close(pack)
+        os.close(index)
+    return Shipped(base_commit, export.commit, tuple(export.excluded), *data)
+
+
+_SHIPPED_LOCK = threading.Lock()
+
+
+def create_shipped(shipped: Shipped, dest: str) -> Snapshot:
+    """The snapshot ``shipped`` describes, in a new repo at ``dest``: what ``create`` makes
+    on the controller, made where the controller's repository is not.
+
+    Its pack goes into a private repository of this process (once per snapshot commit) and
+    is read through libgit2, which checks every object's id; the tree is walked and exported
+    again, and the rebuilt snapshot commit must be the shipped one, so a pack that lost,
+    changed or added a file is refused.
+
+    Raises:
+        CorruptObject: the pack is damaged or does not rebuild the shipped snapshot commit
+            (the machine's fault, not the case's).
+    """
+    import pygit2
+
+    from yyb.errors import CorruptObject, UsageError
+    from yyb.harness import source
+
+    with _SHIPPED_LOCK:
+        holder = os.path.join(scratch.run_folder(), f"yyb-shipped-{shipped.commit}")
+        if not os.path.isdir(holder):
+            staging = scratch.folder("shipping")
+            gitdir = pygit2.init_repository(staging, bare=True).path
+            checksum = shipped.pack[-20:].hex()  # a pack's name is its trailer (SHA-1)
+            name = os.path.join(gitdir, "objects", "pack", f"pack-{checksum}")
+            for suffix, data in ((".pack", shipped.pack), (".idx", shipped.index)):
+                with open(name + suffix, "wb") as handle:
+                    handle.write(data)
+            os.rename(staging, holder)
+    try:
+        src = source.open_repository(holder)
+        commit = source.commit_at(src, shipped.commit, "snapshot_commit")
+        export, pack, index = _EXPORTS.open(src, commit, [], shipped.base_commit)
+    except (pygit2.GitError, KeyError, ValueError, OSError, UsageError) as exc:
+        raise CorruptObject(
+            None, f"the shipped snapshot of {shipped.base_commit} is damaged: {exc}"
+        ) from None
+    if export.commit != shipped.commit:
+        os.close(pack)
+        os.close(index)
+        raise CorruptObject(
+            None,
+            f"the shipped snapshot of {shipped.base_commit} rebuilds commit {export.commit}, "
+            f"not {shipped.commit}",
+        )
+    return _materialize(export, pack, index, shipped.base_commit, list(shipped.excluded), dest)
+
+
+def _materialize(export, pack: int, index: int, base_commit: str, excluded, dest) -> Snapshot:
+    """Write the snapshot repository of ``export`` at ``dest`` (closing ``pack`` and ``index``,
+    its descriptors)."""
+    import pygit2
+
     try:
         gitdir = pygit2.init_repository(dest, bare=False, initial_head="main").path
         _scrub(gitdir)
@@ -314,7 +403,7 @@ def create(source_path: str, base_commit: str, excluded_paths: list[str], dest: 
         export.commit,
         export.tree,
         len(export.files),
-        export.excluded,
+        list(excluded),
         known,
     )
 

@@ -1,0 +1,381 @@
+"""The Dask executor: a plan's attempts run by the workers of a Dask cluster (docs/dask.md).
+
+The controller (``yyb run --executor dask``) does everything it does for a local run: the
+plan lock, reconciliation, the dispatch intent created from nothing before anything is
+submitted, grading and publishing. Only the candidate's part (``execute``) runs on a worker,
+shipped and checked by ``remote``. Three things make a distributed run as honest as a local one:
+
+- **A claim per dispatch.** Dask runs a task again when the worker running it is lost (the
+  scheduler's ``allowed-failures``; no client can turn that off). So before submitting, the
+  controller puts one token in a scheduler queue named after the intent, and the task takes it
+  before anything else: a task run a second time finds the queue empty and refuses to start
+  the candidate. The attempt is then closed as an indeterminate harness failure, as recovery
+  closes an attempt whose run was lost.
+- **A watchdog per task.** A running task does not stop when its controller dies or gives
+  up. Every task polls a heartbeat the controller keeps on the scheduler; when it says stop,
+  or stops changing for ``YYB_DASK_STALE_SECONDS``, or cannot be read for as long (the
+  scheduler is gone), the candidate is cancelled as Ctrl-C cancels a local one.
+- **A probe of every worker before the first dispatch.** Each worker must run the sandbox's
+  probe, find the harness executable and the harness's secrets in its own environment (they
+  are never shipped), and run this very yyb version; one that cannot is refused before
+  anything is dispatched, and tasks go only to the workers probed.
+
+``distributed`` is imported here and only here, on first use: no other command pays for it.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+
+from yyb.attempts import remote
+from yyb.attempts.execute import Early
+from yyb.errors import UsageError, YybError
+from yyb.evidence.terminal import Facts
+
+EXTRA = "the Dask executor needs distributed: pip install 'yyb[dask]'"
+STALE_ENV = "YYB_DASK_STALE_SECONDS"
+STALE_SECONDS = 30.0  # a heartbeat this old (or unreadable this long) stops a task's candidate
+BEAT_SECONDS = 1.0
+CLAIM_SECONDS = 5.0  # how long a task waits for its claim token (put before it was submitted)
+CONNECT_SECONDS = 30.0
+
+
+def _distributed():
+    try:
+        import distributed
+    except ImportError:
+        raise UsageError(EXTRA) from None
+    return distributed
+
+
+def stale_seconds(environ: dict[str, str]) -> float:
+    """``YYB_DASK_STALE_SECONDS`` (a positive number; default 30).
+
+    Raises:
+        UsageError: it is set to something else.
+    """
+    raw = environ.get(STALE_ENV)
+    if raw is None:
+        return STALE_SECONDS
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 86400:
+        raise UsageError(f"{STALE_ENV} must be a number of seconds above 0, not {raw!r}")
+    return value
+
+
+# --- the worker's side ------------------------------------------------------------------------
+
+
+@dataclass
+class Probed:
+    """What a worker's probe found (``probe``): returned to the controller, kept here."""
+
+    name: str
+    host: str
+    nthreads: int
+    bwrap: str
+    verified: list[str]
+    yyb: str
+
+
+_HERE: dict[str, remote.Worker] = {}  # this worker process's identity, once probed
+_HERE_LOCK = threading.Lock()
+
+
+def probe(harness: dict, tools: list[str], dask_worker=None) -> Probed:
+    """Run on each worker by the controller (``Client.run``): can this worker run attempts?
+
+    Raises:
+        SandboxUnavailable, UsageError: it cannot; the controller refuses the run.
+    """
+    import yyb
+    from yyb.harness import adapters, sandbox
+
+    version, verified = sandbox.verify()
+    adapters.executable(harness)
+    missing = [name for name in harness.get("secrets", []) if name not in os.environ]
+    if missing:
+        raise UsageError(f"the harness needs the secret {missing[0]}, not set on this worker")
+    absent = [path for path in tools if not os.path.exists(path)]
+    if absent:
+        raise UsageError(f"the plan's read-only tool path {absent[0]} is not on this worker")
+    name = _worker_name(dask_worker)
+    with _HERE_LOCK:
+        _HERE[name] = remote.Worker(
+            name, verified, {s: os.environ[s] for s in harness.get("secrets", [])}
+        )
+    nthreads = dask_worker.state.nthreads if dask_worker is not None else 1
+    return Probed(name, socket.gethostname(), nthreads, version, verified, yyb.__version__)
+
+
+def _worker_name(dask_worker) -> str:
+    if dask_worker is None:
+        return socket.gethostname()
+    name = str(dask_worker.name)
+    return name if name == dask_worker.address else f"{name} {dask_worker.address}"
+
+
+def work(shipment: remote.Shipment, run_id: str, stale: float) -> remote.Returned:
+    """The task: take the dispatch's claim, then run the attempt under a watchdog.
+
+    Raises:
+        Refused: the claim is gone (this task ran before, on a worker that was lost), or the
+            worker was never probed by this run.
+    """
+    distributed = _distributed()
+    worker = distributed.get_worker()
+    client = distributed.get_client()
+    claim = distributed.Queue(claim_name(shipment.intent_oid), client=client)
+    try:
+        token = claim.get(timeout=CLAIM_SECONDS)
+    except (TimeoutError, OSError):
+        token = None
+    if token != run_id:
+        raise remote.Refused(
+            "its claim was taken already: the task ran before on a worker that was lost, "
+            "so the candidate is not started again"
+        )
+    here = _HERE.get(_worker_name(worker))
+    if here is None:
+        raise remote.Refused(f"worker {_worker_name(worker)} was not probed by this run")
+    cancel = threading.Event()
+    done = threading.Event()
+    beat = distributed.Variable(heartbeat_name(run_id), client=client)
+    watch = threading.Thread(
+        target=_watch, args=(beat, stale, cancel, done), name="yyb-watchdog", daemon=True
+    )
+    watch.start()
+    try:
+        return remote.run(shipment, here, cancel)
+    finally:
+        done.set()
+
+
+def _watch(beat, stale: float, cancel: threading.Event, done: threading.Event) -> None:
+    """Cancel the candidate when the controller says stop, or has not been heard from (its
+    heartbeat unchanged, or unreadable) for ``stale`` seconds."""
+    last, heard = None, time.monotonic()
+    while not done.wait(min(BEAT_SECONDS, stale / 4)):
+        try:
+            value = beat.get(timeout=max(1.0, stale / 4))
+        except Exception:  # noqa: BLE001 - a lost scheduler shows as any comm error
+            value = last
+        if value == "stop":
+            cancel.set()
+            return
+        now = time.monotonic()
+        if value != last:
+            last, heard = value, now
+        elif now - heard > stale:
+            cancel.set()
+            return
+
+
+def claim_name(intent_oid: str) -> str:
+    return f"yyb-claim-{intent_oid}"
+
+
+def heartbeat_name(run_id: str) -> str:
+    return f"yyb-alive-{run_id}"
+
+
+# --- the controller's side ------------------------------------------------------------------
+
+
+@dataclass
+class Tally:
+    """Progress of a run on the cluster: attempts in flight, and per worker those it returned
+    (accepted or refused) and those lost with it."""
+
+    running: int = 0
+    done: dict[str, int] = field(default_factory=dict)
+    refused: dict[str, int] = field(default_factory=dict)
+    lost: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def start(self) -> None:
+        with self.lock:
+            self.running += 1
+
+    def end(self, worker: str | None, accepted: bool) -> None:
+        """One attempt came back from ``worker`` (None: its run was lost)."""
+        with self.lock:
+            self.running -= 1
+            if worker is None:
+                self.lost += 1
+            else:
+                column = self.done if accepted else self.refused
+                column[worker] = column.get(worker, 0) + 1
+
+    def lines(self) -> list[str]:
+        with self.lock:
+            workers = sorted(set(self.done) | set(self.refused))
+            out = [
+                f"dask worker {w}: {self.done.get(w, 0)} returned, {self.refused.get(w, 0)} refused"
+                for w in workers
+            ]
+            out.append(f"dask: {self.lost} lost, {self.running} still running")
+        return out
+
+
+class DaskExecutor:
+    """Runs each dispatched attempt's candidate on a probed worker of a Dask cluster; a
+    callable as ``run_attempt`` takes it (``executor``). Use as a context manager: it starts
+    and stops the heartbeat and closes the client."""
+
+    def __init__(self, address: str, environ: dict[str, str], timeout: float = CONNECT_SECONDS):
+        self.address = address
+        self.stale = stale_seconds(environ)
+        self.timeout = timeout
+        self.run_id = secrets.token_hex(16)
+        self.client = None
+        self.workers: dict[str, Probed] = {}
+        self.tally = Tally()
+        self._stop = threading.Event()
+        self._beater: threading.Thread | None = None
+        self._beat = None
+
+    def __enter__(self) -> DaskExecutor:
+        distributed = _distributed()
+        try:
+            self.client = distributed.Client(
+                self.address, timeout=self.timeout, set_as_default=False
+            )
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise UsageError(f"cannot reach the Dask scheduler at {self.address}: {exc}") from None
+        self._beat = distributed.Variable(heartbeat_name(self.run_id), client=self.client)
+        self._beat.set(0)
+        self._beater = threading.Thread(target=self._keep_beating, daemon=True, name="yyb-beat")
+        self._beater.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._beater is not None:
+            self._beater.join()
+        if self.client is not None:
+            try:
+                self._beat.set("stop")  # whatever still runs for this run stops now
+            except Exception:  # noqa: BLE001 - the scheduler may be gone already
+                pass
+            self.client.close()
+
+    def _keep_beating(self) -> None:
+        count = 0
+        while not self._stop.wait(BEAT_SECONDS):
+            count += 1
+            try:
+                self._beat.set("stop" if self.cancelled() else count)
+            except Exception:  # noqa: BLE001 - the workers' watchdogs see a silent heartbeat
+                pass
+
+    cancel: threading.Event | None = None
+
+    def cancelled(self) -> bool:
+        return self.cancel is not None and self.cancel.is_set()
+
+    def probe(self, ctx) -> int:
+        """Probe every worker (waiting for the first); return how many attempts may run at
+        once (their threads). Called before anything is dispatched; fails closed.
+
+        Raises:
+            UsageError, SandboxUnavailable: no worker, or one that cannot run attempts.
+        """
+        from yyb.harness.sandbox import SandboxUnavailable
+
+        self.cancel = ctx.cancel
+        try:
+            self.client.wait_for_workers(1, timeout=self.timeout)
+        except (TimeoutError, OSError):
+            raise UsageError(
+                f"no Dask worker joined {self.address} in {self.timeout:g} s"
+            ) from None
+        tools = list(ctx.tools())
+        try:
+            found = self.client.run(probe, ctx.harness, tools, on_error="return")
+        except (OSError, TimeoutError) as exc:
+            raise UsageError(f"the workers of {self.address} could not be probed: {exc}") from None
+        import yyb
+
+        for address, answer in sorted(found.items()):
+            if isinstance(answer, BaseException):
+                problem = f"worker {address} cannot run attempts: {answer}"
+                if isinstance(answer, UsageError):
+                    raise UsageError(problem)
+                raise SandboxUnavailable(problem)
+            if answer.yyb != yyb.__version__:
+                raise UsageError(
+                    f"worker {address} runs yyb {answer.yyb}, this controller {yyb.__version__}"
+                )
+            self.workers[address] = answer
+        return sum(p.nthreads for p in self.workers.values())
+
+    def __call__(self, ctx, attempt_oid: str, intent_oid: str):
+        """Ship one dispatched attempt, wait for it, and accept what comes back: the
+        execution (oid, record), its ref created, or ``Early``.
+
+        Raises:
+            Refused: the attempt's run was lost or its return refused (the caller closes it).
+        """
+        try:
+            shipment = remote.ship(ctx, attempt_oid, intent_oid)
+        except UsageError as exc:
+            return Early(
+                Facts(invalid_case=f"the case cannot be prepared: {exc}"), {"intent": intent_oid}
+            )
+        except (OSError, YybError) as exc:
+            reason = f"the attempt could not be shipped: {exc}"
+            return Early(Facts(environment=reason), {"intent": intent_oid})
+        distributed = _distributed()
+        claim = distributed.Queue(claim_name(intent_oid), client=self.client, maxsize=1)
+        try:
+            claim.put(self.run_id)
+            future = self.client.submit(
+                work,
+                shipment,
+                self.run_id,
+                self.stale,
+                key=f"yyb-attempt-{intent_oid}",
+                workers=sorted(self.workers),
+                allow_other_workers=False,
+                pure=False,
+            )
+        except Exception as exc:  # noqa: BLE001 - the scheduler is gone: nothing was started
+            raise remote.Refused(f"it could not be submitted to {self.address}: {exc}") from None
+        self.tally.start()
+        try:
+            returned = future.result()
+        except remote.Refused:
+            self.tally.end(None, False)
+            raise
+        except Exception as exc:  # noqa: BLE001 - a lost worker, scheduler or connection
+            self.tally.end(None, False)
+            raise remote.Refused(
+                f"its run on the Dask cluster was lost ({_describe(exc)})"
+            ) from None
+        finally:
+            future.release()
+        worker = str(getattr(returned, "worker", "") or "?")
+        try:
+            if getattr(returned, "execution", None) is None:
+                accepted = remote.early(returned, intent_oid)
+            else:
+                accepted = remote.accept(ctx, attempt_oid, intent_oid, returned)
+        except remote.Refused as exc:
+            self.tally.end(worker, False)
+            raise remote.Refused(f"worker {worker}'s return was refused: {exc.reason}") from None
+        self.tally.end(worker, True)
+        return accepted
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
