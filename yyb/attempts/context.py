@@ -152,9 +152,12 @@ def prepare(
     attempts: dict[str, dict],
     environ: dict[str, str],
     offline: bool = False,
+    candidates_here: bool = True,
 ) -> RunContext:
     """Check everything a live run needs before any dispatch (fails closed); an ``offline``
-    one needs no grant (``authorize``).
+    one needs no grant (``authorize``). Unless ``candidates_here``, candidates run on other
+    machines (the Dask executor, whose probe checks the harness and its secrets there): this
+    one needs neither.
 
     Raises:
         SandboxUnavailable: the sandbox cannot start here, or not without privileges.
@@ -167,9 +170,10 @@ def prepare(
     authorize(store, plan_oid, plan, offline)
     _, verified = sandbox.verify()
     harness = plan["candidate_harness"]["config"]
-    adapters.executable(harness)
+    if candidates_here:
+        adapters.executable(harness)
     secrets = {}
-    for name in harness.get("secrets", []):
+    for name in harness.get("secrets", []) if candidates_here else ():
         if name not in environ:
             raise UsageError(f"the candidate harness needs the secret {name}, which is not set")
         secrets[name] = environ[name]

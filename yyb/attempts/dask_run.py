@@ -25,6 +25,7 @@ shipped and checked by ``remote``. Three things make a distributed run as honest
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import socket
@@ -43,6 +44,7 @@ STALE_SECONDS = 30.0  # a heartbeat this old (or unreadable this long) stops a t
 BEAT_SECONDS = 1.0
 CLAIM_SECONDS = 5.0  # how long a task waits for its claim token (put before it was submitted)
 CONNECT_SECONDS = 30.0
+CLOSE_SECONDS = 5.0
 
 
 def _distributed():
@@ -86,11 +88,13 @@ class Probed:
     yyb: str
 
 
-_HERE: dict[str, remote.Worker] = {}  # this worker process's identity, once probed
+# What each run's probe found in this worker process, by (run id, worker name): the secrets
+# of one run are never handed to another run's candidates.
+_HERE: dict[tuple[str, str], remote.Worker] = {}
 _HERE_LOCK = threading.Lock()
 
 
-def probe(harness: dict, tools: list[str], dask_worker=None) -> Probed:
+def probe(run_id: str, harness: dict, tools: list[str], dask_worker=None) -> Probed:
     """Run on each worker by the controller (``Client.run``): can this worker run attempts?
 
     Raises:
@@ -109,7 +113,7 @@ def probe(harness: dict, tools: list[str], dask_worker=None) -> Probed:
         raise UsageError(f"the plan's read-only tool path {absent[0]} is not on this worker")
     name = _worker_name(dask_worker)
     with _HERE_LOCK:
-        _HERE[name] = remote.Worker(
+        _HERE[(run_id, name)] = remote.Worker(
             name, verified, {s: os.environ[s] for s in harness.get("secrets", [])}
         )
     nthreads = dask_worker.state.nthreads if dask_worker is not None else 1
@@ -143,12 +147,18 @@ def work(shipment: remote.Shipment, run_id: str, stale: float) -> remote.Returne
             "its claim was taken already: the task ran before on a worker that was lost, "
             "so the candidate is not started again"
         )
-    here = _HERE.get(_worker_name(worker))
+    here = _HERE.get((run_id, _worker_name(worker)))
     if here is None:
         raise remote.Refused(f"worker {_worker_name(worker)} was not probed by this run")
+    beat = distributed.Variable(heartbeat_name(run_id), client=client)
+    try:
+        said = beat.get(timeout=CLAIM_SECONDS)
+    except (TimeoutError, OSError):
+        said = "stop"
+    if said == "stop":
+        raise remote.Refused("the run was stopped before its candidate started")
     cancel = threading.Event()
     done = threading.Event()
-    beat = distributed.Variable(heartbeat_name(run_id), client=client)
     watch = threading.Thread(
         target=_watch, args=(beat, stale, cancel, done), name="yyb-watchdog", daemon=True
     )
@@ -161,22 +171,45 @@ def work(shipment: remote.Shipment, run_id: str, stale: float) -> remote.Returne
 
 def _watch(beat, stale: float, cancel: threading.Event, done: threading.Event) -> None:
     """Cancel the candidate when the controller says stop, or has not been heard from (its
-    heartbeat unchanged, or unreadable) for ``stale`` seconds."""
-    last, heard = None, time.monotonic()
-    while not done.wait(min(BEAT_SECONDS, stale / 4)):
-        try:
-            value = beat.get(timeout=max(1.0, stale / 4))
-        except Exception:  # noqa: BLE001 - a lost scheduler shows as any comm error
-            value = last
-        if value == "stop":
+    heartbeat unchanged, or unreadable) for ``stale`` seconds.
+
+    The heartbeat is read by a thread of its own: a read from a scheduler that is gone can
+    block for the whole connect timeout, and the clock must go on meanwhile."""
+    heard = {"at": time.monotonic(), "value": None, "stop": False}
+    lock = threading.Lock()
+
+    def poll() -> None:
+        while not done.is_set():
+            try:
+                value = beat.get(timeout=max(1.0, stale / 4))
+            except Exception:  # noqa: BLE001 - a lost scheduler shows as any comm error
+                done.wait(BEAT_SECONDS)
+                continue
+            with lock:
+                if value == "stop":
+                    heard["stop"] = True
+                elif value != heard["value"]:
+                    heard["at"], heard["value"] = time.monotonic(), value
+            done.wait(BEAT_SECONDS)
+
+    threading.Thread(target=poll, name="yyb-heartbeat", daemon=True).start()
+    while not done.wait(min(0.25, stale / 4)):
+        with lock:
+            silent = time.monotonic() - heard["at"]
+            stop = heard["stop"]
+        if stop or silent > stale:
             cancel.set()
             return
-        now = time.monotonic()
-        if value != last:
-            last, heard = value, now
-        elif now - heard > stale:
-            cancel.set()
-            return
+
+
+def forget(run_id: str) -> int:
+    """Drop what a run's probe kept in this worker process (its secrets among it); run on
+    every worker when the run ends. Returns how many entries were dropped."""
+    with _HERE_LOCK:
+        mine = [key for key in _HERE if key[0] == run_id]
+        for key in mine:
+            del _HERE[key]
+    return len(mine)
 
 
 def claim_name(intent_oid: str) -> str:
@@ -231,8 +264,15 @@ class DaskExecutor:
     callable as ``run_attempt`` takes it (``executor``). Use as a context manager: it starts
     and stops the heartbeat and closes the client."""
 
-    def __init__(self, address: str, environ: dict[str, str], timeout: float = CONNECT_SECONDS):
+    def __init__(
+        self,
+        address: str,
+        environ: dict[str, str],
+        timeout: float = CONNECT_SECONDS,
+        quiet: bool = False,
+    ):
         self.address = address
+        self.quiet = quiet
         self.stale = stale_seconds(environ)
         self.timeout = timeout
         self.run_id = secrets.token_hex(16)
@@ -242,9 +282,18 @@ class DaskExecutor:
         self._stop = threading.Event()
         self._beater: threading.Thread | None = None
         self._beat = None
+        self._lock = threading.Lock()
+        self._lost: str | None = None
+        self._checked = (0.0, True)  # (when, whether a probed worker was there)
+        self._scheduler_gone = False
 
     def __enter__(self) -> DaskExecutor:
         distributed = _distributed()
+        if self.quiet:  # a lost scheduler is said in one line, not in distributed's logs
+            for name in [*logging.root.manager.loggerDict, "distributed"]:
+                if name.split(".")[0] == "distributed":
+                    logging.getLogger(name).setLevel(logging.CRITICAL)
+        _reachable(self.address)
         try:
             self.client = distributed.Client(
                 self.address, timeout=self.timeout, set_as_default=False
@@ -260,17 +309,23 @@ class DaskExecutor:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         if self._beater is not None:
-            self._beater.join()
-        if self.client is not None:
+            self._beater.join(timeout=2 * BEAT_SECONDS)  # a beat may hang on a lost scheduler
+        if self.client is None:
+            return
+        if not self._scheduler_gone:
             try:
                 self._beat.set("stop")  # whatever still runs for this run stops now
+                self.client.run(forget, self.run_id, on_error="return")
             except Exception:  # noqa: BLE001 - the scheduler may be gone already
                 pass
-            self.client.close()
+        try:
+            self.client.close(timeout=CLOSE_SECONDS)
+        except Exception:  # noqa: BLE001 - a client of a lost scheduler is closed already
+            pass
 
     def _keep_beating(self) -> None:
         count = 0
-        while not self._stop.wait(BEAT_SECONDS):
+        while not self._stop.wait(BEAT_SECONDS) and self.stopped() is None:
             count += 1
             try:
                 self._beat.set("stop" if self.cancelled() else count)
@@ -300,17 +355,16 @@ class DaskExecutor:
             ) from None
         tools = list(ctx.tools())
         try:
-            found = self.client.run(probe, ctx.harness, tools, on_error="return")
+            found = self.client.run(probe, self.run_id, ctx.harness, tools, on_error="return")
         except (OSError, TimeoutError) as exc:
             raise UsageError(f"the workers of {self.address} could not be probed: {exc}") from None
         import yyb
 
         for address, answer in sorted(found.items()):
+            if isinstance(answer, SandboxUnavailable):
+                raise SandboxUnavailable(f"on worker {address}: {answer.reason}")
             if isinstance(answer, BaseException):
-                problem = f"worker {address} cannot run attempts: {answer}"
-                if isinstance(answer, UsageError):
-                    raise UsageError(problem)
-                raise SandboxUnavailable(problem)
+                raise UsageError(f"worker {address} cannot run attempts: {_describe(answer)}")
             if answer.yyb != yyb.__version__:
                 raise UsageError(
                     f"worker {address} runs yyb {answer.yyb}, this controller {yyb.__version__}"
@@ -335,8 +389,8 @@ class DaskExecutor:
             reason = f"the attempt could not be shipped: {exc}"
             return Early(Facts(environment=reason), {"intent": intent_oid})
         distributed = _distributed()
-        claim = distributed.Queue(claim_name(intent_oid), client=self.client, maxsize=1)
         try:
+            claim = distributed.Queue(claim_name(intent_oid), client=self.client, maxsize=1)
             claim.put(self.run_id)
             future = self.client.submit(
                 work,
@@ -349,31 +403,126 @@ class DaskExecutor:
                 pure=False,
             )
         except Exception as exc:  # noqa: BLE001 - the scheduler is gone: nothing was started
-            raise remote.Refused(f"it could not be submitted to {self.address}: {exc}") from None
+            self._lose(f"the Dask scheduler at {self.address} was lost ({_describe(exc)})", True)
+            raise remote.Refused(
+                f"it could not be submitted to {self.address} ({_describe(exc)}); "
+                "its candidate never started"
+            ) from None
         self.tally.start()
         try:
-            returned = future.result()
+            returned = self._wait(ctx, future)
         except remote.Refused:
             self.tally.end(None, False)
             raise
         except Exception as exc:  # noqa: BLE001 - a lost worker, scheduler or connection
             self.tally.end(None, False)
+            if self._cluster_lost(exc):
+                self._lose(
+                    f"the Dask scheduler at {self.address} was lost ({_describe(exc)})", True
+                )
             raise remote.Refused(
                 f"its run on the Dask cluster was lost ({_describe(exc)})"
             ) from None
         finally:
-            future.release()
+            try:
+                future.release()
+            except Exception:  # noqa: BLE001 - nothing to release on a closed client
+                pass
         worker = str(getattr(returned, "worker", "") or "?")
         try:
             if getattr(returned, "execution", None) is None:
                 accepted = remote.early(returned, intent_oid)
             else:
-                accepted = remote.accept(ctx, attempt_oid, intent_oid, returned)
+                accepted = remote.accept(ctx, shipment, returned)
         except remote.Refused as exc:
             self.tally.end(worker, False)
             raise remote.Refused(f"worker {worker}'s return was refused: {exc.reason}") from None
         self.tally.end(worker, True)
         return accepted
+
+    def _wait(self, ctx, future):
+        """The task's result, watching meanwhile that a worker this run probed is still
+        there: tasks may run only on those, so with all of them gone the scheduler would
+        keep the task waiting for ever.
+
+        Raises:
+            Refused: every probed worker is gone, or the run was stopped and the task did
+                not come back within the heartbeat's grace.
+            Exception: what the task raised, or the client's error.
+        """
+        gone_since = stopped_since = None
+        while True:
+            try:
+                return future.result(timeout=BEAT_SECONDS)
+            except TimeoutError:
+                pass
+            now = time.monotonic()
+            if self.cancelled():
+                stopped_since = stopped_since or now
+                if now - stopped_since > self.stale + CLOSE_SECONDS:
+                    raise remote.Refused("the run was stopped and the task did not come back")
+            if self._probed_alive():
+                gone_since = None
+                continue
+            gone_since = gone_since or now
+            if now - gone_since > self.stale:
+                why = f"every worker this run probed left {self.address}"
+                self._lose(why)
+                raise remote.Refused(f"{why}; its run is lost")
+
+    def _probed_alive(self) -> bool:
+        """Whether one worker this run probed is still connected (asked at most once a beat
+        whoever asks)."""
+        with self._lock:
+            now = time.monotonic()
+            if now - self._checked[0] >= BEAT_SECONDS:
+                try:
+                    present = set(self.client.scheduler_info()["workers"])
+                    self._checked = (now, bool(present & set(self.workers)))
+                except Exception:  # noqa: BLE001 - the scheduler is gone: the result says so
+                    self._checked = (now, True)
+            return self._checked[1]
+
+    def _cluster_lost(self, exc: BaseException) -> bool:
+        """Whether a task's failure means the cluster is gone (not just this task)."""
+        if isinstance(exc, OSError) or "connection-lost" in str(exc):
+            return True
+        return self.client.status != "running"
+
+    def _lose(self, why: str, scheduler_gone: bool = False) -> None:
+        """Take no more attempts (they stay undispatched for a later run). A client that
+        lost its scheduler holds every new dispatch until it gives up reconnecting, so
+        waiting to see whether it comes back would only close more attempts unstarted."""
+        with self._lock:
+            if self._lost is None:
+                self._lost = why
+            self._scheduler_gone = self._scheduler_gone or scheduler_gone
+
+    def stopped(self) -> str | None:
+        """None while attempts may be submitted; why not, once the scheduler is lost."""
+        with self._lock:
+            return self._lost
+
+
+def _reachable(address: str) -> None:
+    """Refuse at once a plain TCP address where nothing listens (the client would retry for
+    its whole connect timeout); other schemes are left to the client.
+
+    Raises:
+        UsageError: the connection is refused or the name does not resolve.
+    """
+    scheme, sep, rest = address.rpartition("://")
+    if sep and scheme != "tcp":
+        return
+    host, colon, port = rest.rpartition(":")
+    if not colon or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+    except (ConnectionRefusedError, socket.gaierror) as exc:
+        raise UsageError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+    except OSError:
+        pass  # slow or filtered: the client's own timeout decides
 
 
 def _describe(exc: BaseException) -> str:

@@ -152,11 +152,11 @@ def run(shipment: Shipment, worker: Worker, cancel) -> Returned:
         worktree.remove(root)
 
 
-def land(store, items, roots) -> dict[str, dict]:
-    """Check ``items`` ((oid, stored bytes) pairs) and write them to ``store``; return the
-    records' values by oid. Each object's bytes must hash to its oid and each record be
-    canonical and valid under its schema; every link reachable from ``roots`` must be among
-    ``items`` or already in the store. Nothing is written unless everything checks.
+def check(store, items, roots) -> tuple[dict[str, dict], list[tuple[str, bytes]]]:
+    """Check ``items`` ((oid, stored bytes) pairs) against ``store``, writing nothing: each
+    object's bytes must hash to its oid and each record be canonical and valid under its
+    schema; every link reachable from ``roots`` must be among ``items`` or already in the
+    store. Returns the records' values by oid and the (kind, body) pairs to write.
 
     Raises:
         Refused: naming the first object or link that does not check.
@@ -166,9 +166,10 @@ def land(store, items, roots) -> dict[str, dict]:
     bodies: dict[str, tuple[str, bytes]] = {}
     values: dict[str, dict] = {}
     links: dict[str, tuple[str, ...]] = {}
-    for oid, raw in items:
-        if not isinstance(oid, str) or not isinstance(raw, bytes):
+    for item in items:
+        if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], bytes)):
             raise Refused("an object of the return is not an (oid, bytes) pair")
+        oid, raw = item
         try:
             kind, body = stored.split(raw, oid)
         except YybError as exc:
@@ -193,21 +194,33 @@ def land(store, items, roots) -> dict[str, dict]:
                 raise Refused(f"object {oid} is linked but neither returned nor stored")
             continue
         stack.extend(links.get(oid, ()))
-    store.objects.put_many(list(bodies.values()))
+    return values, list(bodies.values())
+
+
+def land(store, items, roots) -> dict[str, dict]:
+    """``check`` the items, then write them; return the records' values by oid.
+
+    Raises:
+        Refused: as ``check``; nothing is written then.
+    """
+    values, bodies = check(store, items, roots)
+    store.objects.put_many(bodies)
     return values
 
 
-def accept(ctx: RunContext, attempt_oid: str, intent_oid: str, returned) -> tuple[str, dict]:
-    """The controller's side: check a worker's return, land its objects, and create the
-    execution ref from nothing; return the execution (oid, record).
+def accept(ctx: RunContext, shipment: Shipment, returned) -> tuple[str, dict]:
+    """The controller's side: check a worker's return, then write its objects and create
+    the execution ref from nothing; return the execution (oid, record). Nothing is written
+    for a return that does not check.
 
     Raises:
         Refused: the return is not this dispatch's execution, or does not check.
     """
+    attempt_oid, intent_oid = shipment.attempt_oid, shipment.intent_oid
     if not isinstance(returned, Returned) or not returned.execution:
         raise Refused("the worker returned no execution")
     execution_oid = returned.execution
-    values = land(ctx.store, returned.objects, roots=(execution_oid,))
+    values, bodies = check(ctx.store, returned.objects, roots=(execution_oid,))
     execution = values.get(execution_oid)
     if execution is None or execution.get("schema_version") != EXECUTION:
         raise Refused(f"{execution_oid} is not an execution record")
@@ -224,11 +237,23 @@ def accept(ctx: RunContext, attempt_oid: str, intent_oid: str, returned) -> tupl
         raise Refused("the execution has no workspace receipt of this version among its objects")
     if receipt["links"]["intent"] != intent_oid or receipt["executor"]["kind"] != "dask":
         raise Refused("the workspace receipt belongs to another dispatch or executor")
+    if receipt["executor"]["worker"] != returned.worker:
+        raise Refused(f"the workspace receipt names worker {receipt['executor']['worker']}")
+    shipped = shipment.snapshot
+    said = (receipt["base_commit"], receipt["snapshot_commit"], receipt["excluded_paths"])
+    want = (
+        (shipped.base_commit, shipped.commit, list(ctx.plan["excluded_paths"]))
+        if shipped is not None
+        else ("", "", list(ctx.plan["excluded_paths"]))
+    )
+    if said != want:
+        raise Refused("the workspace receipt describes another snapshot than the one shipped")
     post = values.get(links.get("manifest"))
     if post is None or post.get("schema_version") != MANIFEST:
         raise Refused("the execution has no post-execution manifest among its objects")
     if post["links"]["receipt"] != links["receipt"]:
         raise Refused("the manifest belongs to another workspace receipt")
+    ctx.store.objects.put_many(bodies)
     ctx.store.refs.update(
         ctx.ref(attempt_oid, "execution"), execution_oid, old=None, reason="execution retained"
     )

@@ -64,10 +64,10 @@ def run_attempt(
 ) -> Result:
     """Dispatch one attempt (unless already dispatched) and publish its terminal.
 
-    ``executor(ctx, attempt_oid, intent_oid)`` runs the dispatched attempt's candidate and
-    returns what ``execute`` returns, its execution ref created (default: ``execute_here``).
-    One that raises ``Refused`` lost the run or refused its return: the attempt is closed as
-    an indeterminate harness failure, as recovery closes one, and never dispatched again.
+    ``executor`` (default: ``LOCAL``) runs the dispatched attempt's candidate (``Local``
+    says how). One that raises ``Refused`` lost the run or refused its return: the attempt is
+    closed as an indeterminate harness failure, as recovery closes one, and never dispatched
+    again. One that has ``stopped()`` gets no more attempts: they stay undispatched.
     """
     spend = spend or Spend({})
     attempt = ctx.attempts[attempt_oid]
@@ -82,12 +82,18 @@ def run_attempt(
     if spend.exhausted(model):
         reason = f"not dispatched: the reported spend of {model} reached its ceiling"
         return Result.without_terminal(attempt_oid, attempt, reason, "skipped")
+    executor = executor or LOCAL
+    stopped = executor.stopped()
+    if stopped is not None:
+        return Result.without_terminal(
+            attempt_oid, attempt, f"not dispatched: {stopped}", "skipped"
+        )
     intent_oid = dispatch(ctx, attempt_oid)
     if intent_oid is None:  # another process dispatched it first
         reason = "dispatched by another run"
         return Result.without_terminal(attempt_oid, attempt, reason, "skipped")
     try:
-        executed = (executor or execute_here)(ctx, attempt_oid, intent_oid)
+        executed = executor(ctx, attempt_oid, intent_oid)
     except Refused as exc:
         terminal = indeterminate(ctx, attempt_oid, f"; {exc.reason}")
         return publish(ctx, attempt_oid, terminal, None, "ran")
@@ -100,19 +106,30 @@ def run_attempt(
     return publish(ctx, attempt_oid, terminal, execution["links"]["listing"], "ran")
 
 
-def execute_here(ctx: RunContext, attempt_oid: str, intent_oid: str):
-    """The local executor: ``execute`` in this process's scratch (or kept) folders."""
-    # Kept workspaces outlive the run, so they are not in its run folder, which goes with it.
-    root = (
-        tempfile.mkdtemp(prefix="yyb-attempt-")
-        if ctx.keep_workspaces
-        else scratch.folder("attempt", ctx.store.path)
-    )
-    try:
-        return execute(ctx, attempt_oid, intent_oid, Folders(root))
-    finally:
-        if not ctx.keep_workspaces:
-            worktree.remove(root)  # any depth: a candidate chose it
+class Local:
+    """The local executor, and the shape of every executor: called as
+    ``executor(ctx, attempt_oid, intent_oid)`` for a dispatched attempt, it runs the candidate
+    and returns what ``execute`` returns, the execution ref created; ``stopped()`` is None
+    while it can take attempts, else why not (in words)."""
+
+    def __call__(self, ctx: RunContext, attempt_oid: str, intent_oid: str):
+        # Kept workspaces outlive the run, so they are not in its run folder, which goes with it.
+        root = (
+            tempfile.mkdtemp(prefix="yyb-attempt-")
+            if ctx.keep_workspaces
+            else scratch.folder("attempt", ctx.store.path)
+        )
+        try:
+            return execute(ctx, attempt_oid, intent_oid, Folders(root))
+        finally:
+            if not ctx.keep_workspaces:
+                worktree.remove(root)  # any depth: a candidate chose it
+
+    def stopped(self) -> str | None:
+        return None
+
+
+LOCAL = Local()
 
 
 def _terminal(ctx: RunContext, result: Result) -> dict | None:

@@ -118,7 +118,9 @@ def run(ctx, plan_name, dry_run, jobs, keep_workspaces, executor, scheduler):
         oid: records.get(oid) or store.objects.get_record(oid) for oid in plan["links"]["attempts"]
     }
     config = load_config(ctx)
-    run_ctx = attempts.prepare(store, config, plan_oid, plan, chosen, dict(os.environ))
+    run_ctx = attempts.prepare(
+        store, config, plan_oid, plan, chosen, dict(os.environ), candidates_here=executor == "local"
+    )
     run_ctx.keep_workspaces = keep_workspaces
     if sys.stderr.isatty():
         run_ctx.progress = lambda r: click.echo(
@@ -132,13 +134,19 @@ def run(ctx, plan_name, dry_run, jobs, keep_workspaces, executor, scheduler):
     previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         if executor == "dask":
-            results = _run_on_dask(run_ctx, scheduler, jobs)
+            results, lost = _run_on_dask(run_ctx, scheduler, jobs)
         else:
+            lost = None
             results = attempts.run_plan(run_ctx, jobs or 1)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     _summary(results)
+    if lost is not None:
+        left = sum(1 for r in results if r.status == "skipped")
+        click.echo(
+            f"yyb: {lost}; {left} attempts not dispatched: run again to dispatch them", err=True
+        )
     if run_ctx.signer is not None:  # signed evidence comes with a signed checkpoint of its log
         from yyb.cli.translog import take
 
@@ -152,16 +160,19 @@ def run(ctx, plan_name, dry_run, jobs, keep_workspaces, executor, scheduler):
             f"{gc.AUTO_ENV}=0 turns it off)",
             err=True,
         )
-    return 130 if run_ctx.cancel.is_set() else 0
+    if run_ctx.cancel.is_set():
+        return 130
+    return 1 if lost is not None else 0
 
 
 def _run_on_dask(run_ctx, scheduler: str, jobs: int | None):
     """Run the plan on the Dask cluster at ``scheduler``; say on stderr which workers were
-    probed and, at the end, what each did."""
+    probed and, at the end, what each did. Returns (results, why the cluster was lost or
+    None)."""
     from yyb.attempts import run as attempts
     from yyb.attempts.dask_run import DaskExecutor
 
-    with DaskExecutor(scheduler, dict(os.environ)) as executor:
+    with DaskExecutor(scheduler, dict(os.environ), quiet=True) as executor:
         threads = executor.probe(run_ctx)
         for _, found in sorted(executor.workers.items()):
             click.echo(
@@ -172,7 +183,7 @@ def _run_on_dask(run_ctx, scheduler: str, jobs: int | None):
         results = attempts.run_plan(run_ctx, jobs or threads, executor)
         for line in executor.tally.lines():
             click.echo(line, err=True)
-    return results
+        return results, executor.stopped()
 
 
 def _summary(results) -> None:

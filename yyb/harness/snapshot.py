@@ -329,7 +329,7 @@ def create_shipped(shipped: Shipped, dest: str) -> Snapshot:
     """The snapshot ``shipped`` describes, in a new repo at ``dest``: what ``create`` makes
     on the controller, made where the controller's repository is not.
 
-    Its pack goes into a private repository of this process (once per snapshot commit) and
+    Its pack goes into a private repository of this process (once per shipment) and
     is read through libgit2, which checks every object's id; the tree is walked and exported
     again, and the rebuilt snapshot commit must be the shipped one, so a pack that lost,
     changed or added a file is refused.
@@ -338,13 +338,17 @@ def create_shipped(shipped: Shipped, dest: str) -> Snapshot:
         CorruptObject: the pack is damaged or does not rebuild the shipped snapshot commit
             (the machine's fault, not the case's).
     """
+    import hashlib
+
     import pygit2
 
     from yyb.errors import CorruptObject, UsageError
     from yyb.harness import source
 
-    with _SHIPPED_LOCK:
-        holder = os.path.join(scratch.run_folder(), f"yyb-shipped-{shipped.commit}")
+    digest = hashlib.sha256(shipped.pack)
+    digest.update(shipped.index)
+    with _SHIPPED_LOCK:  # one private repository per distinct shipment (bytes, not claims)
+        holder = os.path.join(scratch.run_folder(), f"yyb-shipped-{digest.hexdigest()}")
         if not os.path.isdir(holder):
             staging = scratch.folder("shipping")
             gitdir = pygit2.init_repository(staging, bare=True).path

@@ -1,0 +1,263 @@
+"""What the controller accepts from a worker, and what it refuses (attempts/remote.py).
+
+A genuine return is made for real: the attempt is dispatched, shipped and run by
+``remote.run`` in this process, in the sandbox, exactly as a worker runs it. Every forged
+return below is that genuine return with one thing changed, and each must be refused with
+nothing written: no execution ref, no object of the return in the store.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+
+import pytest
+
+from yyb.attempts import remote
+from yyb.attempts.dispatch import dispatch
+from yyb.errors import CorruptObject
+from yyb.harness import snapshot
+from yyb.store.object_store import record_body
+from yyb.store.objects import hash_object, header
+
+
+@dataclasses.dataclass
+class Made:
+    bench: object
+    ctx: object
+    attempts: list[str]
+    intents: dict[str, str]
+    shipment: remote.Shipment
+    returned: remote.Returned
+
+    @property
+    def attempt(self) -> str:
+        return self.attempts[0]
+
+    @property
+    def intent(self) -> str:
+        return self.intents[self.attempt]
+
+    def execution_ref(self) -> str | None:
+        return self.ctx.read(self.attempt, "execution")
+
+
+@pytest.fixture
+def made(dask_bench) -> Made:
+    bench = dask_bench
+    plan = bench.plan(["stand/fixer"], attempts=2)
+    ctx = bench.context(plan)
+    attempts = sorted(plan.attempt_oids, key=lambda a: plan.records[a]["ordinal"])
+    intents = {a: dispatch(ctx, a) for a in attempts}
+    shipment = remote.ship(ctx, attempts[0], intents[attempts[0]])
+    worker = remote.Worker("w-test", list(ctx.sandbox_verified))
+    returned = remote.run(shipment, worker, threading.Event())
+    assert returned.execution is not None, returned
+    return Made(bench, ctx, attempts, intents, shipment, returned)
+
+
+def record_raw(value: dict) -> tuple[str, bytes]:
+    body = record_body(value)
+    return hash_object("record", body), header("record", len(body)) + body
+
+
+def values(returned: remote.Returned) -> dict[str, dict]:
+    from yyb.store import codec
+
+    out = {}
+    for oid, raw in returned.objects:
+        if raw.startswith(b"record "):
+            out[oid] = codec.decode(raw[raw.index(b"\0") + 1 :], oid)
+    return out
+
+
+def rewritten(returned: remote.Returned, oid: str, change) -> remote.Returned:
+    """``returned`` with record ``oid`` changed by ``change`` and every record linking to it,
+    directly or not, relinked: the forgery hashes right all the way up to the execution."""
+    records = values(returned)
+    objects = dict(returned.objects)
+    renamed: dict[str, str] = {}
+
+    def replace(old: str, value: dict) -> None:
+        new, raw = record_raw(value)
+        del objects[old]
+        objects[new] = raw
+        records[new] = records.pop(old)
+        renamed[old] = new
+
+    value = records[oid]
+    change(value)
+    replace(oid, value)
+    moved = True
+    while moved:
+        moved = False
+        for other, record in list(records.items()):
+            links = record.get("links", {})
+            stale = {k: renamed[v] for k, v in links.items() if isinstance(v, str) and v in renamed}
+            if stale:
+                links.update(stale)
+                replace(other, record)
+                moved = True
+    execution = returned.execution
+    while execution in renamed:
+        execution = renamed[execution]
+    return remote.Returned(execution, tuple(objects.items()), worker=returned.worker)
+
+
+def refused(made: Made, returned, words: str) -> None:
+    before = set(made.ctx.store.objects.iter_oids())
+    with pytest.raises(remote.Refused) as caught:
+        remote.accept(made.ctx, made.shipment, returned)
+    assert words in caught.value.reason, caught.value.reason
+    assert made.execution_ref() is None
+    assert set(made.ctx.store.objects.iter_oids()) == before  # nothing written
+
+
+def test_the_genuine_return_is_accepted(made):
+    oid, execution = remote.accept(made.ctx, made.shipment, made.returned)
+    assert made.execution_ref() == oid == made.returned.execution
+    receipt = made.ctx.store.objects.get_record(execution["links"]["receipt"])
+    assert receipt["executor"]["kind"] == "dask" and receipt["executor"]["worker"] == "w-test"
+    for oid, _ in made.returned.objects:
+        made.ctx.store.objects.get(oid)  # every object landed and reads back verified
+
+
+def test_a_flipped_byte_is_refused(made):
+    objects = list(made.returned.objects)
+    oid, raw = objects[-1]
+    objects[-1] = (oid, raw[:-1] + bytes([raw[-1] ^ 1]))
+    forged = dataclasses.replace(made.returned, objects=tuple(objects))
+    refused(made, forged, "hash-mismatch")
+
+
+def test_a_missing_linked_object_is_refused(made):
+    execution = values(made.returned)[made.returned.execution]
+    stdout = execution["links"]["stdout"]
+    objects = tuple(item for item in made.returned.objects if item[0] != stdout)
+    forged = dataclasses.replace(made.returned, objects=objects)
+    refused(made, forged, "neither returned nor stored")
+
+
+def test_a_non_canonical_record_is_refused(made):
+    from yyb.store import codec
+
+    oid = made.returned.execution
+    raw = dict(made.returned.objects)[oid]
+    body = raw[raw.index(b"\0") + 1 :]
+    value = codec.decode(body, oid)
+    import msgpack
+
+    loose = msgpack.packb(dict(reversed(list(value.items()))), use_bin_type=True)
+    assert loose != body
+    forged_oid = hash_object("record", loose)
+    objects = [item for item in made.returned.objects if item[0] != oid]
+    objects.append((forged_oid, header("record", len(loose)) + loose))
+    forged = remote.Returned(forged_oid, tuple(objects), worker="w-test")
+    refused(made, forged, "")
+
+
+@pytest.mark.parametrize(
+    "field, words",
+    [("attempt", "names attempt"), ("plan", "names plan"), ("intent", "names intent")],
+)
+def test_an_execution_of_another_dispatch_is_refused(made, field, words):
+    other = {
+        "attempt": made.attempts[1],
+        "plan": made.attempts[1],  # a stored record, so only the check of the plan can fire
+        "intent": made.intents[made.attempts[1]],
+    }[field]
+
+    def change(value):
+        value["links"][field] = other
+        if field != "intent":
+            value[field] = other
+
+    forged = rewritten(made.returned, made.returned.execution, change)
+    refused(made, forged, words)
+
+
+def test_a_receipt_that_says_it_ran_locally_is_refused(made):
+    execution = values(made.returned)[made.returned.execution]
+    receipt = execution["links"]["receipt"]
+    forged = rewritten(
+        made.returned, receipt, lambda v: v["executor"].update(kind="local", worker=None)
+    )
+    refused(made, forged, "another dispatch or executor")
+
+
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        (lambda v: v.update(snapshot_commit="2" * 40), "another snapshot"),
+        (lambda v: v.update(base_commit="3" * 40), "another snapshot"),
+        (lambda v: v.update(excluded_paths=[]), "another snapshot"),
+        (lambda v: v["executor"].update(worker="w-other"), "names worker"),
+    ],
+)
+def test_a_receipt_of_another_snapshot_or_worker_is_refused(made, change, words):
+    execution = values(made.returned)[made.returned.execution]
+    refused(made, rewritten(made.returned, execution["links"]["receipt"], change), words)
+
+
+def test_a_return_that_is_not_a_return_is_refused(made):
+    refused(made, {"execution": made.returned.execution}, "no execution")
+    refused(made, remote.Returned(None), "no execution")
+    bad_pairs = dataclasses.replace(made.returned, objects=(("x", "not bytes"),))
+    refused(made, bad_pairs, "not an (oid, bytes) pair")
+
+
+def test_an_early_return_can_only_be_an_environment_failure(made):
+    early = remote.early(
+        remote.Returned(None, early={"environment": "disk full"}, worker="w9"), made.intent
+    )
+    assert early.facts.environment == "on worker w9: disk full"
+    assert early.facts.invalid_case is None and early.links == {"intent": made.intent}
+    for claim in (
+        {"invalid_case": "the case cannot be prepared"},
+        {"environment": "x", "invalid_case": "y"},
+        {"environment": ""},
+        {"environment": "x", "cancelled": True},
+        None,
+    ):
+        with pytest.raises(remote.Refused):
+            remote.early(remote.Returned(None, early=claim, worker="w9"), made.intent)
+
+
+def test_a_damaged_shipped_snapshot_is_an_environment_failure(made, tmp_path):
+    shipped = made.shipment.snapshot
+    data = bytearray(shipped.pack)
+    data[len(data) // 2] ^= 0xFF
+    damaged = dataclasses.replace(shipped, pack=bytes(data))
+    with pytest.raises(CorruptObject):
+        snapshot.create_shipped(damaged, str(tmp_path / "w1"))
+    other = dataclasses.replace(shipped, commit="1" * 40)
+    with pytest.raises(CorruptObject):
+        snapshot.create_shipped(other, str(tmp_path / "w2"))
+    worker = remote.Worker("w-test", [])
+    back = remote.run(
+        dataclasses.replace(made.shipment, snapshot=damaged), worker, threading.Event()
+    )
+    assert back.execution is None and set(back.early) == {"environment"}
+    assert "damaged" in back.early["environment"]
+
+
+def test_the_shipped_snapshot_holds_no_excluded_path(made, tmp_path):
+    """The harness-owned paths are not shipped at all, not merely hidden on the worker."""
+    marker = made.bench.markers["excluded"].encode()
+    import zlib
+
+    shipped = made.shipment.snapshot
+    assert shipped.excluded  # the bench's repository has harness-owned paths
+    assert marker not in shipped.pack
+    # The pack's objects are deflated: inflate every stream found in it and look again.
+    found = False
+    data = shipped.pack
+    for start in range(12, len(data) - 20):
+        try:
+            inflated = zlib.decompressobj().decompress(data[start : start + 4096])
+        except zlib.error:
+            continue
+        found = found or marker in inflated
+    assert not found
+    made_here = snapshot.create_shipped(shipped, str(tmp_path / "w"))
+    assert made_here.excluded == list(shipped.excluded)
