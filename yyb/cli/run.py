@@ -143,7 +143,7 @@ def run(ctx, plan_name, dry_run, jobs, keep_workspaces, executor, scheduler):
             signal.signal(sig, handler)
     _summary(results)
     if lost is not None:
-        left = sum(1 for r in results if r.status == "skipped")
+        left = sum(1 for r in results if r.reason == f"not dispatched: {lost}")
         click.echo(
             f"yyb: {lost}; {left} attempts not dispatched: run again to dispatch them", err=True
         )
