@@ -149,6 +149,22 @@ def started_run(bench, address: str, plan: str, starts, count: int = 1, env=None
     return proc
 
 
+def rerun_the_rest(bench, address: str, plan: str) -> dict[int, dict]:
+    """Run the plan again, its candidates no longer sleeping: exactly the one attempt never
+    dispatched runs (and resolves); the two closed ones stay closed. Returns the terminals."""
+    (bench.tools / "sleep-on").unlink()
+    again = run_cli(bench, address, plan)
+    assert again.returncode == 0, again.stderr
+    assert "dispatch_count: 1" in again.stdout
+    final = terminals(bench, plan)
+    assert sorted(r["class"] for r in final.values()) == [
+        "harness_failure",
+        "harness_failure",
+        "resolved",
+    ]
+    return final
+
+
 def closed(record: dict) -> bool:
     return record["class"] == "harness_failure" and "never dispatched again" in record["reason"]
 
@@ -197,18 +213,9 @@ def test_killing_the_scheduler_mid_attempt(dask_bench, cluster, starts, tmp_path
 
     second = start_cluster(tmp_path / "second", workers=1)
     try:
-        (bench.tools / "sleep-on").unlink()
-        again = run_cli(bench, second.address, plan)
+        final = rerun_the_rest(bench, second.address, plan)
     finally:
         second.stop()
-    assert again.returncode == 0, again.stderr
-    assert "dispatch_count: 1" in again.stdout
-    final = terminals(bench, plan)
-    assert sorted(r["class"] for r in final.values()) == [
-        "harness_failure",
-        "harness_failure",
-        "resolved",
-    ]
     assert {k: final[k] for k in first} == first  # nothing retained was rewritten
     assert starts.count == 3  # each attempt's candidate started once
     doctor_clean(bench, plan)
@@ -231,16 +238,7 @@ def test_sigkill_of_the_controller_mid_run(dask_bench, cluster, starts):
     assert recovered.stdout.count("closed as indeterminate") == 2
     assert recovered.stdout.count("left for yyb run") == 1
 
-    (bench.tools / "sleep-on").unlink()
-    again = run_cli(bench, cluster.address, plan)
-    assert again.returncode == 0, again.stderr
-    assert "dispatch_count: 1" in again.stdout
-    final = terminals(bench, plan)
-    assert sorted(r["class"] for r in final.values()) == [
-        "harness_failure",
-        "harness_failure",
-        "resolved",
-    ]
+    rerun_the_rest(bench, cluster.address, plan)
     time.sleep(1)
     assert starts.count == 3
     doctor_clean(bench, plan)

@@ -34,9 +34,8 @@ import time
 from dataclasses import dataclass, field
 
 from yyb.attempts import remote
-from yyb.attempts.execute import Early
+from yyb.attempts.execute import unprepared
 from yyb.errors import UsageError, YybError
-from yyb.evidence.terminal import Facts
 
 EXTRA = "the Dask executor needs distributed: pip install 'yyb[dask]'"
 STALE_ENV = "YYB_DASK_STALE_SECONDS"
@@ -381,13 +380,8 @@ class DaskExecutor:
         """
         try:
             shipment = remote.ship(ctx, attempt_oid, intent_oid)
-        except UsageError as exc:
-            return Early(
-                Facts(invalid_case=f"the case cannot be prepared: {exc}"), {"intent": intent_oid}
-            )
         except (OSError, YybError) as exc:
-            reason = f"the attempt could not be shipped: {exc}"
-            return Early(Facts(environment=reason), {"intent": intent_oid})
+            return unprepared(exc, intent_oid, "the attempt could not be shipped")
         distributed = _distributed()
         try:
             claim = distributed.Queue(claim_name(intent_oid), client=self.client, maxsize=1)

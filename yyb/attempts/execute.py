@@ -41,6 +41,17 @@ class Early:
     links: dict = field(default_factory=dict)
 
 
+def unprepared(exc: Exception, intent_oid: str, what: str) -> Early:
+    """The ``Early`` of an attempt whose case or workspace could not be prepared: the case's
+    fault for a ``UsageError`` (its repository or base commit is missing: invalid_case),
+    else the machine's (``what`` failed: environment)."""
+    if isinstance(exc, UsageError):
+        return Early(
+            Facts(invalid_case=f"the case cannot be prepared: {exc}"), {"intent": intent_oid}
+        )
+    return Early(Facts(environment=f"{what}: {exc}"), {"intent": intent_oid})
+
+
 def execute(
     ctx, attempt_oid: str, intent_oid: str, folders: Folders, shipped=None, retain: bool = True
 ) -> Early | tuple[str, dict]:
@@ -66,13 +77,8 @@ def execute(
             )
         else:
             snap = snapshot.empty(folders.workspace)
-    except UsageError as exc:
-        return Early(
-            Facts(invalid_case=f"the case cannot be prepared: {exc}"), {"intent": intent_oid}
-        )
     except (OSError, YybError) as exc:
-        reason = f"the attempt workspace could not be prepared: {exc}"
-        return Early(Facts(environment=reason), {"intent": intent_oid})
+        return unprepared(exc, intent_oid, "the attempt workspace could not be prepared")
 
     links = {"intent": intent_oid}
     redactor = Redactor(ctx.secrets)

@@ -161,7 +161,7 @@ def check(store, items, roots) -> tuple[dict[str, dict], list[tuple[str, bytes]]
     Raises:
         Refused: naming the first object or link that does not check.
     """
-    from yyb.store.fsck import check_body
+    from yyb.store.fsck import check_body, reach
 
     bodies: dict[str, tuple[str, bytes]] = {}
     values: dict[str, dict] = {}
@@ -182,18 +182,9 @@ def check(store, items, roots) -> tuple[dict[str, dict], list[tuple[str, bytes]]
         if kind == "record":
             values[oid] = found.value
             links[oid] = found.links
-    seen: set[str] = set()
-    stack = list(roots)
-    while stack:
-        oid = stack.pop()
-        if oid in seen:
-            continue
-        seen.add(oid)
-        if oid not in bodies:
-            if not store.objects.contains(oid):
-                raise Refused(f"object {oid} is linked but neither returned nor stored")
-            continue
-        stack.extend(links.get(oid, ()))
+    for oid in sorted(reach(roots, links)):  # only returned records have links to follow
+        if oid not in bodies and not store.objects.contains(oid):
+            raise Refused(f"object {oid} is linked but neither returned nor stored")
     return values, list(bodies.values())
 
 

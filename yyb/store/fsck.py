@@ -471,7 +471,7 @@ def fsck(store: Store, now: float | None = None) -> Iterator[Finding]:
         if value is not None and value not in have:
             yield error("ref-missing-object", name, f"points at {value}, which is missing")
 
-    reachable = _reach(roots, edges)
+    reachable = reach(roots, edges)
     for oid in present:
         if oid not in reachable:
             yield info("dangling", oid, "not reachable from any ref")
@@ -510,7 +510,9 @@ def _verify_pack(path: str) -> tuple[list[str], set[str], Finding | None]:
         held.close()
 
 
-def _reach(roots: Iterable[str], edges: dict[str, tuple[str, ...]]) -> set[str]:
+def reach(roots: Iterable[str], edges: dict[str, tuple[str, ...]]) -> set[str]:
+    """Every oid ``roots`` reach through ``edges`` (oid -> the oids it links to), roots
+    included."""
     seen: set[str] = set()
     stack = list(roots)
     while stack:
