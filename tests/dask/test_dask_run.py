@@ -305,3 +305,39 @@ def test_sigterm_cancels_remote_candidates_like_local_ones(dask_bench, cluster, 
     assert intents(bench, plan) == 2 and starts.count == 2
     assert wait_for(lambda: not bench.alive(), timeout=10) is True
     doctor_clean(bench, plan, undispatched=1)
+
+
+def test_progress_on_a_terminal_says_where_the_cluster_stands(dask_bench, cluster):
+    """On a terminal, each attempt's line is followed by the cluster's: in flight, returned
+    per worker, lost."""
+    bench = dask_bench
+    plan = bench.plan_file(["stand/idler"], attempts=2)
+    primary, secondary = os.openpty()
+    try:
+        done = subprocess.run(
+            bench.subprocess_argv(
+                "run", "--plan", plan, "--executor", "dask", "--scheduler", cluster.address
+            ),
+            stdout=subprocess.PIPE,
+            stderr=secondary,
+            timeout=120,
+        )
+        os.close(secondary)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(primary, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(primary)
+    assert done.returncode == 0, shown
+    lines = shown.decode().splitlines()
+    progress = [line for line in lines if line.startswith("  dask: running ")]
+    assert len(progress) == 2, lines
+    assert progress[-1].endswith("lost 0") and "running 0" in progress[-1], progress
+    returned = progress[-1].split("returned ", 1)[1].split(", lost")[0]
+    assert sum(int(part.split()[1]) for part in returned.split(", ")) == 2, progress

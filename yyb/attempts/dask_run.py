@@ -247,6 +247,17 @@ class Tally:
                 column = self.done if accepted else self.refused
                 column[worker] = column.get(worker, 0) + 1
 
+    def brief(self) -> str:
+        """One line of progress: in flight now, and per worker what came back."""
+        with self.lock:
+            workers = sorted(set(self.done) | set(self.refused))
+            back = ", ".join(
+                f"{w.split()[0]} {self.done.get(w, 0)}"
+                + (f"+{self.refused[w]} refused" if self.refused.get(w) else "")
+                for w in workers
+            )
+            return f"running {self.running}, returned {back or 0}, lost {self.lost}"
+
     def lines(self) -> list[str]:
         with self.lock:
             workers = sorted(set(self.done) | set(self.refused))

@@ -180,6 +180,14 @@ def _run_on_dask(run_ctx, scheduler: str, jobs: int | None):
                 f"sandbox {found.bwrap} verified",
                 err=True,
             )
+        shown = run_ctx.progress
+        if shown is not None:  # each attempt's line, then where the cluster stands
+
+            def progress(result) -> None:
+                shown(result)
+                click.echo(f"  dask: {executor.tally.brief()}", err=True)
+
+            run_ctx.progress = progress
         results = attempts.run_plan(run_ctx, jobs or threads, executor)
         for line in executor.tally.lines():
             click.echo(line, err=True)
