@@ -79,7 +79,7 @@ class Cluster:
         self.file = root / "scheduler.json"
         self.procs: dict[str, subprocess.Popen] = {}
 
-    def _start(self, name: str, *args: str) -> subprocess.Popen:
+    def _start(self, name: str, *args: str, env: dict | None = None) -> subprocess.Popen:
         log = open(self.root / f"{name}.log", "wb")  # noqa: SIM115 - the process holds it
         proc = subprocess.Popen(
             [sys.executable, "-m", "dask", *args],
@@ -88,6 +88,7 @@ class Cluster:
             stdin=subprocess.DEVNULL,
             cwd=self.root,
             start_new_session=True,
+            env=env,
         )
         self.procs[name] = proc
         return proc
@@ -109,7 +110,7 @@ class Cluster:
             time.sleep(0.05)
         assert self.file.exists(), self.log("scheduler")
 
-    def start_worker(self, name: str, nthreads: int = 1) -> None:
+    def start_worker(self, name: str, nthreads: int = 1, env: dict | None = None) -> None:
         self._start(
             name,
             "worker",
@@ -121,6 +122,7 @@ class Cluster:
             "--name",
             name,
             "--no-dashboard",
+            env=env,
         )
 
     @property

@@ -10,7 +10,7 @@ import subprocess
 import time
 
 from tests.attempts.conftest import wait_for
-from tests.dask.conftest import start_cluster
+from tests.dask.conftest import Cluster, start_cluster
 from yyb.evidence import names
 
 
@@ -341,3 +341,52 @@ def test_progress_on_a_terminal_says_where_the_cluster_stands(dask_bench, cluste
     assert progress[-1].endswith("lost 0") and "running 0" in progress[-1], progress
     returned = progress[-1].split("returned ", 1)[1].split(", lost")[0]
     assert sum(int(part.split()[1]) for part in returned.split(", ")) == 2, progress
+
+
+# A worker whose attempts fail with an OSError of the worker's own (a full disk, say): a
+# stand-in injected at interpreter start, before the worker imports anything of yyb's.
+FAULTY_WORKER = """
+import yyb.attempts.remote as remote
+
+def run(shipment, worker, cancel):
+    raise OSError(28, "No space left on device (injected)")
+
+remote.run = run
+"""
+
+
+def test_a_task_failing_on_its_worker_closes_only_its_attempt(dask_bench, tmp_path):
+    """An error raised by the task on a worker (here an OSError, the class a lost connection
+    raises too) closes that attempt only: the run goes on, the other worker's attempts
+    resolve."""
+    bench = dask_bench
+    root = tmp_path / "cluster"
+    root.mkdir()
+    inject = tmp_path / "inject"
+    inject.mkdir()
+    (inject / "sitecustomize.py").write_text(FAULTY_WORKER)
+    cluster = Cluster(root)
+    try:
+        cluster.start_scheduler()
+        cluster.start_worker("w1")
+        faulty = dict(os.environ)
+        faulty["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(inject), os.environ.get("PYTHONPATH")])
+        )
+        cluster.start_worker("w2", env=faulty)
+        cluster.wait_for_workers(2)
+        plan = bench.plan_file(["stand/fixer"], attempts=4)
+        done = run_cli(bench, cluster.address, plan)
+    finally:
+        cluster.stop()
+    assert done.returncode == 0, done.stderr
+    assert "dispatch_count: 4" in done.stdout and "was lost" not in done.stderr
+    final = terminals(bench, plan).values()
+    failed = [r for r in final if r["class"] != "resolved"]
+    assert failed, done.stderr  # w2 took at least one attempt
+    assert all(
+        closed(r) and "the task failed on worker w2" in r["reason"] and "OSError" in r["reason"]
+        for r in failed
+    ), failed
+    assert any(r["class"] == "resolved" for r in final)
+    doctor_clean(bench, plan)

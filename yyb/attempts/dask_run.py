@@ -164,6 +164,10 @@ def work(shipment: remote.Shipment, run_id: str, stale: float) -> remote.Returne
     watch.start()
     try:
         return remote.run(shipment, here, cancel)
+    except remote.Refused:
+        raise
+    except Exception as exc:  # noqa: BLE001 - raised here, never to be taken for a lost link
+        raise remote.Refused(f"the task failed on worker {here.name}: {_describe(exc)}") from None
     finally:
         done.set()
 
