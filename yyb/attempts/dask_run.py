@@ -347,6 +347,7 @@ class DaskExecutor:
                 pass
 
     cancel: threading.Event | None = None
+    remote = True  # run_plan grades apart from the dispatch slots (``run._pipeline``)
 
     def cancelled(self) -> bool:
         return self.cancel is not None and self.cancel.is_set()

@@ -70,6 +70,13 @@ def run_attempt(
     again. One that has ``stopped()`` gets no more attempts: they stay undispatched.
     """
     spend = spend or Spend({})
+    step = start_attempt(ctx, attempt_oid, spend, executor or LOCAL)
+    return step if isinstance(step, Result) else finish_attempt(ctx, attempt_oid, step)
+
+
+def start_attempt(ctx: RunContext, attempt_oid: str, spend: Spend, executor) -> Result | tuple:
+    """``run_attempt`` up to a retained execution: its (oid, record), whose spend is counted
+    already, or the attempt's ``Result`` when it ends sooner."""
     attempt = ctx.attempts[attempt_oid]
     model = attempt["model"]["resolved"]
     known = reconcile(ctx, attempt_oid)
@@ -82,7 +89,6 @@ def run_attempt(
     if spend.exhausted(model):
         reason = f"not dispatched: the reported spend of {model} reached its ceiling"
         return Result.without_terminal(attempt_oid, attempt, reason, "skipped")
-    executor = executor or LOCAL
     stopped = executor.stopped()
     if stopped is not None:
         return Result.without_terminal(
@@ -100,9 +106,14 @@ def run_attempt(
     if isinstance(executed, Early):
         terminal = early(ctx, attempt_oid, executed.facts, executed.links)
         return publish(ctx, attempt_oid, terminal, None, "ran")
+    spend.add(model, executed[1])  # the terminal's cost is the execution's
+    return executed
+
+
+def finish_attempt(ctx: RunContext, attempt_oid: str, executed: tuple) -> Result:
+    """Grade a retained execution (generation 1), then decide and publish the terminal."""
     execution_oid, execution = executed
     terminal = conclude(ctx, attempt_oid, execution_oid, execution)
-    spend.add(model, terminal)
     return publish(ctx, attempt_oid, terminal, execution["links"]["listing"], "ran")
 
 
@@ -110,7 +121,10 @@ class Local:
     """The local executor, and the shape of every executor: called as
     ``executor(ctx, attempt_oid, intent_oid)`` for a dispatched attempt, it runs the candidate
     and returns what ``execute`` returns, the execution ref created; ``stopped()`` is None
-    while it can take attempts, else why not (in words)."""
+    while it can take attempts, else why not (in words). ``remote``: its candidates run on
+    other machines, so run_plan grades apart from its dispatch slots (``_pipeline``)."""
+
+    remote = False
 
     def __call__(self, ctx: RunContext, attempt_oid: str, intent_oid: str):
         # Kept workspaces outlive the run, so they are not in its run folder, which goes with it.
@@ -156,8 +170,28 @@ def run_plan(ctx: RunContext, jobs: int = 1, executor=None) -> list[Result]:
     authorize(ctx.store, ctx.plan_oid, ctx.plan, ctx.offline)
     order = sorted(ctx.attempts, key=lambda oid: ctx.attempts[oid]["ordinal"])
     spend = Spend(ctx.attempts)
+    executor = executor or LOCAL
     with ctx.store.exclusive(run_lock(ctx.plan_oid)):
+        if executor.remote:
+            return _pipeline(ctx, order, spend, executor, jobs)
         if jobs <= 1:
             return [run_attempt(ctx, oid, spend, executor) for oid in order]
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             return list(pool.map(lambda oid: run_attempt(ctx, oid, spend, executor), order))
+
+
+def _pipeline(ctx: RunContext, order: list[str], spend: Spend, executor, jobs: int) -> list:
+    """An executor whose candidates run elsewhere (``remote``): each of the ``jobs`` slots
+    hands a returned execution to a grading thread here and takes the next attempt at once,
+    so a remote worker does not wait while its last attempt is graded."""
+    with ThreadPoolExecutor(max_workers=jobs) as graders:
+
+        def start(oid: str):
+            step = start_attempt(ctx, oid, spend, executor)
+            return (
+                step if isinstance(step, Result) else graders.submit(finish_attempt, ctx, oid, step)
+            )
+
+        with ThreadPoolExecutor(max_workers=jobs) as slots:
+            started = list(slots.map(start, order))
+        return [s if isinstance(s, Result) else s.result() for s in started]

@@ -49,6 +49,7 @@ COMMANDS = {
     "repack": "yyb.cli.packs:repack_command",
     "count-objects": "yyb.cli.packs:count_objects",
     "verify-pack": "yyb.cli.packs:verify_pack",
+    "view": "yyb.cli.view:view",
 }
 
 

@@ -12,6 +12,7 @@ from html import escape
 from yyb.errors import UsageError
 from yyb.reports import render
 from yyb.reports.stats import p_text, ppm_text
+from yyb.store.objects import is_oid
 
 INSTALL = "pip install 'yyb[html]'"
 STYLE = """
@@ -131,8 +132,35 @@ def _table(header: list[str], rows: list[list[str]], raw: set[int] | None = None
     return "\n".join(out) + "</table>"
 
 
+# Oids are shown abbreviated (the whole one on hover), each a link in `yyb view`'s URL layout
+# (docs/view.md): the page `yyb view` serves at /plan/<oid>/report.html opens them there; the
+# file on its own still names every object in full in its titles.
+ABBREV = 12
+
+
+def _oid(oid: str, href: str | None = None) -> str:
+    """``oid`` abbreviated and linked to ``href`` (default: its object page); anything that is
+    not an oid is plain text, never a link."""
+    if not is_oid(oid):
+        return f"<code>{escape(str(oid))}</code>"
+    target = href or f"/object/{oid}"
+    return f'<a href="{target}" title="{oid}"><code>{oid[:ABBREV]}</code></a>'
+
+
+def _hash(value: str) -> str:
+    """A SHA-256 that names no object (a compatibility key): abbreviated, whole on hover."""
+    return f'<code title="{escape(value)}">{escape(value[:ABBREV])}</code>'
+
+
+def _attempt(plan: str, attempt: str) -> str:
+    """An attempt plan's oid, linked to its attempt page."""
+    if not is_oid(plan):
+        return _oid(attempt)
+    return _oid(attempt, f"/plan/{plan}/attempt/{attempt}")
+
+
 def _ids(*oids) -> str:
-    return "<br>".join(f"<code>{escape(o)}</code>" for o in oids if o) or "-"
+    return "<br>".join(_oid(o) for o in oids if o) or "-"
 
 
 def document(report: dict, layer: dict) -> str:
@@ -145,7 +173,9 @@ def document(report: dict, layer: dict) -> str:
     ]
     if banner:
         parts.append('<p class="banner">' + "<br>".join(escape(b) for b in banner) + "</p>")
-    parts.append(f"<h1>Experiment <code>{escape(report['plan'])}</code></h1>")
+    plan = escape(report["plan"])
+    heading = f'<a href="/plan/{plan}">{plan}</a>' if is_oid(report["plan"]) else plan
+    parts.append(f"<h1>Experiment <code>{heading}</code></h1>")
     parts.append("<ul>" + "".join(f"<li>{escape(h)}</li>" for h in render._head(report, layer)))
     parts.append("</ul>")
     parts.append('<div class="chart">' + rate_chart(report) + "</div>")
@@ -203,7 +233,7 @@ def document(report: dict, layer: dict) -> str:
             a["verdict"] or "-",
             a["outcome"],
             "-" if a["wall_ms"] is None else str(a["wall_ms"]),
-            _ids(a["attempt"]),
+            _attempt(report["plan"], a["attempt"]),
             _ids(a["terminal"], a["evidence"]),
             _ids(*a["evaluations"]),
         ]
@@ -248,7 +278,9 @@ def longitudinal_document(report: dict, layer: dict) -> str:
     parts.append('<div class="chart">' + _rates_chart(charted, labels, title) + "</div>")
     parts.append("<h2>Cohorts (only identical compatibility keys pool)</h2>")
     rows = [
-        row[:2] + [_ids(c["key_hash"]), _ids(*c["plans"])] + row[4:]
+        row[:2]
+        + [_hash(c["key_hash"]), "<br>".join(_oid(p, f"/plan/{p}") for p in c["plans"])]
+        + row[4:]
         for row, c in zip(shape._rows(report), cohorts, strict=True)
     ]
     parts.append(_table(shape.HEADER, rows, raw={2, 3}))
@@ -257,8 +289,8 @@ def longitudinal_document(report: dict, layer: dict) -> str:
         [
             i["case_id"] or "-",
             i["model"],
-            _ids(i["first"]),
-            _ids(i["second"]),
+            _hash(i["first"]),
+            _hash(i["second"]),
             ", ".join(i["differs"]),
         ]
         for i in report["incompatibilities"]
