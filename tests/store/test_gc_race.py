@@ -114,7 +114,13 @@ def test_gc_and_repack_racing_a_real_run_and_a_report_lose_and_fail_nothing(tmp_
     assert reported.returncode == 0, reported.stderr.decode()
     assert "\nstatus: complete " in reported.stdout.decode()
     assert racer.returncode == 0 and raced, raced
-    assert all(line.startswith("0 ") for line in raced), raced  # no gc failed either
+    # No gc failed either; one may find the gc lock held by the run's automatic gc, which is
+    # the lock doing its job (one gc at a time), refused in one line.
+    refused = [line for line in raced if not line.startswith("0 ")]
+    assert all(
+        line.startswith("1 ") and "yyb: error: gc is held by pid" in line for line in refused
+    ), refused
+    assert len(refused) < len(raced) / 2, raced
     # It did race: packs were written and replaced while the run wrote and the report read.
     assert sum(1 for line in raced if "packs replaced" in line and ", 0 packs" not in line) >= 2
     assert len(raced) >= 6, raced
