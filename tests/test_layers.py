@@ -23,6 +23,7 @@ LAYERS = [
         "yyb.swebench",
         "yyb.workflow",
         "yyb.readiness",
+        "yyb.view",
     },
     {"yyb.cli", "yyb.__main__"},
 ]
@@ -40,6 +41,8 @@ PORCELAIN_USES = {
     ("yyb.readiness", "yyb.attempts"),
     ("yyb.readiness", "yyb.plans"),
     ("yyb.readiness", "yyb.example"),
+    # the viewer shows the report layers as the reports render them.
+    ("yyb.view", "yyb.reports"),
 }
 
 

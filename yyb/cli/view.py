@@ -46,8 +46,7 @@ def view(ctx, port, trusted):
     except UsageError as exc:
         raise UsageError(f"{exc.message} (--port 0 picks a free port)") from None
     signal.signal(signal.SIGTERM, _interrupt)
-    click.echo(f"yyb view: {viewer.url}")
-    click.get_text_stream("stdout").flush()
+    click.echo(f"yyb view: {viewer.url}")  # flushed: a caller may be reading it from a pipe
     try:
         viewer.serve_forever()
     except KeyboardInterrupt:

@@ -26,6 +26,7 @@ code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px}
 pre.text{background:#f6f8fa;border:1px solid #d0d7de;padding:6px;max-height:32em;overflow:auto;
 white-space:pre-wrap;word-break:break-all}
 a.oid{text-decoration:none}
+span.oid{white-space:nowrap}
 button.copy{font-size:10px;padding:0 3px;margin-left:3px;cursor:pointer}
 .badge{display:inline-block;border-radius:3px;padding:0 5px;font-size:12px;font-weight:600}
 .ok{background:#dafbe1;color:#116329}

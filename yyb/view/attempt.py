@@ -16,13 +16,27 @@ from yyb.evidence import cost
 from yyb.evidence.verdict import conclude
 from yyb.store import codec
 from yyb.view import chain, diff, status, urls
-from yyb.view.markup import Markup, badge, el, facts, join, link, oid, pre, table, usd, when
+from yyb.view.markup import (
+    Markup,
+    badge,
+    el,
+    facts,
+    join,
+    link,
+    oid,
+    pre,
+    refname,
+    table,
+    usd,
+    when,
+)
 from yyb.view.verify import head
 
 SHOW_OUTPUT = 64 << 10  # bytes of stdout, stderr, grader input, output and log shown inline
 SHOW_DIFF_FILES = 20  # files of the patch shown inline; the diff page shows every one
 SHOW_DIFF_BYTES = 256 << 10  # nor more than this much of it
 SHOW_PATHS = 100  # paths of each list (added, changed, deleted, the final listing) shown
+SHOW_INLINE = 2000  # characters of a record value shown on one line
 
 
 def page(store, trusted: list, plan_oid: str, attempt_oid: str) -> tuple[str, Markup]:
@@ -56,7 +70,7 @@ def page(store, trusted: list, plan_oid: str, attempt_oid: str) -> tuple[str, Ma
         el("h2", "Run refs"),
         table(
             ["ref", "value"],
-            ([link(urls.ref(name), name), oid(v) if v else "-"] for name, v in found.refs),
+            ([link(urls.ref(name), refname(name)), oid(v) if v else "-"] for name, v in found.refs),
         ),
     ]
     return title, join(body)
@@ -149,11 +163,16 @@ def _verdict_state(verdict: str) -> str:
     return {"pass": "ok", "fail": "warn", "safety": "warn"}.get(verdict, "bad")
 
 
-def _inline(value: object) -> str:
-    """A small record value as one line of JSON."""
+def _inline(value: object, limit: int = SHOW_INLINE) -> str:
+    """A record value as one line of JSON, cut at ``limit`` characters (a candidate's git
+    status can list every file it made)."""
     if value is None:
         return "-"
-    return json.dumps(codec.to_json(value), ensure_ascii=False, sort_keys=True)
+    text = json.dumps(codec.to_json(value), ensure_ascii=False, sort_keys=True)
+    if len(text) <= limit:
+        return text
+    count = f", {len(value):,} entries" if isinstance(value, list | dict) else ""
+    return f"{text[:limit]} … (cut at {limit:,} of {len(text):,} characters{count}; see the record)"
 
 
 def blob(store, part: chain.Part | None, limit: int = SHOW_OUTPUT) -> Markup:

@@ -41,6 +41,12 @@ class Part:
     def value(self) -> dict:
         return self.check.value if isinstance(self.check.value, dict) else {}
 
+    @property
+    def links(self) -> dict:
+        """The record's links map ({} when it has none, or a damaged record's is no map)."""
+        links = self.value.get("links")
+        return links if isinstance(links, dict) else {}
+
 
 @dataclass
 class Generation:
@@ -65,10 +71,6 @@ class AttemptChain:
 
     def role(self, role: str) -> Part | None:
         return next((p for p in self.parts if p.role == role), None)
-
-    @property
-    def verified(self) -> bool:
-        return self.complete and all(p.check.verified for p in self.parts)
 
 
 class Reader:
@@ -126,12 +128,12 @@ def read(store, plan_oid: str, attempt_oid: str, trusted: list) -> AttemptChain:
 
     add("experiment plan", plan_oid)
     attempt = add("attempt plan", attempt_oid)
-    add("case", attempt and attempt.value.get("links", {}).get("case"))
+    add("case", _link(attempt, "case"))
     refs = {leaf: _ref(store, names.attempt(plan_oid, attempt_oid, leaf)) for leaf in names.LEAVES}
     add("dispatch intent", refs["intent"])
     terminal = reader.part("terminal", refs["terminal"])
     execution = reader.part("execution record", refs["execution"] or _link(terminal, "execution"))
-    links = (terminal or execution).value.get("links", {}) if (terminal or execution) else {}
+    links = (terminal or execution).links if (terminal or execution) else {}
     receipt = add("workspace receipt", links.get("receipt"))
     add("base listing", _link(receipt, "listing"))
     manifest = add("post-execution manifest", links.get("manifest"))
@@ -172,7 +174,7 @@ def _generations(store, reader: Reader, plan_oid: str, attempt_oid: str, profile
         visited.add(oid)
         receipt = reader.part(f"evaluation: {profile}", oid)
         found.append(receipt)
-        oid = receipt.value.get("links", {}).get("previous")
+        oid = receipt.links.get("previous")
     generations = []
     for number, receipt in enumerate(reversed(found), start=1):
         generation = Generation(profile, number, receipt)
@@ -188,7 +190,7 @@ def _generations(store, reader: Reader, plan_oid: str, attempt_oid: str, profile
 
 
 def _link(part: Part | None, role: str) -> object:
-    return None if part is None else part.value.get("links", {}).get(role)
+    return None if part is None else part.links.get(role)
 
 
 def _ref(store, name: str) -> str | None:

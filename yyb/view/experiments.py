@@ -18,10 +18,11 @@ from yyb.store.objects import is_oid
 from yyb.view import status, urls
 from yyb.view.chain import NotInStore, read_plan
 from yyb.view.markup import Markup, badge, el, facts, join, link, oid, pager, table, usd, when
-from yyb.view.verify import verify
+from yyb.view.verify import signature, verify
 
 MATRIX_CASES = 100  # cases per page of the matrix
 CHIPS = 30  # attempts shown in one cell of the matrix
+LAYERS_SHOWN = 1000  # earlier longitudinal layers listed
 # Outcomes (and terminal classes, shown when no layer covers the plan), by the colour they get.
 OUTCOME_STATE = {"resolved": "ok", "failed": "warn"} | dict.fromkeys(
     ("model_failure", "grader_failure", "safety_failure", "timeout"), "warn"
@@ -71,7 +72,7 @@ def home(store) -> tuple[str, Markup]:
     return "experiments", join(body)
 
 
-def experiment(store, plan_oid: str, page: int) -> tuple[str, Markup]:
+def experiment(store, trusted: list, plan_oid: str, page: int) -> tuple[str, Markup]:
     plan = read_plan(store, plan_oid)
     attempts = plan.get("links", {}).get("attempts", [])
     head = _read(store, names.report(plan_oid))
@@ -102,16 +103,22 @@ def experiment(store, plan_oid: str, page: int) -> tuple[str, Markup]:
             ]
         ),
         el("h2", "Newest report layer"),
-        _layer_summary(store, plan_oid, head, layer),
+        _layer_summary(store, trusted, plan_oid, head, layer),
         el("h2", "Model x case"),
         _matrix(plan_oid, plan, rows, page),
     ]
     return f"experiment {plan_oid[:12]}", join(body)
 
 
-def _layer_summary(store, plan_oid: str, head: str | None, layer: dict | None) -> Markup:
-    if layer is None:
+def _layer_summary(
+    store, trusted: list, plan_oid: str, head: str | None, layer: dict | None
+) -> Markup:
+    if head is None:
         return el("p", "no report layer: run 'yyb report --plan ", plan_oid[:12], "'")
+    if layer is None:
+        return join(
+            [el("p", "the newest layer cannot be read:"), status.table_of([verify(store, head)])]
+        )
     report = layer["report"]
     doctor = report.get("doctor") or {}
     state = "ok" if report.get("status") == "complete" else "bad"
@@ -140,6 +147,8 @@ def _layer_summary(store, plan_oid: str, head: str | None, layer: dict | None) -
                 oid(head),
                 " ",
                 status.overall(verify(store, head)),
+                " ",
+                status.signature(signature(store, head, trusted)),
                 " ",
                 badge(str(report.get("status")), state),
                 f" gate {doctor.get('gate', '-')}: {doctor.get('complete_chains', '?')} of "
@@ -294,16 +303,17 @@ def layers(store, plan_oid: str) -> tuple[str, Markup]:
 
 def longitudinal(store) -> tuple[str, Markup]:
     """The newest longitudinal layer: cohorts and incompatibilities; older layers listed."""
-    from yyb.reports.longitudinal import LONGITUDINAL_REF
-
-    head = _read(store, LONGITUDINAL_REF)
+    head = _read(store, names.LONGITUDINAL)
     if head is None:
         body = el("p", "no longitudinal layer: run 'yyb report --longitudinal'")
         return "longitudinal", join([el("h1", "Longitudinal report"), body])
     check = verify(store, head)
     layer = check.value or {}
     if layer.get("schema_version") not in (LONGITUDINAL_LAYER, LONGITUDINAL_LAYER_V2):
-        raise NotInStore(f"{LONGITUDINAL_REF} names a {layer.get('schema_version')}")
+        what = f"{names.LONGITUDINAL} names {head}, which is not a longitudinal layer"
+        return "longitudinal", join(
+            [el("h1", "Longitudinal report"), el("p", what), status.table_of([check])]
+        )
     report = layer.get("report") or {}
     cohorts = report.get("cohorts")
     if cohorts is None:
@@ -337,12 +347,12 @@ def longitudinal(store) -> tuple[str, Markup]:
         ]
         for i in found
     ]
-    times = _update_times(store, LONGITUDINAL_REF)
-    older = []
+    times = _update_times(store, names.LONGITUDINAL)
+    older: dict[str, int | None] = {}  # every layer, newest first, with when it was stored
     oid_ = head
-    while is_oid(oid_) and len(older) < 1000 and oid_ not in {o for o, _ in older}:
-        older.append((oid_, times.get(oid_)))
-        oid_ = (_record(store, oid_) or {}).get("links", {}).get("previous")
+    while is_oid(oid_) and oid_ not in older and len(older) < LAYERS_SHOWN:
+        older[oid_] = times.get(oid_)
+        oid_ = ((_record(store, oid_) or {}).get("links") or {}).get("previous")
     header = ["case", "model", "cohort key", "plans", "attempts", "valid", "resolved"]
     header += ["valid resolved rate [95% Wilson]", "invalid", "terminal classes"]
     body = [
@@ -366,7 +376,7 @@ def longitudinal(store) -> tuple[str, Markup]:
         if found
         else el("p", "none"),
         el("h2", "Layers over time"),
-        table(["layer", "stored"], ([oid(o), when(t)] for o, t in older)),
+        table(["layer", "stored"], ([oid(o), when(t)] for o, t in older.items())),
     ]
     return "longitudinal", join(body)
 

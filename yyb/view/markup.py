@@ -12,6 +12,7 @@ import datetime
 import html
 from collections.abc import Callable, Iterable
 
+from yyb.store.objects import is_oid
 from yyb.view import urls
 
 ABBREV = 12  # hex digits of an abbreviated oid: what `yyb report` prints, unique in practice
@@ -73,12 +74,19 @@ def oid(value: str, url: urls.Url | None = None, full: bool = False) -> Markup:
     page), with a button that copies the whole oid."""
     target = urls.obj(value) if url is None else url
     shown = value if full else value[:ABBREV]
-    return join(
-        [
-            link(target, el("code", shown), class_="oid", title=value),
-            el("button", "copy", type="button", class_="copy", data_copy=value, title="copy"),
-        ]
+    return el(
+        "span",
+        link(target, el("code", shown), class_="oid", title=value),
+        el("button", "copy", type="button", class_="copy", data_copy=value, title="copy"),
+        class_="oid",
     )
+
+
+def refname(name: str) -> Markup:
+    """A ref name with each oid in it abbreviated (the whole name on hover): run refs name two
+    oids, which would otherwise push a table past the window's edge."""
+    short = "/".join(part[:ABBREV] + "…" if is_oid(part) else part for part in name.split("/"))
+    return el("code", short, title=name)
 
 
 def badge(text: str, state: str) -> Markup:

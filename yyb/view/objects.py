@@ -3,9 +3,9 @@ raw bytes, a patch as a whole diff, the refs, and one ref with its update chain.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from collections.abc import Iterator
 from typing import BinaryIO
 
 from yyb.errors import CorruptObject, YybError
@@ -16,7 +16,20 @@ from yyb.store.fsck import check_ref_chain
 from yyb.store.objects import is_oid
 from yyb.view import diff, status, urls
 from yyb.view.chain import NotInStore
-from yyb.view.markup import Markup, badge, el, facts, join, link, oid, pager, pre, table, when
+from yyb.view.markup import (
+    Markup,
+    badge,
+    el,
+    facts,
+    join,
+    link,
+    oid,
+    pager,
+    pre,
+    refname,
+    table,
+    when,
+)
 from yyb.view.verify import head, signature, verify
 
 SHOW_BLOB = 1 << 20  # bytes of a blob shown on its page; the rest is a download
@@ -130,9 +143,9 @@ def _json(store, value: dict) -> Markup:
     return join(out)
 
 
-def raw(store, oid_: str) -> tuple[int, Iterator[bytes]]:
-    """The body of ``oid_`` as (size, chunks), proved by its hash first: a download is never
-    of bytes that are not the object's.
+def raw(store, oid_: str) -> tuple[int, BinaryIO]:
+    """The body of ``oid_`` as (size, stream positioned at it), proved by its hash first: a
+    download is never of bytes that are not the object's. The caller closes the stream.
 
     Raises:
         NotInStore: no such object. CorruptObject: it fails its checks.
@@ -143,13 +156,7 @@ def raw(store, oid_: str) -> tuple[int, Iterator[bytes]]:
     if check.results["hash"] != "ok":
         raise CorruptObject(oid_, "; ".join(check.problems))
     _, size, stream = store.objects.open_body(oid_)
-    return size, _chunks(stream)
-
-
-def _chunks(stream: BinaryIO) -> Iterator[bytes]:
-    with stream:
-        while chunk := stream.read(1 << 20):
-            yield chunk
+    return size, stream
 
 
 def diff_page(store, oid_: str, page: int) -> tuple[str, Markup]:
@@ -172,7 +179,7 @@ def diff_page(store, oid_: str, page: int) -> tuple[str, Markup]:
         name = diff.title(section.split(b"\n", 1)[0].decode("utf-8", "replace"))
         target = urls.anchor(urls.paged(urls.diff(oid_), page), f"file-{index}")
         listed.append([str(index + 1), link(target, el("code", name)), f"+{added}", f"−{removed}"])
-    at = lambda n: urls.diff(oid_, n)  # noqa: E731 (the pager's one-line page address)
+    at = functools.partial(urls.diff, oid_)
     body = [
         el("h1", "Patch ", oid(oid_), " ", status.overall(check)),
         status.problems(check),
@@ -197,7 +204,7 @@ def refs_page(store, under: str | None, page: int) -> tuple[str, Markup]:
     rows = []
     for name in every[(page - 1) * REFS_PAGE : page * REFS_PAGE]:
         value = _read(store, name)
-        rows.append([link(urls.ref(name), el("code", name)), oid(value) if value else "(deleted)"])
+        rows.append([link(urls.ref(name), refname(name)), oid(value) if value else "(deleted)"])
     body = [
         el("h1", f"Refs under {under}" if under else "Refs"),
         el(

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from yyb.errors import YybError
 from yyb.store import codec
 from yyb.store.fsck import inspect
-from yyb.store.objects import is_oid, split
+from yyb.store.objects import MAX_RECORD, is_oid, split
 
 CHECKS = ("present", "hash", "canonical", "schema", "links")
 # fsck's finding codes, by the check they belong to (docs/cli.md lists the codes).
@@ -76,17 +76,17 @@ def verify(store, oid: str, chain_problems: Iterable[str] = ()) -> Verification:
         version = result.value.get("schema_version")
         result.schema_version = version if isinstance(version, str) else None
         result.links = _links(result.value)
+    problems = list(chain_problems)
     if result.results["links"] == PASSED:
-        missing = [
+        problems[:0] = [
             f"links {target} ({role}), which is missing"
             for role, targets in result.links.items()
             for target in targets
             if not store.objects.contains(target)
         ]
-        problems = missing + list(chain_problems)
         if problems:
             result.results["links"] = FAILED
-            result.problems += problems
+    result.problems += problems
     return result
 
 
@@ -97,7 +97,7 @@ def _unproved(store, oid: str, kind: str | None) -> dict | None:
         return None
     try:
         data = store.objects.read_raw(oid)
-        if len(data) > 64 << 20:
+        if len(data) > MAX_RECORD:
             return None
         return codec.decode_value(split(data, oid)[1], oid)
     except YybError:
