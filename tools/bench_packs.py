@@ -380,9 +380,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"- {note}")
     print()
     print(report.markdown())
-    missed = [r.benchmark for r in report.rows if r.met is False]
     print()
-    print("All targets met." if not missed else "Targets missed: " + "; ".join(missed))
+    print(report.verdict())
     return 0
 
 

@@ -88,6 +88,15 @@ class Report:
                          f"| {r.verdict} |")
         return "\n".join(lines)
 
+    def missed(self) -> list[str]:
+        """The benchmarks whose target was missed."""
+        return [r.benchmark for r in self.rows if r.met is False]
+
+    def verdict(self) -> str:
+        """The closing line: every target met, or which were missed."""
+        missed = self.missed()
+        return "All targets met." if not missed else "Targets missed: " + "; ".join(missed)
+
 
 # --- child processes ---------------------------------------------------------------------
 
@@ -799,10 +808,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"- {note}")
     print()
     print(report.markdown())
-    missed = [r.benchmark for r in report.rows if r.met is False]
     print()
-    print("All targets met." if not missed else "Targets missed: " + "; ".join(missed))
-    return 1 if missed else 0
+    print(report.verdict())
+    return 1 if report.missed() else 0
 
 
 if __name__ == "__main__":
