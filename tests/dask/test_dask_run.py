@@ -122,6 +122,16 @@ def test_a_dask_run_matches_a_local_run(dask_bench, cluster, starts, tmp_path):
         assert receipt["sandbox"]["verified"], receipt["sandbox"]
         workers.add(receipt["executor"]["worker"].split()[0])
     assert workers <= {"w1", "w2"} and workers
+    # The run leaves nothing of its own on the scheduler: no claim queue, no heartbeat.
+    from distributed import Client
+
+    def leftovers(dask_scheduler) -> list[str]:
+        queues = list(dask_scheduler.extensions["queues"].queues)
+        variables = list(dask_scheduler.extensions["variables"].variables)
+        return [n for n in queues + variables if n.startswith("yyb-")]
+
+    with Client(cluster.address, timeout=30) as client:
+        assert client.run_on_scheduler(leftovers) == []
     for record in local_terminals.values():
         receipt = store.objects.get_record(record["links"]["receipt"])
         assert receipt["executor"] == {

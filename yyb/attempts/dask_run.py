@@ -141,6 +141,7 @@ def work(shipment: remote.Shipment, run_id: str, stale: float) -> remote.Returne
         token = claim.get(timeout=CLAIM_SECONDS)
     except (TimeoutError, OSError):
         token = None
+    _release(claim)
     if token != run_id:
         raise remote.Refused(
             "its claim was taken already: the task ran before on a worker that was lost, "
@@ -330,6 +331,7 @@ class DaskExecutor:
             try:
                 self._beat.set("stop")  # whatever still runs for this run stops now
                 self.client.run(forget, self.run_id, on_error="return")
+                self._beat.delete()
             except Exception:  # noqa: BLE001 - the scheduler may be gone already
                 pass
         try:
@@ -438,6 +440,7 @@ class DaskExecutor:
                 future.release()
             except Exception:  # noqa: BLE001 - nothing to release on a closed client
                 pass
+            _release(claim)
         worker = str(getattr(returned, "worker", "") or "?")
         try:
             if getattr(returned, "execution", None) is None:
@@ -512,6 +515,16 @@ class DaskExecutor:
         """None while attempts may be submitted; why not, once the scheduler is lost."""
         with self._lock:
             return self._lost
+
+
+def _release(claim) -> None:
+    """Drop this client's hold on a claim queue; the scheduler deletes the queue once neither
+    the controller nor the task holds it (a task run again after that finds a new, empty
+    queue, and refuses as it would have)."""
+    try:
+        claim.close()
+    except Exception:  # noqa: BLE001 - a client that is no longer running holds nothing
+        pass
 
 
 def _reachable(address: str) -> None:
