@@ -261,3 +261,21 @@ def test_the_shipped_snapshot_holds_no_excluded_path(made, tmp_path):
     assert not found
     made_here = snapshot.create_shipped(shipped, str(tmp_path / "w"))
     assert made_here.excluded == list(shipped.excluded)
+
+
+def test_blobs_the_controller_holds_are_not_sent_back(made):
+    """After the first return of a base is accepted, the controller holds the base's file
+    blobs: the next shipment names them, the worker leaves them out of its return, and the
+    return still checks (its links resolve in the controller's store)."""
+    assert made.shipment.held == ()  # nothing of the base in the store yet
+    remote.accept(made.ctx, made.shipment, made.returned)
+    second, intent = made.attempts[1], made.intents[made.attempts[1]]
+    shipment = remote.ship(made.ctx, second, intent)
+    assert shipment.held and set(shipment.held) <= set(made.ctx.store.objects.iter_oids())
+    worker = remote.Worker("w-test", list(made.ctx.sandbox_verified))
+    back = remote.run(shipment, worker, threading.Event())
+    sent = {oid for oid, _ in back.objects}
+    assert not sent & set(shipment.held)
+    assert len(back.objects) < len(made.returned.objects)
+    oid, _ = remote.accept(made.ctx, shipment, back)
+    assert made.ctx.read(second, "execution") == oid

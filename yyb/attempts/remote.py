@@ -49,6 +49,8 @@ class Shipment:
     intent_oid: str
     objects: tuple[tuple[str, bytes], ...]  # (oid, stored bytes) the attempt reads
     snapshot: Shipped | None  # None: a workflow attempt (an empty repository)
+    # Blobs of the base's files that the controller's store holds already: not sent back.
+    held: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -87,7 +89,7 @@ def ship(ctx: RunContext, attempt_oid: str, intent_oid: str) -> Shipment:
     objects = ctx.store.objects
     attempt = ctx.attempts[attempt_oid]
     wanted = [ctx.plan_oid, attempt_oid]
-    shipped = None
+    shipped, held = None, ()
     if attempt["kind"] == "workflow":
         wanted.append(attempt["links"]["workflow"])
     else:
@@ -97,13 +99,15 @@ def ship(ctx: RunContext, attempt_oid: str, intent_oid: str) -> Shipment:
         repo = ctx.config.repository_path(case["repository"])
         if repo is None:
             raise UsageError(f"repository {case['repository']!r} is not configured")
-        shipped = snapshot.ship(repo, case["base_commit"], ctx.plan["excluded_paths"])
+        shipped, blobs = snapshot.ship(repo, case["base_commit"], ctx.plan["excluded_paths"])
+        held = tuple(oid for oid in blobs if objects.contains(oid))
     return Shipment(
         ctx.plan_oid,
         attempt_oid,
         intent_oid,
         tuple((oid, objects.read_raw(oid)) for oid in wanted),
         shipped,
+        held,
     )
 
 
@@ -143,11 +147,11 @@ def run(shipment: Shipment, worker: Worker, cancel) -> Returned:
             reason = executed.facts.environment or executed.facts.invalid_case
             return Returned(None, early={"environment": reason}, worker=worker.name)
         execution_oid, _ = executed
-        shipped = {oid for oid, _ in shipment.objects}
+        known = {oid for oid, _ in shipment.objects} | set(shipment.held)
         gained = tuple(
             (oid, store.objects.read_raw(oid))
             for oid in sorted(store.objects.iter_oids())
-            if oid not in shipped
+            if oid not in known
         )
         return Returned(execution_oid, gained, worker=worker.name)
     finally:

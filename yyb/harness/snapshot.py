@@ -303,8 +303,9 @@ class Shipped:
     index: bytes
 
 
-def ship(source_path: str, base_commit: str, excluded_paths: list[str]) -> Shipped:
-    """``base_commit``'s export, as bytes (the excluded paths' content is not in it).
+def ship(source_path: str, base_commit: str, excluded_paths: list[str]) -> tuple[Shipped, list]:
+    """``base_commit``'s export, as bytes (the excluded paths' content is not in it), and the
+    oids, in the store's naming, of the blobs its files hold.
 
     Raises:
         UsageError: the source repository or the commit cannot be found.
@@ -319,7 +320,8 @@ def ship(source_path: str, base_commit: str, excluded_paths: list[str]) -> Shipp
     finally:
         os.close(pack)
         os.close(index)
-    return Shipped(base_commit, export.commit, tuple(export.excluded), *data)
+    shipped = Shipped(base_commit, export.commit, tuple(export.excluded), *data)
+    return shipped, sorted(set(export.named.values()))
 
 
 _SHIPPED_LOCK = threading.Lock()
