@@ -455,31 +455,34 @@ def compare(
     ``per_attempt``, the fixed part left out; met when the ratio is at least ``target``
     (None: information)."""
     versus = f"vs {slow.label}" + (", info" if target is None else "")
-    a, b = best[fast.key], best[slow.key]
-    ratio = b.seconds / a.seconds
-    report.add(
-        Row(
-            f"{fast.label}: attempts/s, whole runs of {n_large} ({versus})",
-            f"{rate(n_large, a.seconds)} ({fmt_s(a.seconds)})",
-            f"{rate(n_large, b.seconds)} ({fmt_s(b.seconds)})",
-            f"{ratio:.2f}x",
-            "—" if target is None else f">= {target:.1f}x",
-            None if target is None else ratio >= target,
+
+    def row(what: str, yours: str, theirs: str, ratio: float) -> None:
+        report.add(
+            Row(
+                f"{fast.label}: attempts/s, {what} ({versus})",
+                yours,
+                theirs,
+                f"{ratio:.2f}x",
+                "—" if target is None else f">= {target:.1f}x",
+                None if target is None else ratio >= target,
+            )
         )
+
+    a, b = best[fast.key], best[slow.key]
+    row(
+        f"whole runs of {n_large}",
+        f"{rate(n_large, a.seconds)} ({fmt_s(a.seconds)})",
+        f"{rate(n_large, b.seconds)} ({fmt_s(b.seconds)})",
+        b.seconds / a.seconds,
     )
     if not per_attempt:
         return
     a_fit, b_fit = fits[fast.key], fits[slow.key]
-    ratio = b_fit.per_attempt / a_fit.per_attempt
-    report.add(
-        Row(
-            f"{fast.label}: attempts/s, the fixed part left out ({versus})",
-            f"{rate(1, a_fit.per_attempt)} ({ms(a_fit.per_attempt)} an attempt)",
-            f"{rate(1, b_fit.per_attempt)} ({ms(b_fit.per_attempt)} an attempt)",
-            f"{ratio:.2f}x",
-            "—" if target is None else f">= {target:.1f}x",
-            None if target is None else ratio >= target,
-        )
+    row(
+        "the fixed part left out",
+        f"{rate(1, a_fit.per_attempt)} ({ms(a_fit.per_attempt)} an attempt)",
+        f"{rate(1, b_fit.per_attempt)} ({ms(b_fit.per_attempt)} an attempt)",
+        b_fit.per_attempt / a_fit.per_attempt,
     )
 
 
