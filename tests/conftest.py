@@ -122,6 +122,21 @@ def flip_byte(path: str, offset: int = -1) -> None:
         handle.write(bytes([byte[0] ^ 0xFF]))
 
 
+def damage_packed(store, marker: bytes, offset: int = 0) -> str:
+    """Pack ``store`` (``yyb gc``), then flip the byte ``offset`` bytes into the first
+    ``marker`` in its pack; the pack's path. Packs the store had open are closed."""
+    from yyb.store import gc
+
+    gc.gc(store)
+    path = store.objects.packs(rescan=True)[0].path
+    for held in store.objects.packs():
+        held.close()
+    with open(path, "rb") as handle:
+        at = handle.read().index(marker)
+    flip_byte(path, at + offset)
+    return path
+
+
 @dataclass
 class Result:
     exit_code: int

@@ -4,6 +4,7 @@ answers a name before it waits for the next one."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import select
@@ -13,7 +14,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from tests.conftest import flip_byte, note
+from tests.conftest import damage_packed, flip_byte, note
 from yyb.cli import app, fast
 from yyb.store import gc
 from yyb.store.repo import Store
@@ -214,6 +215,73 @@ def test_batch_answers_a_name_before_it_waits_for_the_next(filled):
             assert ready, f"no answer to {name} while yyb waits for more names"
             line = os.read(child.stdout.fileno(), 4096).decode()
             assert line.startswith(name) and line.endswith("\n") and line.count("\n") == 1
+        child.stdin.close()
+        assert child.wait(timeout=30) == 0
+    finally:
+        child.kill()
+        child.wait()
+
+
+@pytest.fixture
+def packed_many(tmp_path):
+    """A packed store of 1,500 blobs and a record, one blob damaged in its pack; with the
+    names a batch reader asks for: every oid, shuffled, and missing, abbreviated and junk
+    names among them."""
+    store, _ = Store.init(str(tmp_path / "store"))
+    blobs = [store.objects.put("blob", os.urandom(i % 700) + b"%d" % i) for i in range(1500)]
+    record = store.objects.put_record(note("kept"))
+    damaged = store.objects.put("blob", b"the damaged body")
+    damage_packed(store, b"the damaged body", 4)
+    names = [*blobs, record, damaged, "0" * 64, blobs[3][:12], "not a name", ""]
+    names.sort(key=lambda name: hashlib.sha256(name.encode()).digest())
+    return store.path, names, damaged
+
+
+def batch(store_path: str, mode: str, text: bytes, workers: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, YYB_WORKERS=workers)
+    command = [sys.executable, "-m", "yyb", "--store", store_path, "cat-object", mode]
+    return subprocess.run(command, input=text, capture_output=True, env=env, timeout=120)
+
+
+@pytest.mark.parametrize("mode", ["--batch", "--batch-check"])
+def test_batch_with_a_helper_answers_as_without(packed_many, mode):
+    """The same answers, byte for byte, whether a helper process proves a share of the
+    objects (YYB_WORKERS=2) or the reader proves them all (YYB_WORKERS=1)."""
+    store_path, names, damaged = packed_many
+    text = "".join(name + "\n" for name in names).encode()
+    alone, helped = batch(store_path, mode, text, "1"), batch(store_path, mode, text, "2")
+    assert alone.returncode == helped.returncode == 1  # the damaged blob
+    assert alone.stderr == helped.stderr == b""
+    assert helped.stdout == alone.stdout
+    lines = helped.stdout.split(b"\n") if mode == "--batch-check" else []
+    assert f"{damaged} corrupt".encode() in helped.stdout
+    if lines:
+        assert len(lines) == len(names) + 1 and lines[-1] == b""
+
+
+def test_batch_with_a_helper_answers_each_chunk_before_it_waits(packed_many):
+    """A reader that writes 400 names at once and waits for their answers gets them: the
+    next chunk is begun early only when its names are already there."""
+    store_path, names, damaged = packed_many
+    names = [name for name in names if len(name) == 64 and name != damaged][:1200]
+    child = subprocess.Popen(
+        [sys.executable, "-m", "yyb", "--store", store_path, "cat-object", "--batch-check"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=dict(os.environ, YYB_WORKERS="2"),
+    )
+    try:
+        for start in range(0, len(names), 400):
+            part = names[start : start + 400]
+            child.stdin.write("".join(name + "\n" for name in part).encode())
+            child.stdin.flush()
+            answers = b""
+            while answers.count(b"\n") < len(part):
+                ready, _, _ = select.select([child.stdout], [], [], 30)
+                assert ready, "no answers while yyb waits for more names"
+                answers += os.read(child.stdout.fileno(), 1 << 16)
+            got = [line.split()[0].decode() for line in answers.splitlines()]
+            assert got == part
         child.stdin.close()
         assert child.wait(timeout=30) == 0
     finally:

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tests.conftest import note
+from tests.conftest import damage_packed, note
 from yyb.errors import CorruptObject
 from yyb.store import pack
 from yyb.store.objects import header
@@ -25,6 +25,13 @@ def stored(kind: str, body: bytes) -> tuple[str, bytes]:
 def hostile_pack(folder: str) -> tuple[pack.Pack, dict[str, bytes | None]]:
     """A pack of good blobs, a record, and entries that hash to their oid but are not
     well-formed blobs; with what blob_bodies must give for each (None: left to ``get``)."""
+    items, expected = hostile_items()
+    path = pack.write(folder, sorted(items.items()))
+    return pack.Pack.open(path), expected
+
+
+def hostile_items() -> tuple[dict[str, bytes], dict[str, bytes | None]]:
+    """The entries of ``hostile_pack`` (oid: stored bytes), and what each must give."""
     items = {}
     expected: dict[str, bytes | None] = {}
     for i in range(200):
@@ -40,8 +47,7 @@ def hostile_pack(folder: str) -> tuple[pack.Pack, dict[str, bytes | None]]:
     for bad in (b"blob 03\0abc", b"blob 3 \0abc", b"BLOB 3\0abc", b"blob -3\0abc", b"blob\0"):
         oid = hashlib.sha256(bad).hexdigest()  # hashes right, but is no well-formed object
         items[oid], expected[oid] = bad, None
-    path = pack.write(folder, sorted(items.items()))
-    return pack.Pack.open(path), expected
+    return items, expected
 
 
 @pytest.mark.parametrize("batch", [1, 10, 1000])
@@ -68,18 +74,7 @@ def test_only_well_formed_blobs_that_hash_to_their_oid_come_back(tmp_path, batch
 def test_a_damaged_blob_in_a_pack_is_left_to_get_which_refuses_it(tmp_path):
     store, _ = Store.init(str(tmp_path / "s"))
     blob = store.objects.put("blob", b"kept body")
-    from yyb.store import gc
-
-    gc.gc(store)
-    path = store.objects.packs(rescan=True)[0].path
-    for held in store.objects.packs():
-        held.close()
-    with open(path, "rb") as handle:
-        at = handle.read().index(b"kept body")
-    os.chmod(path, 0o644)
-    with open(path, "r+b") as handle:
-        handle.seek(at)
-        handle.write(b"K")
+    damage_packed(store, b"kept body")
     again = Store.open(store.path)
     again.objects.packs()
     assert again.objects.blob_bodies([blob.encode(), None]) == [None, None]

@@ -4,17 +4,20 @@ calls, so a command line means the same whichever path runs it."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
+import select
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import BinaryIO, Literal
 
 from yyb.cli import fail
 from yyb.errors import CorruptObject, NotFound, UsageError, YybError
-from yyb.store import codec
+from yyb.store import codec, prover
 from yyb.store.object_store import STREAM_THRESHOLD, hash_stream, record_body, spool
+from yyb.store.objects import OID_HEX
 from yyb.store.objects import hash_object as oid_of
 
 HashKind = Literal["blob", "record"]
@@ -144,6 +147,7 @@ def _stream_verified(oid: str, kind: str, size: int, stream: BinaryIO) -> int:
 
 
 _FULL_OID = re.compile(rb"[0-9a-f]{64}")
+_HEX = b"0123456789abcdef"
 READ_SIZE = 64 << 10
 
 
@@ -151,11 +155,40 @@ def _batch(store, with_body: bool, flush: bool) -> int:
     """Answer each name on stdin. Unless ``--buffer``, the answers are flushed whenever
     every name read so far has been answered and more input must be waited for: a program
     that writes one name and waits gets its answer, a pipe full of names is answered in large
-    writes."""
+    writes. While names are waiting to be read, the next chunk is begun before this one's
+    answers are written (``begin_blob_bodies``), so a helper proving objects works meanwhile."""
     out = sys.stdout.buffer
-    stdin = sys.stdin.buffer
-    take = getattr(stdin, "read1", stdin.read)  # what is there, waiting only when nothing is
+    chunks = _chunks(sys.stdin.buffer)
+    waiting = _waiting(sys.stdin.buffer)
+    helper = prover.wanted()
     status = 0
+    held = None  # a chunk begun and not yet answered: (its names, what begin returned)
+    ended = False
+    gc.disable()  # a chunk makes thousands of short-lived objects and no cycle
+    while held is not None or not ended:
+        begun = None
+        if not ended and (held is None or waiting()):
+            lines = next(chunks, None)
+            if lines is None:
+                ended = True
+            else:
+                begun = (lines, store.objects.begin_blob_bodies(_fulls(lines), helper))
+        if held is not None:
+            lines, ticket = held
+            if not _answer_chunk(
+                store, lines, store.objects.finish_blob_bodies(ticket), out, with_body
+            ):
+                status = 1
+            if flush:
+                out.flush()
+        held = begun
+    return status
+
+
+def _chunks(stdin: BinaryIO) -> Iterator[list[bytes]]:
+    """The names on ``stdin``, a list for what each read gives (a name cut at the end of a
+    read goes with the next)."""
+    take = getattr(stdin, "read1", stdin.read)  # what is there, waiting only when nothing is
     pending = b""
     while True:
         chunk = take(READ_SIZE)
@@ -166,20 +199,52 @@ def _batch(store, with_body: bool, flush: bool) -> int:
             lines.pop()  # the input ended with a newline: no last, empty name
         if b"\r" in data:
             lines = [line.rstrip(b"\r") for line in lines]
-        full = [line if _FULL_OID.fullmatch(line) else None for line in lines]
-        bodies = store.objects.blob_bodies(full)
-        for line, body in zip(lines, bodies):  # noqa: B905 (one length by construction)
-            if body is not None:
-                out.write(b"%s blob %d\n" % (line, len(body)))
-                if with_body:
-                    out.write(body)
-                    out.write(b"\n")
-            elif not _answer(store, line, out, with_body):
-                status = 1
-        if flush:
-            out.flush()
+        yield lines
         if not chunk:
-            return status
+            return
+
+
+def _waiting(stdin: BinaryIO) -> Callable[[], bool]:
+    """A check that a read of ``stdin`` would not wait (input there, or its end)."""
+    try:
+        fd = stdin.fileno()
+    except (AttributeError, OSError, ValueError):
+        return lambda: True  # in memory: a read never waits
+    poll = select.poll()
+    poll.register(fd, select.POLLIN)
+    return lambda: bool(poll.poll(0))
+
+
+def _fulls(lines: list[bytes]) -> list[bytes | None]:
+    """Each line that is a full oid, else None; all at once when every line is one."""
+    if not b"".join(lines).translate(None, _HEX) and set(map(len, lines)) <= {OID_HEX}:
+        return lines
+    return [line if _FULL_OID.fullmatch(line) else None for line in lines]
+
+
+def _answer_chunk(store, lines: list[bytes], bodies: list, out: BinaryIO, with_body: bool) -> bool:
+    """Write the answers for one chunk; False when an object was corrupt."""
+    if None not in bodies:
+        out.write(_blobs(lines, bodies, with_body))
+        return True
+    good = True
+    for line, body in zip(lines, bodies, strict=True):
+        if body is not None:
+            out.write(_blobs([line], [body], with_body))
+        elif not _answer(store, line, out, with_body):
+            good = False
+    return good
+
+
+def _blobs(names: list[bytes], bodies: list, with_body: bool) -> bytes:
+    """The answers for blobs found by ``blob_bodies``, as one piece of output."""
+    heads = map(b"%s blob %d\n".__mod__, zip(names, map(len, bodies), strict=True))
+    if not with_body:
+        return b"".join(heads)
+    parts = [b"\n"] * (3 * len(names))
+    parts[0::3] = heads
+    parts[1::3] = bodies
+    return b"".join(parts)
 
 
 def _answer(store, line: bytes, out: BinaryIO, with_body: bool) -> bool:

@@ -107,12 +107,24 @@ class DiskObjects(ObjectStore):
                 return data
         return None
 
-    def blob_bodies(self, oids: list[bytes | None]) -> list[memoryview | None]:
-        """As ``ObjectStore.blob_bodies``: the blobs of the packs (opened on the first call;
-        loose objects and anything else are left to ``get``)."""
+    def begin_blob_bodies(self, oids: list[bytes | None], helper: bool = False) -> tuple:
+        """As ``ObjectStore.begin_blob_bodies``: the largest pack begins (its helper, if
+        any, works until the finish); the other packs are read at the finish. Loose
+        objects and anything else are left to ``get``."""
         found: list[memoryview | None] = [None] * len(oids)
-        for held in self.packs():
-            held.blob_bodies(oids, found)
+        packs = self.packs()  # opened on the first call
+        if not packs:
+            return oids, helper, found, None, None
+        first = max(packs, key=lambda held: held.count)
+        return oids, helper, found, first, first.begin_bodies(oids, found, helper)
+
+    def finish_blob_bodies(self, begun: tuple) -> list[memoryview | None]:
+        oids, helper, found, first, ticket = begun
+        if first is not None:
+            first.finish_bodies(ticket, found)
+            for held in self.packs():
+                if held is not first:
+                    held.blob_bodies(oids, found, helper)
         return found
 
     def _in_pack(self, oid: str) -> bool:

@@ -9,7 +9,7 @@ import os
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from yyb.errors import AmbiguousOid, CorruptObject, InvalidRecord, ObjectMissing
 from yyb.store import codec
@@ -224,13 +224,28 @@ class ObjectStore(ABC):
         obj.check()
         return obj
 
-    def blob_bodies(self, oids: list[bytes | None]) -> list[memoryview | None]:
+    def blob_bodies(
+        self, oids: list[bytes | None], helper: bool = False
+    ) -> list[memoryview | None]:
         """For a batch reader that only passes bodies on (``cat-object --batch``): the body of
         each ``oids[i]`` (64 lowercase hex digits; None is skipped) that is a blob this store
         can prove cheaply (its bytes hash to its oid), else None: the caller reads that one
-        with ``get``, which names what is missing or wrong. A body may be a view into a mapped pack,
-        valid while the store is open. Here: None for all."""
-        return [None] * len(oids)
+        with ``get``, which names what is missing or wrong. A body may be a view into a mapped
+        pack, valid while the store is open. ``helper``: a pack read in bulk may fork a
+        process that proves a share of the list beside this one (``prover``; only for a
+        caller with no threads, as a fork needs)."""
+        return self.finish_blob_bodies(self.begin_blob_bodies(oids, helper))
+
+    def begin_blob_bodies(self, oids: list[bytes | None], helper: bool = False) -> Any:
+        """``blob_bodies`` in two halves, so that a reader can begin the next list before it
+        writes out this one's bodies (a helper then proves meanwhile). Finish every list
+        begun, in the order begun. Here: nothing is proved cheaply, every name left to
+        ``get``."""
+        return len(oids)
+
+    def finish_blob_bodies(self, begun: Any) -> list[memoryview | None]:
+        """The bodies of a list begun by ``begin_blob_bodies`` (as ``blob_bodies``)."""
+        return [None] * begun
 
     def get_small(self, oid: str, limit: int = 1 << 20) -> StoredObject | None:
         """``get`` for an object whose stored bytes are at most ``limit``, in one read; None

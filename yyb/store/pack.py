@@ -21,15 +21,19 @@ import array
 import binascii
 import bisect
 import hashlib
+import itertools
 import mmap
+import operator
 import os
 import struct
 import sys
 from collections.abc import Iterable, Iterator
+from typing import NamedTuple
 
 from yyb.errors import CorruptObject
 from yyb.store import file
-from yyb.store.objects import HEADER_RE, MAX_HEADER, parse_header
+from yyb.store.objects import MAX_HEADER, parse_header
+from yyb.store.prover import Prover, digests
 
 PACK_MAGIC = b"YYBPACK\0"
 INDEX_MAGIC = b"YYBIDX\0\0"
@@ -142,6 +146,23 @@ def _index(oids: list[bytes], offsets: list[int], trailer: bytes) -> bytes:
 # they go into a dict. A single lookup pays for no listing, a batch pays for it once.
 LIST_AFTER = 64
 TABLE_AFTER = 8
+HELPER_AFTER = 256  # keys in one bulk read before a helper is worth its fork
+# In bulk reads the dict comes once the lookups pass count / TABLE_AFTER_BULK: it costs about
+# as much per entry as listing the index, and a lookup without it is ~30 times a dict's.
+TABLE_AFTER_BULK = 50
+SHARE_STEP = 0.05  # how fast the helper's share of a bulk read follows which side waits
+
+
+class Begun(NamedTuple):
+    """A bulk read begun (``Pack.begin_bodies``): the oids wanted (joined, 32 bytes each),
+    where they go in the caller's list (None: everywhere), how many of their bytes the helper
+    has (the first), and the spans proved here for the rest."""
+
+    keys: bytes
+    where: list[int] | None
+    split: int
+    starts: list[int]
+    stops: list[int]
 
 
 class Pack:
@@ -156,7 +177,11 @@ class Pack:
         self._lookups = 0
         self._listed: list[bytes] | None = None
         self._offsets: array.array | None = None
-        self._table: dict[bytes, int] | None = None
+        self._table: dict[int, int] | None = None  # oid prefix -> entry (_make_table)
+        self._ends: array.array | None = None  # where each entry's bytes end (_stop)
+        self._prover: Prover | None = None  # the bulk reader's hashing helper (prover.py)
+        self._forked = False
+        self._share = 0.5  # of a bulk read, what the helper proves (adjusted as it goes)
 
     def __repr__(self) -> str:
         return f"Pack({self.path!r}, {self.count} objects)"
@@ -207,6 +232,12 @@ class Pack:
         """Entry ``i``'s offset, from memory once the index is listed."""
         return self._offsets[i] if self._offsets is not None else self._offset(i)
 
+    def _stop(self, i: int) -> int:
+        """Where entry ``i``'s bytes end in a pack that tiles: the next entry's offset."""
+        if self._ends is not None:
+            return self._ends[i]
+        return self._offset(i + 1) if i + 1 < self.count else len(self.data) - HASH
+
     def find(self, oid: str) -> int | None:
         """The entry of ``oid`` in the index, or None."""
         return self._find(bytes.fromhex(oid))
@@ -214,7 +245,10 @@ class Pack:
     def _find(self, key: bytes) -> int | None:
         table = self._table
         if table is not None:
-            return table.get(key)
+            at = table.get(int.from_bytes(key[:8], sys.byteorder))
+            if at is not None and self._oid(at) == key:
+                return at
+            return self._search(key)  # absent, or its prefix is shared
         self._lookups += 1
         if self._listed is None and self._lookups > LIST_AFTER:
             self._list()
@@ -222,10 +256,19 @@ class Pack:
         if listed is None:
             return self._search(key)
         if self._lookups > max(LIST_AFTER, self.count // TABLE_AFTER):
-            self._table = dict(zip(listed, range(self.count), strict=True))
-            return self._table.get(key)
+            self._make_table()
+            return self._find(key)
         at = bisect.bisect_left(listed, key)
         return at if at < self.count and listed[at] == key else None
+
+    def _make_table(self) -> None:
+        """The dict from each oid's first eight bytes (as a native integer: cheap to hash
+        and compare) to its entry. Two oids may share a prefix (it takes 2^32 tries to make
+        two): the dict keeps one, and a reader checks the whole oid of what it finds."""
+        self._load_offsets()
+        start = HEAD.size + FANOUT.size
+        oids = self.index[start : start + self.count * HASH]
+        self._table = dict(zip(_prefixes(oids), range(self.count), strict=True))
 
     def _search(self, key: bytes) -> int | None:
         """Binary search of the mapped index, starting from the fan-out table."""
@@ -244,47 +287,133 @@ class Pack:
     def _list(self) -> None:
         """Read the index's oids and offsets into memory."""
         start = HEAD.size + FANOUT.size
-        flat = self.index[start : start + self.count * HASH]
-        self._listed = [flat[i : i + HASH] for i in range(0, len(flat), HASH)]
-        at = start + len(flat)
+        self._listed = _split(self.index[start : start + self.count * HASH])
+        self._load_offsets()
+
+    def _load_offsets(self) -> None:
+        """Read the index's offsets into memory, and where each entry ends (``_stop``)."""
+        if self._offsets is not None:
+            return
+        at = HEAD.size + FANOUT.size + self.count * HASH
         offsets = array.array("Q", self.index[at : at + 8 * self.count])
         if sys.byteorder == "little":
             offsets.byteswap()
         self._offsets = offsets
+        self._ends = offsets[1:]
+        self._ends.append(len(self.data) - HASH)
 
-    def blob_bodies(self, oids: list[bytes | None], found: list) -> None:
+    def blob_bodies(self, oids: list[bytes | None], found: list, helper: bool = False) -> None:
         """For each ``oids[i]`` (64 lowercase hex digits; None is skipped) with no ``found[i]``
         yet that is a well-formed blob here whose stored bytes hash to it, set ``found[i]`` to
         its body, a view into the mapped pack (valid until ``close``). Anything else is left
         as it is (absent, a record, or damaged: ``read`` names what is wrong). The batch
-        readers' path, one loop for many oids: one lookup, one header match, one hash, no
-        copy."""
+        readers' path: one lookup, one header check, one hash and no copy an object, each
+        step mapped over the whole list by the interpreter's C loops; with ``helper``, a
+        helper process forked for this pack proves a share of the list meanwhile (``prover``;
+        only for a caller with no threads, as a fork needs)."""
+        self.finish_bodies(self.begin_bodies(oids, found, helper), found)
+
+    def begin_bodies(self, oids: list[bytes | None], found: list, helper: bool) -> Begun | None:
+        """The first half of ``blob_bodies``: hand the helper its share and prove this
+        process's. A reader may begin the next list before it finishes this one (the helper
+        then works while the reader writes out what it has): ``finish_bodies`` must then be
+        called in the same order, with lists ``found`` as they were here."""
+        where = None
+        if None in oids or found.count(None) != len(found):
+            wanted = [o is not None and f is None for o, f in zip(oids, found, strict=True)]
+            where = list(itertools.compress(range(len(oids)), wanted))
+            oids = list(itertools.compress(oids, wanted))
+        if not oids:
+            return None
+        keys = binascii.unhexlify(b"".join(oids))
         self._lookups += len(oids)
-        if self._table is None and self._lookups > max(LIST_AFTER, self.count // TABLE_AFTER):
-            if self._listed is None:
-                self._list()
-            self._table = dict(zip(self._listed, range(self.count), strict=True))
+        if len(oids) > LIST_AFTER:
+            self._load_offsets()
+        bulk = len(oids) >= HELPER_AFTER
+        if self._table is None and self._lookups > max(
+            LIST_AFTER, self.count // (TABLE_AFTER_BULK if bulk else TABLE_AFTER)
+        ):
+            self._make_table()
+        prover = self._helper() if helper and bulk and self._table is not None else None
+        split = HASH * int(len(oids) * self._share) if prover is not None else 0
+        if split and not prover.ask(keys[:split]):
+            split = 0
+        return Begun(keys, where, split, *self._proved_spans(keys[split:]))
+
+    def finish_bodies(self, begun: Begun | None, found: list) -> None:
+        """The second half of ``blob_bodies``: the helper's answer, then the bodies."""
+        if begun is None:
+            return
+        starts, stops = begun.starts, begun.stops
+        if begun.split:
+            prover = self._prover
+            if prover.ready():  # it finished first: give it more next time
+                self._share = min(self._share + SHARE_STEP, 1 - SHARE_STEP)
+            else:
+                self._share = max(self._share - SHARE_STEP, SHARE_STEP)
+            theirs = prover.answer()
+            if theirs is None:  # it died: prove its share here
+                theirs = self._proved_spans(begun.keys[: begun.split])
+            starts, stops = theirs[0] + starts, theirs[1] + stops
+        bodies = map(self._view.__getitem__, map(slice, starts, stops))
+        where = begun.where
+        if where is None and 0 not in starts:
+            found[:] = bodies
+            return
+        for at, start, body in zip(where or range(len(found)), starts, bodies, strict=True):
+            if start:
+                found[at] = body
+
+    def _proved_spans(self, keys: bytes) -> tuple[list[int], list[int]]:
+        """For each oid of ``keys`` (32 bytes each, one after another), where the body of
+        its object starts and stops in the pack, when it is here, a well-formed blob, and its
+        bytes hash to it; else 0 and 0. An entry's bytes run from its offset to the next
+        entry's (the objects tile the pack in oid order, as the index lists them); whatever
+        a damaged index says, a span is given only for bytes that hash to the oid and begin
+        with exactly ``blob <the length of the rest>\\0``."""
+        count = len(keys) // HASH
         if self._table is not None:
-            lookup, offset = self._table.get, self._offsets.__getitem__
-        else:
-            lookup, offset = self._find, self._start
-        data, view, end = self.data, self._view, len(self.data) - HASH
-        match, unhexlify, sha256 = HEADER_RE.match, binascii.unhexlify, hashlib.sha256
-        for at, oid in enumerate(oids):
-            if oid is None or found[at] is not None:
-                continue
-            key = unhexlify(oid)
-            i = lookup(key)
-            if i is None:
-                continue
-            start = offset(i)
-            head = match(data, start, start + MAX_HEADER)
-            if head is None or data[start] != 98:  # b"b": a blob, not a record
-                continue
-            body = head.end()
-            stop = body + int(head.group(2))
-            if stop <= end and sha256(view[start:stop]).digest() == key:
-                found[at] = view[body:stop]
+            entries = list(map(self._table.get, _prefixes(keys)))
+        else:  # a bulk read searches the mapped index (listing it costs as much as the dict)
+            find = self._search if len(keys) >= HASH * HELPER_AFTER else self._find
+            entries = list(map(find, _split(keys)))
+        present = None
+        if None in entries:  # absent (or a prefix shared: ``get`` then finds it)
+            present = [entry is not None for entry in entries]
+            entries = list(itertools.compress(entries, present))
+            keys = b"".join(itertools.compress(_split(keys), present))
+        listed = self._offsets is not None and self._ends is not None
+        starts = list(map(self._offsets.__getitem__ if listed else self._start, entries))
+        stops = list(map(self._ends.__getitem__ if listed else self._stop, entries))
+        data = self.data
+        if entries and max(max(starts), max(stops)) > len(data):  # a damaged index
+            return [0] * count, [0] * count  # left to ``read``, which says what is wrong
+        hashed = digests(self._view, starts, stops)
+        nuls = map(data.find, itertools.repeat(b"\0"), starts, stops)  # -1: none, no blob
+        bodies = list(map(operator.add, nuls, itertools.repeat(1)))
+        heads = map(data.__getitem__, map(slice, starts, bodies))
+        expected = map(b"blob %d\0".__mod__, map(operator.sub, stops, bodies))
+        proved = list(map(operator.eq, heads, expected))
+        if hashed != keys:  # some entry does not hash to its oid: find which
+            proved = list(
+                map(operator.and_, proved, map(operator.eq, _split(hashed), _split(keys)))
+            )
+        if not all(proved):
+            bodies = [at if good else 0 for at, good in zip(bodies, proved, strict=True)]
+            stops = [at if good else 0 for at, good in zip(stops, proved, strict=True)]
+        if present is not None:
+            bodies, stops = _spread(bodies, present), _spread(stops, present)
+        return bodies, stops
+
+    def _helper(self) -> Prover | None:
+        """This pack's helper process, forked on first use; None when there is none to be
+        had (then ``blob_bodies`` proves everything in this process)."""
+        if self._prover is None and not self._forked:
+            self._forked = True  # one helper a pack: one that died is not replaced
+            self._prover = Prover.start(self._proved_spans)
+        if self._prover is None or not self._prover.open:
+            return None
+        return self._prover
 
     def read(self, oid: str) -> bytes | None:
         """The stored bytes of ``oid`` (header and body), or None when it is not here.
@@ -365,12 +494,35 @@ class Pack:
         return blobs
 
     def close(self) -> None:
+        if self._prover is not None:
+            self._prover.close()
         self.index.close()
         self._view.release()
         try:
             self.data.close()
         except BufferError:
             pass  # a body handed out (blob_bodies) is still in use: unmapped when it is freed
+
+
+def _split(keys: bytes) -> list[bytes]:
+    """Joined oids, one by one."""
+    return list(
+        map(
+            keys.__getitem__,
+            map(slice, range(0, len(keys), HASH), range(HASH, len(keys) + HASH, HASH)),
+        )
+    )
+
+
+def _prefixes(keys: bytes) -> list[int]:
+    """The first eight bytes of each joined oid, as native integers (the dict's keys)."""
+    return memoryview(keys).cast("Q")[:: HASH // 8].tolist()
+
+
+def _spread(values: list[int], present: list[bool]) -> list[int]:
+    """``values`` for the present places, 0 for the others."""
+    given = iter(values)
+    return [next(given) if here else 0 for here in present]
 
 
 def _map(path: str) -> mmap.mmap:
