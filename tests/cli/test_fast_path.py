@@ -287,3 +287,28 @@ def test_batch_with_a_helper_answers_each_chunk_before_it_waits(packed_many):
     finally:
         child.kill()
         child.wait()
+
+
+@pytest.mark.parametrize("most", [1, 7, 4096])
+def test_gathered_answers_survive_writes_cut_short(tmp_path, monkeypatch, most):
+    """``writev`` may write less than asked (a signal, a full pipe): what is left goes out
+    next, in order, empty pieces and views included."""
+    from yyb.cli import objects
+
+    real = os.writev
+    calls = []
+
+    def short(fd, buffers):
+        calls.append(len(buffers))
+        data = b"".join(bytes(b) for b in buffers)[: max(1, most - len(calls) % 3)]
+        return real(fd, [data])
+
+    monkeypatch.setattr(os, "writev", short)
+    monkeypatch.setattr(objects, "GATHER", 5)
+    body = memoryview(os.urandom(3000))
+    parts = [b"head\n", body[10:900], b"", b"\n", b"x" * 50, body[900:], b"", b"\n"] * 3
+    with open(tmp_path / "out", "wb") as out:
+        out.write(b"buffered first ")
+        objects._write_parts(out, parts)
+    assert (tmp_path / "out").read_bytes() == b"buffered first " + b"".join(parts)
+    assert len(calls) > len(parts) // 5

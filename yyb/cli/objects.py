@@ -148,6 +148,7 @@ def _stream_verified(oid: str, kind: str, size: int, stream: BinaryIO) -> int:
 
 _FULL_OID = re.compile(rb"[0-9a-f]{64}")
 _HEX = b"0123456789abcdef"
+GATHER = 1024  # pieces a writev takes at most (Linux's IOV_MAX)
 READ_SIZE = 64 << 10
 
 
@@ -225,26 +226,47 @@ def _fulls(lines: list[bytes]) -> list[bytes | None]:
 def _answer_chunk(store, lines: list[bytes], bodies: list, out: BinaryIO, with_body: bool) -> bool:
     """Write the answers for one chunk; False when an object was corrupt."""
     if None not in bodies:
-        out.write(_blobs(lines, bodies, with_body))
+        _write_parts(out, _blobs(lines, bodies, with_body))
         return True
     good = True
     for line, body in zip(lines, bodies, strict=True):
         if body is not None:
-            out.write(_blobs([line], [body], with_body))
+            _write_parts(out, _blobs([line], [body], with_body))
         elif not _answer(store, line, out, with_body):
             good = False
     return good
 
 
-def _blobs(names: list[bytes], bodies: list, with_body: bool) -> bytes:
-    """The answers for blobs found by ``blob_bodies``, as one piece of output."""
+def _blobs(names: list[bytes], bodies: list, with_body: bool) -> list:
+    """The answers for blobs found by ``blob_bodies``, as pieces of output in order."""
     heads = map(b"%s blob %d\n".__mod__, zip(names, map(len, bodies), strict=True))
     if not with_body:
-        return b"".join(heads)
+        return [b"".join(heads)]
     parts = [b"\n"] * (3 * len(names))
     parts[0::3] = heads
     parts[1::3] = bodies
-    return b"".join(parts)
+    return parts
+
+
+def _write_parts(out: BinaryIO, parts: list) -> None:
+    """Write ``parts`` in order: gathered by ``writev`` straight from where they lie (the
+    bodies are views into a mapped pack) when ``out`` is a file descriptor's, else joined."""
+    try:
+        fd = out.fileno()
+    except (AttributeError, OSError, ValueError):
+        out.write(b"".join(parts))
+        return
+    out.flush()
+    for start in range(0, len(parts), GATHER):
+        group = parts[start : start + GATHER]
+        left = sum(map(len, group))
+        while left:
+            written = os.writev(fd, group)
+            left -= written
+            while left and written >= len(group[0]):  # cut short: drop what went out
+                written -= len(group.pop(0))
+            if left:
+                group[0] = memoryview(group[0])[written:]
 
 
 def _answer(store, line: bytes, out: BinaryIO, with_body: bool) -> bool:
