@@ -254,6 +254,29 @@ def bench_batch(
         )
     )
     report.notes.append(runs_note("`cat-object --batch`", ours_runs, "git", git_runs))
+    report.notes.append(
+        "`cat-object --batch` CPU (user + system, with its helper), best run: yyb "
+        f"{ours_run.cpu_seconds:.2f} s; git {git_run.cpu_seconds:.2f} s"
+    )
+
+    alone_env = dict(env, YYB_WORKERS="1")  # no helper process: the reader proves every object
+    alone_timed = checked_batch([(yyb_cmd, ids_yyb, ours)], work, alone_env)
+    print(f"[batch] one process (YYB_WORKERS=1), best of {repeat}", file=sys.stderr)
+    alone_runs, git_runs = interleave(
+        repeat, lambda: alone_timed(yyb_cmd, ids_yyb), lambda: timed(git_cmd, ids_git)
+    )
+    alone, git_run = best(alone_runs), best(git_runs)
+    report.add(
+        Row(
+            "the same in one process, `YYB_WORKERS=1` (info)",
+            f"{fmt_s(alone.seconds)} ({count / alone.seconds:,.0f} obj/s), "
+            f"CPU {alone.cpu_seconds:.2f} s",
+            f"git ({fmt}): {fmt_s(git_run.seconds)}",
+            f"{alone.seconds / git_run.seconds:.2f}x time",
+            "—",
+            None,
+        )
+    )
 
 
 def bench_doctor(

@@ -106,6 +106,7 @@ class ChildRun:
     seconds: float
     max_rss_mib: float
     returncode: int
+    cpu_seconds: float = 0.0  # user + system, the child's and every process it reaped
 
 
 def _find_gnu_time() -> str | None:
@@ -168,7 +169,8 @@ def run_child(argv: Sequence[str], stdin: IO[bytes] | None = None,
     if check and code != 0:
         raise SystemExit(f"bench: {' '.join(map(str, argv))} exited {code}:\n"
                          f"{err.decode(errors='replace')}")
-    return ChildRun(seconds, max_rss_kib / 1024.0, code)
+    cpu = usage.ru_utime + usage.ru_stime
+    return ChildRun(seconds, max_rss_kib / 1024.0, code, cpu)
 
 
 def interleave(repeat: int, *measures: Callable[[], T]) -> list[list[T]]:

@@ -89,6 +89,11 @@ class DiskObjects(ObjectStore):
             self._pack_listing = stamp if settled and not vanished else None
             return list(self._packs.values())
 
+    def stop_helpers(self) -> None:
+        """As ``ObjectStore.stop_helpers``: each open pack's."""
+        for held in list(self._packs.values()):
+            held.stop_helper()
+
     def _packed(self, oid: str) -> bytes | None:
         """``oid``'s stored bytes from a pack; after a miss, once more with new packs."""
         for rescan in (False, True):

@@ -247,6 +247,11 @@ class ObjectStore(ABC):
         """The bodies of a list begun by ``begin_blob_bodies`` (as ``blob_bodies``)."""
         return [None] * begun
 
+    def stop_helpers(self) -> None:
+        """Stop and reap the helper processes bulk reads forked (a reader done with its
+        batch); later bulk reads prove everything in this process. Here: there are none."""
+        return None
+
     def get_small(self, oid: str, limit: int = 1 << 20) -> StoredObject | None:
         """``get`` for an object whose stored bytes are at most ``limit``, in one read; None
         when it is larger (or needs the careful reading ``open_body`` does, which then names

@@ -493,9 +493,14 @@ class Pack:
             raise PackError(self.path, "bytes lie between its last object and its trailer")
         return blobs
 
-    def close(self) -> None:
+    def stop_helper(self) -> None:
+        """Stop the bulk reads' helper, if one was forked (none is forked again)."""
+        self._forked = True
         if self._prover is not None:
             self._prover.close()
+
+    def close(self) -> None:
+        self.stop_helper()
         self.index.close()
         self._view.release()
         try:
