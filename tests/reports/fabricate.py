@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from yyb.evidence.names import attempt as attempt_ref
 from yyb.evidence.names import evaluation as eval_ref
+from yyb.evidence.terminal import CLOSED_UNRUN
 from yyb.store import codec
 
 T0 = 1_700_000_000_000
@@ -316,7 +317,7 @@ def _attempt(store, plan_oid, attempt_oid, attempt, result, grader) -> None:
         links["evaluations"] = [evaluation_oid]
     elif envelope_problem is None:
         cost = {"completeness": "unavailable", "currency": "USD", "micros": None}
-    closed = "dispatched earlier without a terminal (fabricated)"
+    closed = f"{CLOSED_UNRUN} (fabricated)"
     terminal = {
         "schema_version": "yylo_benchmark_terminal.v2",
         "class": cls,

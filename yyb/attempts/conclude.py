@@ -7,14 +7,9 @@ from yyb.evidence import cost
 from yyb.evidence import plan as planned
 from yyb.evidence.chain import history
 from yyb.evidence.records import TERMINAL
-from yyb.evidence.terminal import Facts, decide, identities
+from yyb.evidence.terminal import INDETERMINATE, Facts, decide, identities
 from yyb.evidence.verdict import conclude as verdict_of
 from yyb.grading import evaluate
-
-INDETERMINATE = (
-    "dispatched earlier without a terminal (interrupted run): closed as "
-    "indeterminate, never dispatched again"
-)
 
 
 def conclude(ctx, attempt_oid: str, execution_oid: str, execution: dict) -> dict:

@@ -30,7 +30,7 @@ from yyb.evidence.records import (
     REF_UPDATE,
     TERMINAL,
 )
-from yyb.evidence.terminal import replay
+from yyb.evidence.terminal import CLOSED_UNRUN, replay
 from yyb.store.fsck import Finding, error, info
 
 # Classes of a terminal whose candidate finished and was graded: it must have observed the
@@ -213,7 +213,7 @@ class AttemptCheck:
         closed_early = (
             terminal["class"] in NO_WORKSPACE
             or "receipt" not in links
-            and terminal["reason"].startswith("dispatched earlier without a terminal")
+            and terminal["reason"].startswith(CLOSED_UNRUN)
         )
         if closed_early:
             return

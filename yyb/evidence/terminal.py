@@ -8,6 +8,12 @@ from dataclasses import dataclass
 from yyb.evidence.records import UNGRADEABLE, TerminalClass
 from yyb.evidence.verdict import conclude
 
+# The reason of a terminal closed without its execution (a dispatch an interrupted run or a
+# lost worker left): the attempt may or may not have run. Such a terminal has no workspace
+# receipt; doctor knows it by this beginning of its reason (more may follow it).
+CLOSED_UNRUN = "dispatched earlier without a terminal"
+INDETERMINATE = f"{CLOSED_UNRUN} (interrupted run): closed as indeterminate, never dispatched again"
+
 
 @dataclass
 class Facts:
