@@ -44,6 +44,7 @@ BEAT_SECONDS = 1.0
 CLAIM_SECONDS = 5.0  # how long a task waits for its claim token (put before it was submitted)
 CONNECT_SECONDS = 30.0
 CLOSE_SECONDS = 5.0
+LOST_SCHEDULER = "scheduler-connection-lost"  # the reason distributed gives such cancels
 
 
 def _distributed():
@@ -498,7 +499,9 @@ class DaskExecutor:
 
     def _cluster_lost(self, exc: BaseException) -> bool:
         """Whether a task's failure means the cluster is gone (not just this task)."""
-        if isinstance(exc, OSError) or "connection-lost" in str(exc):
+        # distributed cancels every future of a client that lost its scheduler, with this
+        # reason (FutureCancelledError.reason); a comm failure is an OSError.
+        if isinstance(exc, OSError) or getattr(exc, "reason", None) == LOST_SCHEDULER:
             return True
         return self.client.status != "running"
 
