@@ -7,14 +7,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import select
 import sys
 from collections.abc import Callable, Iterator
 from typing import BinaryIO, Literal
 
 from yyb.cli import fail
 from yyb.errors import CorruptObject, NotFound, UsageError, YybError
-from yyb.store import codec, heap, prover
+from yyb.store import codec, heap
 from yyb.store.object_store import STREAM_THRESHOLD, hash_stream, record_body, spool
 from yyb.store.objects import OID_HEX
 from yyb.store.objects import hash_object as oid_of
@@ -160,6 +159,8 @@ def _batch(store, with_body: bool, flush: bool) -> int:
     out = sys.stdout.buffer
     chunks = _chunks(sys.stdin.buffer)
     waiting = _waiting(sys.stdin.buffer)
+    from yyb.store import prover  # the batch modes' alone
+
     helper = prover.wanted()
     try:
         with heap.gc_paused():  # a chunk makes thousands of short-lived objects and no cycle
@@ -213,6 +214,8 @@ def _chunks(stdin: BinaryIO) -> Iterator[list[bytes]]:
 
 def _waiting(stdin: BinaryIO) -> Callable[[], bool]:
     """A check that a read of ``stdin`` would not wait (input there, or its end)."""
+    import select
+
     try:
         fd = stdin.fileno()
     except (AttributeError, OSError, ValueError):

@@ -21,13 +21,10 @@ import contextlib
 import hashlib
 import operator
 import os
-import select
 import signal
 import struct
 import sys
 from collections.abc import Callable
-
-from yyb.store import fanout
 
 COUNT = struct.Struct("<Q")
 KEY = 32
@@ -50,6 +47,8 @@ def wanted() -> bool:
     Raises:
         UsageError: ``YYB_WORKERS`` is set to anything but a positive integer.
     """
+    from yyb.store import fanout  # its pickle is not for every reader of a pack
+
     return (fanout.configured_workers() or fanout.usable_cpus()) > 1 and hasattr(os, "fork")
 
 
@@ -119,6 +118,8 @@ class Prover:
         """Whether the oldest answer has begun to arrive (the helper is done, or nearly)."""
         if not self.pid:
             return True
+        import select
+
         poll = select.poll()
         poll.register(self._answers, select.POLLIN)
         return bool(poll.poll(0))
