@@ -240,7 +240,7 @@ def _answer_chunk(store, lines: list[bytes], bodies: list, out: BinaryIO, with_b
     good = True
     for line, body in zip(lines, bodies, strict=True):
         if body is not None:
-            _write_parts(out, _blobs([line], [body], with_body))
+            out.write(b"".join(_blobs([line], [body], with_body)))
         elif not _answer(store, line, out, with_body):
             good = False
     return good
