@@ -33,7 +33,7 @@ from typing import NamedTuple
 from yyb.errors import CorruptObject
 from yyb.store import file
 from yyb.store.objects import MAX_HEADER, parse_header
-from yyb.store.prover import Prover, digests
+from yyb.store.prover import Prover
 
 PACK_MAGIC = b"YYBPACK\0"
 INDEX_MAGIC = b"YYBIDX\0\0"
@@ -151,6 +151,7 @@ HELPER_AFTER = 256  # keys in one bulk read before a helper is worth its fork
 # as much per entry as listing the index, and a lookup without it is ~30 times a dict's.
 TABLE_AFTER_BULK = 50
 SHARE_STEP = 0.05  # how fast the helper's share of a bulk read follows which side waits
+_DIGEST = operator.methodcaller("digest")
 
 
 class Begun(NamedTuple):
@@ -382,7 +383,7 @@ class Pack:
             present = [entry is not None for entry in entries]
             entries = list(itertools.compress(entries, present))
             keys = b"".join(itertools.compress(_split(keys), present))
-        listed = self._offsets is not None and self._ends is not None
+        listed = self._offsets is not None  # and so are the ends (_load_offsets)
         starts = list(map(self._offsets.__getitem__ if listed else self._start, entries))
         stops = list(map(self._ends.__getitem__ if listed else self._stop, entries))
         data = self.data
@@ -517,6 +518,12 @@ def _split(keys: bytes) -> list[bytes]:
             map(slice, range(0, len(keys), HASH), range(HASH, len(keys) + HASH, HASH)),
         )
     )
+
+
+def digests(view: memoryview, starts: list[int], stops: list[int]) -> bytes:
+    """The SHA-256 of each ``view[start:stop]``, joined."""
+    spans = map(view.__getitem__, map(slice, starts, stops))
+    return b"".join(map(_DIGEST, map(hashlib.sha256, spans)))
 
 
 def _prefixes(keys: bytes) -> list[int]:

@@ -18,8 +18,6 @@ from __future__ import annotations
 import array
 import collections
 import contextlib
-import hashlib
-import operator
 import os
 import signal
 import struct
@@ -31,13 +29,6 @@ KEY = 32
 ANSWER = 16  # a start and a stop
 PIPE_SIZE = 1 << 20  # Linux's default /proc/sys/fs/pipe-max-size
 Work = Callable[[bytes], tuple[list[int], list[int]]]
-_digest = operator.methodcaller("digest")
-
-
-def digests(view: memoryview, starts, stops) -> bytes:
-    """The SHA-256 of each ``view[start:stop]``, joined."""
-    spans = map(view.__getitem__, map(slice, starts, stops))
-    return b"".join(map(_digest, map(hashlib.sha256, spans)))
 
 
 def wanted() -> bool:
