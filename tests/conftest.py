@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -189,6 +190,42 @@ def run_yyb(
         cwd=cwd,
         timeout=120,
     )
+
+
+def _signals_at_their_defaults() -> None:
+    """Run in the child before exec: SIGINT and SIGTERM back to their defaults.
+
+    A disposition of "ignore" survives exec, and a shell gives one to every job it starts with
+    `&` (and nohup does the same for SIGHUP): a Python child that starts with SIGINT ignored
+    never raises KeyboardInterrupt, so a test that signals it would wait on a process that
+    cannot hear it.
+    """
+    import signal
+
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, signal.SIG_DFL)
+
+
+@contextmanager
+def signalled(argv: list[str], **kwargs):
+    """A child that a test will signal: defaults restored, its own session, reaped at the end.
+
+    Whatever the test asserts or raises, the child's whole process group is killed and the
+    child waited for before the context ends, so no test leaves a process behind.
+    """
+    import signal
+
+    process = subprocess.Popen(
+        argv, preexec_fn=_signals_at_their_defaults, start_new_session=True, **kwargs
+    )
+    try:
+        yield process
+    finally:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass  # the group is gone: nothing of it is left to reap
+        process.communicate()
 
 
 # Tests commit with a fixed identity and date, and no user or system git configuration.

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -24,6 +27,69 @@ def test_readme_has_exactly_two_setup_commands_and_ci_runs_the_second():
     assert "pytest" in commands[1]
     ci_lines = (ROOT / ".ci" / "run").read_text().splitlines()
     assert commands[1] in ci_lines
+
+
+STUB = """#!/bin/sh
+echo "$(basename "$0") $*" >> "$STUB_LOG"
+"""
+STUB_SUDO = STUB + 'exec "$@"\n'
+# python3 -m venv .venv makes the commands the set-up calls next, each logging its call.
+STUB_PYTHON = STUB + """if [ "$1 $2" = "-m venv" ]; then
+  mkdir -p "$3/bin"
+  for tool in pip python yyb; do
+    printf '#!/bin/sh\\necho "%s $*" >> "$STUB_LOG"\\n' "$3/bin/$tool" > "$3/bin/$tool"
+    chmod +x "$3/bin/$tool"
+  done
+fi
+"""
+
+
+def _run_setup(command: str, tmp_path: Path, sudo: bool) -> tuple[int, list[str]]:
+    """The set-up command through bash on a PATH of stand-ins: apt-get, python3, maybe sudo."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    tools = {"apt-get": STUB, "python3": STUB_PYTHON} | ({"sudo": STUB_SUDO} if sudo else {})
+    for name, text in tools.items():
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    for name in ("mkdir", "chmod", "basename"):
+        (bin_dir / name).symlink_to(next(p for p in ("/usr/bin/" + name, "/bin/" + name)))
+    log = tmp_path / "calls"
+    env = {"PATH": str(bin_dir), "STUB_LOG": str(log), "HOME": str(tmp_path)}
+    done = subprocess.run(["/bin/bash", "-c", command], cwd=tmp_path, env=env)
+    return done.returncode, log.read_text().splitlines() if log.exists() else []
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["example", "tests"])
+@pytest.mark.parametrize("sudo", [False, True], ids=["root-without-sudo", "user-with-sudo"])
+def test_each_setup_command_runs_as_written_with_and_without_sudo(tmp_path, which, sudo):
+    command = _readme_commands()[which]
+    code, calls = _run_setup(command, tmp_path, sudo)
+    assert code == 0, calls
+    apt = [c for c in calls if "apt-get" in c]
+    prefix = "sudo apt-get" if sudo else "apt-get"
+    assert [c.split(" ", 2)[:2] for c in apt if c.startswith(prefix)] and all(
+        c.startswith(prefix) or c.startswith("apt-get") for c in apt
+    )
+    assert any(c.startswith(prefix + " install -y python3-venv git bubblewrap") for c in calls)
+    assert calls[-1].endswith("yyb example" if which == 0 else "python -m pytest -q")
+
+
+def test_the_plumbing_demo_runs_as_written_after_the_setup(tmp_path):
+    readme = (ROOT / "README.md").read_text()
+    demo = readme.split("Try the plumbing", 1)[1]
+    demo = re.search(r"```sh\n(.+?)\n```", demo, re.S).group(1)
+    venv_bin = tmp_path / ".venv" / "bin"  # where the set-up installs yyb, and nowhere else
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "yyb").write_text(f'#!/bin/sh\nexec {sys.executable} -m yyb "$@"\n')
+    (venv_bin / "yyb").chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k not in ("YYB_STORE",)}
+    env["PATH"] = "/usr/bin:/bin"  # no yyb on it: the demo must find the one in .venv/bin
+    done = subprocess.run(
+        ["/bin/bash", "-ec", demo], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert "first note" in done.stdout
 
 
 def test_store_imports_nothing_above_it():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -11,6 +12,7 @@ import threading
 import pytest
 
 from tests.attempts.conftest import wait_for
+from tests.conftest import signalled
 from yyb.attempts import run as attempts_run
 from yyb.evidence import names
 from yyb.plans import grant, planfile
@@ -140,22 +142,19 @@ def test_signal_cancels_in_flight_attempts_and_dispatches_no_more(bench, sig):
     model = bench.behaviour("holder", HOLDER)
     plan_file = bench.plan_file([model], attempts=3)
     plan_oid, _ = planfile.load(plan_file)
-    proc = subprocess.Popen(
-        bench.subprocess_argv("run", "--plan", plan_file, "--jobs", "2"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    argv = bench.subprocess_argv("run", "--plan", plan_file, "--jobs", "2")
     try:
-        started = wait_for(lambda: len(bench.alive()) >= 4)  # two attempts, two sleeps each
-        proc.send_signal(sig)
-        out, err = proc.communicate(timeout=30)
+        with signalled(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+            started = wait_for(lambda: len(bench.alive()) >= 4)  # two attempts, two sleeps each
+            proc.send_signal(sig)
+            out, err = proc.communicate(timeout=30)
+        left = bench.alive()
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        for pid, _ in bench.alive():  # the sandboxes have sessions of their own
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
     assert started, "the attempts never started"
-    assert bench.alive() == []  # nothing outlived the run
+    assert left == []  # nothing outlived the run
     assert proc.returncode == 130, err
     table = [
         line.split() for line in out.splitlines() if line.split()[:1] and line.split()[0].isdigit()

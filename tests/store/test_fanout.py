@@ -6,6 +6,8 @@ import os
 
 import pytest
 
+from tests.conftest import signalled
+
 from yyb.errors import UsageError
 from yyb.store import fanout
 
@@ -98,12 +100,10 @@ def test_ctrl_c_stops_the_workers_without_a_traceback_from_each(tmp_path):
 
     script = tmp_path / "interrupted.py"
     script.write_text(INTERRUPTED)
-    child = subprocess.Popen(
-        [sys.executable, str(script)], stderr=subprocess.PIPE, start_new_session=True
-    )
-    time.sleep(1.5)  # the workers are asleep in their chunks
-    os.killpg(child.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
-    _, err = child.communicate(timeout=20)
+    with signalled([sys.executable, str(script)], stderr=subprocess.PIPE) as child:
+        time.sleep(1.5)  # the workers are asleep in their chunks
+        os.killpg(child.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
+        _, err = child.communicate(timeout=20)
     assert child.returncode == 130
     assert err.decode().strip().splitlines() == ["interrupted"]
 

@@ -10,31 +10,21 @@ import urllib.request
 
 import pytest
 
-from tests.conftest import run_yyb
-
-
-def start(store_path: str, *args: str) -> tuple[subprocess.Popen, str]:
-    """``yyb view`` in a subprocess, and the URL it printed."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "yyb", "--store", store_path, "view", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    line = process.stdout.readline()
-    assert line.startswith("yyb view: http://127.0.0.1:"), line + process.stderr.read()
-    return process, line.split()[-1]
+from tests.conftest import run_yyb, signalled
 
 
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
 def test_it_prints_its_url_serves_and_stops_cleanly(example, stop):
-    process, url = start(example.store_path)
-    try:
-        with urllib.request.urlopen(url, timeout=10) as response:
-            assert response.status == 200 and b"Experiments" in response.read()
-    finally:
-        process.send_signal(stop)
-        out, err = process.communicate(timeout=10)
+    argv = [sys.executable, "-m", "yyb", "--store", example.store_path, "view"]
+    with signalled(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
+        line = process.stdout.readline()
+        assert line.startswith("yyb view: http://127.0.0.1:"), line + process.stderr.read()
+        try:
+            with urllib.request.urlopen(line.split()[-1], timeout=10) as response:
+                assert response.status == 200 and b"Experiments" in response.read()
+        finally:
+            process.send_signal(stop)
+            out, err = process.communicate(timeout=10)
     assert process.returncode == 0 and err == "" and out == ""
 
 
