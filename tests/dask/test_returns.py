@@ -29,6 +29,7 @@ class Made:
     intents: dict[str, str]
     shipment: remote.Shipment
     returned: remote.Returned
+    worker: remote.Worker
 
     @property
     def attempt(self) -> str:
@@ -53,7 +54,7 @@ def made(dask_bench) -> Made:
     worker = remote.Worker("w-test", list(ctx.sandbox_verified))
     returned = remote.run(shipment, worker, threading.Event())
     assert returned.execution is not None, returned
-    return Made(bench, ctx, attempts, intents, shipment, returned)
+    return Made(bench, ctx, attempts, intents, shipment, returned, worker)
 
 
 def record_raw(value: dict) -> tuple[str, bytes]:
@@ -104,17 +105,21 @@ def rewritten(returned: remote.Returned, oid: str, change) -> remote.Returned:
     return remote.Returned(execution, tuple(objects.items()), worker=returned.worker)
 
 
-def refused(made: Made, returned, words: str) -> None:
+def receive(made: Made, returned, ran_on: remote.Worker | None = None):
+    return remote.receive(made.ctx, made.shipment, returned, ran_on or made.worker)
+
+
+def refused(made: Made, returned, words: str, ran_on: remote.Worker | None = None) -> None:
     before = set(made.ctx.store.objects.iter_oids())
     with pytest.raises(remote.Refused) as caught:
-        remote.accept(made.ctx, made.shipment, returned)
+        receive(made, returned, ran_on)
     assert words in caught.value.reason, caught.value.reason
     assert made.execution_ref() is None
     assert set(made.ctx.store.objects.iter_oids()) == before  # nothing written
 
 
 def test_the_genuine_return_is_accepted(made):
-    oid, execution = remote.accept(made.ctx, made.shipment, made.returned)
+    oid, execution = receive(made, made.returned)
     assert made.execution_ref() == oid == made.returned.execution
     receipt = made.ctx.store.objects.get_record(execution["links"]["receipt"])
     assert receipt["executor"]["kind"] == "dask" and receipt["executor"]["worker"] == "w-test"
@@ -200,10 +205,146 @@ def test_a_receipt_of_another_snapshot_or_worker_is_refused(made, change, words)
 
 
 def test_a_return_that_is_not_a_return_is_refused(made):
-    refused(made, {"execution": made.returned.execution}, "no execution")
-    refused(made, remote.Returned(None), "no execution")
+    refused(made, remote.Returned(None, worker="w-test"), "neither an execution nor")
     bad_pairs = dataclasses.replace(made.returned, objects=(("x", "not bytes"),))
     refused(made, bad_pairs, "not an (oid, bytes) pair")
+
+
+class Opaque:
+    """An object of no use to anyone: not iterable, not a mapping."""
+
+
+def nested(depth: int) -> list:
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def without(field: str) -> remote.Returned:
+    """A ``Returned`` that unpickled without one of its fields."""
+    made = object.__new__(remote.Returned)
+    state = {"execution": "0" * 64, "objects": (), "early": None, "worker": "w-test"}
+    del state[field]
+    made.__dict__.update(state)
+    return made
+
+
+FORMS = {
+    "a dict": (lambda r: {"execution": r.execution, "objects": r.objects}, "type dict"),
+    "None": (lambda r: None, "returned None"),
+    "a non-iterable": (lambda r: Opaque(), "type Opaque"),
+    "objects not iterable": (lambda r: dataclasses.replace(r, objects=Opaque()), "objects"),
+    "objects a list": (lambda r: dataclasses.replace(r, objects=list(r.objects)), "objects"),
+    "execution a list": (lambda r: dataclasses.replace(r, execution=[r.execution]), "execution"),
+    "execution in capitals": (
+        lambda r: dataclasses.replace(r, execution=r.execution.upper()),
+        "execution",
+    ),
+    "an oid not a string": (
+        lambda r: dataclasses.replace(r, objects=((7, r.objects[0][1]), *r.objects[1:])),
+        "oid",
+    ),
+    "an oid not 64 hex": (
+        lambda r: dataclasses.replace(r, objects=(("z" * 64, r.objects[0][1]), *r.objects[1:])),
+        "oid",
+    ),
+    "bytes not bytes": (
+        lambda r: dataclasses.replace(
+            r, objects=((r.objects[0][0], bytearray(r.objects[0][1])), *r.objects[1:])
+        ),
+        "(oid, bytes) pair",
+    ),
+    "a triple": (
+        lambda r: dataclasses.replace(r, objects=((*r.objects[0], b""), *r.objects[1:])),
+        "(oid, bytes) pair",
+    ),
+    "worker not a string": (lambda r: dataclasses.replace(r, worker=["w-test"]), "worker"),
+    "worker huge": (lambda r: dataclasses.replace(r, worker="w" * 1_000_000), "worker"),
+    "early deeply nested": (
+        lambda r: remote.Returned(None, early=nested(100_000), worker=r.worker),
+        "early",
+    ),
+    "early reason huge": (
+        lambda r: remote.Returned(None, early={"environment": "x" * 1_000_000}, worker=r.worker),
+        "characters",
+    ),
+    "early and an execution": (
+        lambda r: dataclasses.replace(r, early={"environment": "disk full"}),
+        "both",
+    ),
+    "a field missing": (lambda r: without("objects"), "fields"),
+}
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_a_return_of_the_wrong_form_is_refused_not_a_crash(made, form):
+    """Whatever comes back from a worker, the controller refuses it with a reason and
+    writes nothing; it never raises anything else."""
+    change, words = FORMS[form]
+    refused(made, change(made.returned), words)
+
+
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        (lambda s: s.update(network="denied"), "network"),
+        (lambda s: s["limits"].update(memory_mib=s["limits"]["memory_mib"] * 2), "limits"),
+        (lambda s: s["limits"].update(processes=s["limits"]["processes"] + 1), "limits"),
+        (lambda s: s["limits"].update(open_files=s["limits"]["open_files"] * 2), "limits"),
+    ],
+)
+def test_a_receipt_unlike_the_plans_tool_policy_is_refused(made, change, words):
+    """The plan allows the network (the bench's candidates report over it) and gives the
+    default limits: a receipt that says its sandbox had others is not this plan's attempt."""
+    assert made.ctx.plan["tool_policy"]["network"] == "allowed"
+    execution = values(made.returned)[made.returned.execution]
+    forged = rewritten(made.returned, execution["links"]["receipt"], lambda v: change(v["sandbox"]))
+    refused(made, forged, words)
+
+
+def test_a_verified_list_the_probe_did_not_report_is_refused(made):
+    execution = values(made.returned)[made.returned.execution]
+    receipt = execution["links"]["receipt"]
+    boast = rewritten(
+        made.returned,
+        receipt,
+        lambda v: v["sandbox"]["verified"].append("the candidate's network is cut"),
+    )
+    refused(made, boast, "verified")
+    # The genuine receipt, judged against a probe of that worker that reported less.
+    probe = remote.Worker(made.worker.name, made.worker.verified[:-1], host=made.worker.host)
+    refused(made, made.returned, "verified", ran_on=probe)
+
+
+def test_a_return_from_another_worker_than_the_one_that_ran_it_is_refused(made):
+    """The scheduler says the task ran on w-test; the return says w-other, in its receipt
+    and its ``worker`` field alike, or the other way round."""
+    execution = values(made.returned)[made.returned.execution]
+    impostor = rewritten(
+        made.returned, execution["links"]["receipt"], lambda v: v["executor"].update(worker="w2")
+    )
+    impostor = dataclasses.replace(impostor, worker="w2")
+    refused(made, impostor, "ran on w-test")
+    other = remote.Worker("w-other", made.worker.verified, host=made.worker.host)
+    refused(made, made.returned, "ran on w-other", ran_on=other)
+    elsewhere = remote.Worker(made.worker.name, made.worker.verified, host="another-host")
+    refused(made, made.returned, "host", ran_on=elsewhere)
+    early = remote.Returned(None, early={"environment": "disk full"}, worker="w2")
+    refused(made, early, "ran on w-test")
+
+
+def test_objects_nothing_in_the_return_links_are_dropped(made):
+    planted = [b"planted by the worker", b"more of it"]
+    extra = tuple((hash_object("blob", data), header("blob", len(data)) + data) for data in planted)
+    forged = dataclasses.replace(
+        made.returned, objects=tuple(sorted(made.returned.objects + extra))
+    )
+    oid, _ = receive(made, forged)
+    assert made.execution_ref() == oid
+    stored = set(made.ctx.store.objects.iter_oids())
+    assert {o for o, _ in made.returned.objects} <= stored
+    assert not {o for o, _ in extra} & stored
 
 
 def test_an_early_return_can_only_be_an_environment_failure(made):
@@ -268,7 +409,7 @@ def test_blobs_the_controller_holds_are_not_sent_back(made):
     blobs: the next shipment names them, the worker leaves them out of its return, and the
     return still checks (its links resolve in the controller's store)."""
     assert made.shipment.held == ()  # nothing of the base in the store yet
-    remote.accept(made.ctx, made.shipment, made.returned)
+    receive(made, made.returned)
     second, intent = made.attempts[1], made.intents[made.attempts[1]]
     shipment = remote.ship(made.ctx, second, intent)
     assert shipment.held and set(shipment.held) <= set(made.ctx.store.objects.iter_oids())
@@ -277,5 +418,5 @@ def test_blobs_the_controller_holds_are_not_sent_back(made):
     sent = {oid for oid, _ in back.objects}
     assert not sent & set(shipment.held)
     assert len(back.objects) < len(made.returned.objects)
-    oid, _ = remote.accept(made.ctx, shipment, back)
+    oid, _ = remote.receive(made.ctx, shipment, back, worker)
     assert made.ctx.read(second, "execution") == oid

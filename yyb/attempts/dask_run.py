@@ -424,6 +424,7 @@ class DaskExecutor:
         self.tally.start()
         try:
             returned = self._wait(ctx, future)
+            address = self._ran_on(future)
         except remote.Refused:
             self.tally.end(None, False)
             raise
@@ -442,12 +443,16 @@ class DaskExecutor:
             except Exception:  # noqa: BLE001 - nothing to release on a closed client
                 pass
             _release(claim)
-        worker = str(getattr(returned, "worker", "") or "?")
+        probed = self.workers.get(address)
+        worker = probed.name if probed is not None else address or "?"
         try:
-            if getattr(returned, "execution", None) is None:
-                accepted = remote.early(returned, intent_oid)
-            else:
-                accepted = remote.accept(ctx, shipment, returned)
+            if probed is None:
+                raise remote.Refused(
+                    f"the scheduler names no worker this run probed as the one that ran it "
+                    f"({address or 'none'})"
+                )
+            ran_on = remote.Worker(probed.name, list(probed.verified), host=probed.host)
+            accepted = remote.receive(ctx, shipment, returned, ran_on)
         except remote.Refused as exc:
             self.tally.end(worker, False)
             raise remote.Refused(f"worker {worker}'s return was refused: {exc.reason}") from None
@@ -483,6 +488,15 @@ class DaskExecutor:
                 why = f"every worker this run probed left {self.address}"
                 self._lose(why)
                 raise remote.Refused(f"{why}; its run is lost")
+
+    def _ran_on(self, future) -> str | None:
+        """The address of the worker that ran the task, by the scheduler's record of who
+        holds its result (not by the result's word); None when it names no single worker."""
+        try:
+            held = self.client.who_has([future]).get(future.key, ())
+        except Exception:  # noqa: BLE001 - the scheduler is gone: no record to go by
+            return None
+        return held[0] if len(held) == 1 else None
 
     def _probed_alive(self) -> bool:
         """Whether one worker this run probed is still connected (asked at most once a beat
