@@ -269,6 +269,10 @@ FORMS = {
         lambda r: remote.Returned(None, early={"environment": "x" * 1_000_000}, worker=r.worker),
         "characters",
     ),
+    "early with objects": (
+        lambda r: remote.Returned(None, r.objects, {"environment": "disk full"}, r.worker),
+        "objects beside",
+    ),
     "early and an execution": (
         lambda r: dataclasses.replace(r, early={"environment": "disk full"}),
         "both",
@@ -420,3 +424,36 @@ def test_blobs_the_controller_holds_are_not_sent_back(made):
     assert len(back.objects) < len(made.returned.objects)
     oid, _ = remote.receive(made.ctx, shipment, back, worker)
     assert made.ctx.read(second, "execution") == oid
+
+
+class WhoHas:
+    """A client stand-in that answers ``who_has`` with ``held`` (or raises it)."""
+
+    def __init__(self, held) -> None:
+        self.held = held
+
+    def who_has(self, futures):
+        if isinstance(self.held, BaseException):
+            raise self.held
+        return {future.key: self.held for future in futures}
+
+
+@pytest.mark.parametrize(
+    "held, address",
+    [
+        (("tcp://10.0.0.2:1",), "tcp://10.0.0.2:1"),
+        ((), None),
+        (("tcp://10.0.0.2:1", "tcp://10.0.0.3:1"), None),
+        (OSError("the scheduler is gone"), None),
+    ],
+)
+def test_the_worker_that_ran_a_task_is_the_one_the_scheduler_names(held, address):
+    """Exactly one holder of the result names the worker; anything else names none, and
+    the return is then refused."""
+    pytest.importorskip("distributed")
+    from yyb.attempts.dask_run import DaskExecutor
+
+    executor = DaskExecutor("tcp://127.0.0.1:1", {})
+    executor.client = WhoHas(held)
+    future = dataclasses.make_dataclass("Future", ["key"])("yyb-attempt-x")
+    assert executor._ran_on(future) == address

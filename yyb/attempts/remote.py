@@ -260,14 +260,21 @@ def well_formed(returned) -> Returned:
         raise Refused("the return's execution is not an oid (64 lowercase hex digits)")
     if facts is not None and type(facts) is not dict:
         raise Refused(f"the return's early is {_named(facts)}, not a dict")
-    if type(items) is not tuple or (facts is not None and items):
-        raise Refused(f"the return's objects are {_named(items)}, not a tuple of its objects")
+    if type(items) is not tuple:
+        raise Refused(f"the return's objects are {_named(items)}, not a tuple")
+    if facts is not None and items:
+        raise Refused("the return holds objects beside an early end")
     for item in items:
         if type(item) is not tuple or len(item) != 2 or type(item[1]) is not bytes:
             raise Refused("an object of the return is not an (oid, bytes) pair")
         if not (type(item[0]) is str and stored.is_oid(item[0])):
             raise Refused("an object of the return is named by something other than an oid")
     return returned
+
+
+def _quoted(text) -> str:
+    """A worker's text in a reason: on one line, at most 100 characters of it."""
+    return repr(text if len(text) <= 100 else text[:100] + "...")
 
 
 def _named(value) -> str:
@@ -288,7 +295,8 @@ def receive(ctx: RunContext, shipment: Shipment, returned, ran_on: Worker):
     well_formed(returned)
     if returned.worker != ran_on.name:
         raise Refused(
-            f"it says it comes from worker {returned.worker}, but the task ran on {ran_on.name}"
+            f"it says it comes from worker {_quoted(returned.worker)}, "
+            f"but the task ran on {ran_on.name}"
         )
     if returned.execution is None:
         return early(returned, shipment.intent_oid)
@@ -341,10 +349,10 @@ def _check_receipt(ctx: RunContext, shipment: Shipment, receipt: dict, ran_on: W
     if receipt["links"]["intent"] != shipment.intent_oid or executor["kind"] != "dask":
         raise Refused("the workspace receipt belongs to another dispatch or executor")
     if executor["worker"] != ran_on.name:
-        raise Refused(f"the workspace receipt names worker {executor['worker']}")
+        raise Refused(f"the workspace receipt names worker {_quoted(executor['worker'])}")
     if executor["host"] != ran_on.host:
         raise Refused(
-            f"the workspace receipt names host {executor['host']}, "
+            f"the workspace receipt names host {_quoted(executor['host'])}, "
             f"but worker {ran_on.name}'s probe ran on {ran_on.host}"
         )
     shipped = shipment.snapshot
