@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import types
 
 import pytest
 
@@ -426,16 +427,33 @@ def test_blobs_the_controller_holds_are_not_sent_back(made):
     assert made.ctx.read(second, "execution") == oid
 
 
-class WhoHas:
-    """A client stand-in that answers ``who_has`` with ``held`` (or raises it)."""
+class Client:
+    """A client stand-in: ``who_has`` answers ``held`` (or raises it), ``run`` answers
+    ``probed`` (address -> the probe's answer)."""
 
-    def __init__(self, held) -> None:
+    def __init__(self, held=(), probed=None) -> None:
         self.held = held
+        self.probed = probed or {}
 
     def who_has(self, futures):
         if isinstance(self.held, BaseException):
             raise self.held
         return {future.key: self.held for future in futures}
+
+    def wait_for_workers(self, count, timeout):
+        pass
+
+    def run(self, function, *args, on_error):
+        return dict(self.probed)
+
+
+def stand_in_executor(client: Client):
+    pytest.importorskip("distributed")
+    from yyb.attempts.dask_run import DaskExecutor
+
+    executor = DaskExecutor("tcp://127.0.0.1:1", {})
+    executor.client = client
+    return executor
 
 
 @pytest.mark.parametrize(
@@ -450,10 +468,52 @@ class WhoHas:
 def test_the_worker_that_ran_a_task_is_the_one_the_scheduler_names(held, address):
     """Exactly one holder of the result names the worker; anything else names none, and
     the return is then refused."""
-    pytest.importorskip("distributed")
-    from yyb.attempts.dask_run import DaskExecutor
-
-    executor = DaskExecutor("tcp://127.0.0.1:1", {})
-    executor.client = WhoHas(held)
+    executor = stand_in_executor(Client(held=held))
     future = dataclasses.make_dataclass("Future", ["key"])("yyb-attempt-x")
     assert executor._ran_on(future) == address
+
+
+def probe_answers():
+    import yyb
+    from yyb.attempts.dask_run import Probed
+
+    address = "tcp://10.0.0.2:40733"
+    good = Probed(f"w1 {address}", "node-2", 1, "bubblewrap 0.8.0", ["x"], yyb.__version__)
+    fields = dataclasses.asdict(good)
+    return (
+        address,
+        good,
+        {
+            "a dict": fields,
+            "None": None,
+            "threads a text": dataclasses.replace(good, nthreads="1"),
+            "no threads": dataclasses.replace(good, nthreads=0),
+            "threads negative": dataclasses.replace(good, nthreads=-4),
+            "another worker's name": dataclasses.replace(good, name="w2 tcp://10.0.0.3:1"),
+            "a name not a text": dataclasses.replace(good, name=None),
+            "verified a tuple": dataclasses.replace(good, verified=("x",)),
+            "verified of numbers": dataclasses.replace(good, verified=[1]),
+            "version not a text": dataclasses.replace(good, yyb=[yyb.__version__]),
+        },
+    )
+
+
+PROBE_ADDRESS, GOOD_PROBE, PROBE_FORMS = probe_answers()
+
+
+@pytest.mark.parametrize("form", sorted(PROBE_FORMS))
+def test_a_probe_answer_out_of_form_refuses_the_run(form):
+    """A probe's answer is the worker's word too: one out of form refuses the run before
+    anything is dispatched, in one line (exit 2), instead of crashing the controller."""
+    pytest.importorskip("distributed")
+    from yyb.errors import UsageError
+
+    address, good, forms = PROBE_ADDRESS, GOOD_PROBE, PROBE_FORMS
+    ctx = types.SimpleNamespace(cancel=threading.Event(), harness={}, tools=lambda: [])
+    assert stand_in_executor(Client(probed={address: good})).probe(ctx) == 1
+    executor = stand_in_executor(Client(probed={address: forms[form]}))
+    with pytest.raises(UsageError) as caught:
+        executor.probe(ctx)
+    assert caught.value.exit_code == 2
+    assert f"worker {address} answered the probe with" in str(caught.value)
+    assert executor.workers == {}

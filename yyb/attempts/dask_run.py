@@ -31,7 +31,7 @@ import secrets
 import socket
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from yyb.attempts import remote
 from yyb.attempts.execute import unprepared
@@ -87,6 +87,9 @@ class Probed:
     verified: list[str]
     yyb: str
 
+
+PROBED_FIELDS = frozenset(f.name for f in fields(Probed))
+MAX_THREADS = 4096  # a worker's threads, each an attempt in flight: --jobs is their sum
 
 # What each run's probe found in this worker process, by (run id, worker name): the secrets
 # of one run are never handed to another run's candidates.
@@ -383,6 +386,9 @@ class DaskExecutor:
                 raise SandboxUnavailable(f"on worker {address}: {answer.reason}")
             if isinstance(answer, BaseException):
                 raise UsageError(f"worker {address} cannot run attempts: {_describe(answer)}")
+            problem = _misprobed(address, answer)
+            if problem is not None:
+                raise UsageError(f"worker {address} answered the probe with {problem}")
             if answer.yyb != yyb.__version__:
                 raise UsageError(
                     f"worker {address} runs yyb {answer.yyb}, this controller {yyb.__version__}"
@@ -532,6 +538,24 @@ class DaskExecutor:
         """None while attempts may be submitted; why not, once the scheduler is lost."""
         with self._lock:
             return self._lost
+
+
+def _misprobed(address: str, answer) -> str | None:
+    """What is wrong with a probe's answer, which is the worker's word like a return (None:
+    it is a ``Probed`` whose fields have their types, naming the worker's own address)."""
+    if type(answer) is not Probed or set(vars(answer)) != PROBED_FIELDS:
+        return "something other than a Probed"
+    texts = (answer.name, answer.host, answer.bwrap, answer.yyb)
+    if not all(type(t) is str and 0 < len(t) <= remote.MAX_NAME for t in texts):
+        return f"a name, host or version that is not a text of 1 to {remote.MAX_NAME} characters"
+    if answer.name != address and not answer.name.endswith(f" {address}"):
+        return "another worker's name"
+    if type(answer.nthreads) is not int or not 0 < answer.nthreads <= MAX_THREADS:
+        return f"a thread count that is not a number from 1 to {MAX_THREADS}"
+    verified = answer.verified
+    if type(verified) is not list or not all(type(v) is str and v for v in verified):
+        return "verified properties that are not a list of texts"
+    return None
 
 
 def _release(claim) -> None:
