@@ -517,3 +517,36 @@ def test_a_probe_answer_out_of_form_refuses_the_run(form):
     assert caught.value.exit_code == 2
     assert f"worker {address} answered the probe with" in str(caught.value)
     assert executor.workers == {}
+
+
+class Refusing:
+    """A future stand-in whose result is a refusal raised on the worker."""
+
+    key = "yyb-attempt-x"
+
+    def __init__(self, reason) -> None:
+        self.refusal = remote.Refused.__new__(remote.Refused)
+        Exception.__init__(self.refusal, "refused")
+        if reason is not None:
+            self.refusal.reason = reason
+
+    def result(self, timeout):
+        raise self.refusal
+
+
+@pytest.mark.parametrize(
+    "reason, said",
+    [
+        ("its claim was taken already", "its claim was taken already"),
+        ("x" * 1_000_000, "not a text of 1 to 4096 characters"),
+        (["a", "list"], "not a text of 1 to 4096 characters"),
+        (None, "not a text of 1 to 4096 characters"),
+    ],
+)
+def test_a_tasks_refusal_is_quoted_only_when_it_is_a_short_text(reason, said):
+    """What a task raises comes from its worker: its reason becomes a terminal's only when
+    it is a text of bounded length."""
+    executor = stand_in_executor(Client())
+    with pytest.raises(remote.Refused) as caught:
+        executor._wait(None, Refusing(reason))
+    assert said in caught.value.reason and len(caught.value.reason) < 200

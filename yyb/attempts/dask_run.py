@@ -481,6 +481,8 @@ class DaskExecutor:
                 return future.result(timeout=BEAT_SECONDS)
             except TimeoutError:
                 pass
+            except remote.Refused as exc:  # the task's own refusal: the worker's word
+                raise remote.Refused(_refusal(exc)) from None
             now = time.monotonic()
             if self.cancelled():
                 stopped_since = stopped_since or now
@@ -556,6 +558,18 @@ def _misprobed(address: str, answer) -> str | None:
     if type(verified) is not list or not all(type(v) is str and v for v in verified):
         return "verified properties that are not a list of texts"
     return None
+
+
+def _refusal(exc: remote.Refused) -> str:
+    """The reason a task gave for refusing, if it is a text of at most ``MAX_REASON``
+    characters; else a sentence saying it was not."""
+    reason = vars(exc).get("reason")
+    if type(reason) is str and 0 < len(reason) <= remote.MAX_REASON:
+        return reason
+    return (
+        "the task refused to run, with a reason that is not a text of 1 to "
+        f"{remote.MAX_REASON} characters"
+    )
 
 
 def _release(claim) -> None:
