@@ -222,6 +222,11 @@ def nested(depth: int) -> list:
     return value
 
 
+@dataclasses.dataclass(frozen=True)
+class Subclass(remote.Returned):
+    """A return that passes for a ``Returned`` by ``isinstance``."""
+
+
 def without(field: str) -> remote.Returned:
     """A ``Returned`` that unpickled without one of its fields."""
     made = object.__new__(remote.Returned)
@@ -279,6 +284,11 @@ FORMS = {
         "both",
     ),
     "a field missing": (lambda r: without("objects"), "fields"),
+    "a subclass": (lambda r: Subclass(r.execution, r.objects, None, r.worker), "type Subclass"),
+    "objects deeply nested": (
+        lambda r: dataclasses.replace(r, objects=(tuple(nested(100_000)),)),
+        "(oid, bytes) pair",
+    ),
 }
 
 
