@@ -365,30 +365,41 @@ remote.run = run
 """
 
 
+def injected(tmp_path, code: str) -> dict:
+    """The environment of a worker that runs ``code`` at interpreter start."""
+    inject = tmp_path / "inject"
+    inject.mkdir()
+    (inject / "sitecustomize.py").write_text(code)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(inject), os.environ.get("PYTHONPATH")]))
+    return env
+
+
+def run_on_workers(bench, tmp_path, workers: dict, attempts: int):
+    """Run ``attempts`` attempts of the fixer on a new cluster of ``workers`` (name -> the
+    worker's environment, None for the test's); return the plan file and the finished
+    controller."""
+    root = tmp_path / "cluster"
+    root.mkdir()
+    cluster = Cluster(root)
+    try:
+        cluster.start_scheduler()
+        for name, env in workers.items():
+            cluster.start_worker(name, env=env)
+        cluster.wait_for_workers(len(workers))
+        plan = bench.plan_file(["stand/fixer"], attempts=attempts)
+        return plan, run_cli(bench, cluster.address, plan)
+    finally:
+        cluster.stop()
+
+
 def test_a_task_failing_on_its_worker_closes_only_its_attempt(dask_bench, tmp_path):
     """An error raised by the task on a worker (here an OSError, the class a lost connection
     raises too) closes that attempt only: the run goes on, the other worker's attempts
     resolve."""
     bench = dask_bench
-    root = tmp_path / "cluster"
-    root.mkdir()
-    inject = tmp_path / "inject"
-    inject.mkdir()
-    (inject / "sitecustomize.py").write_text(FAULTY_WORKER)
-    cluster = Cluster(root)
-    try:
-        cluster.start_scheduler()
-        cluster.start_worker("w1")
-        faulty = dict(os.environ)
-        faulty["PYTHONPATH"] = os.pathsep.join(
-            filter(None, [str(inject), os.environ.get("PYTHONPATH")])
-        )
-        cluster.start_worker("w2", env=faulty)
-        cluster.wait_for_workers(2)
-        plan = bench.plan_file(["stand/fixer"], attempts=4)
-        done = run_cli(bench, cluster.address, plan)
-    finally:
-        cluster.stop()
+    workers = {"w1": None, "w2": injected(tmp_path, FAULTY_WORKER)}
+    plan, done = run_on_workers(bench, tmp_path, workers, attempts=4)
     assert done.returncode == 0, done.stderr
     assert "dispatch_count: 4" in done.stdout and "was lost" not in done.stderr
     final = terminals(bench, plan).values()
@@ -399,4 +410,59 @@ def test_a_task_failing_on_its_worker_closes_only_its_attempt(dask_bench, tmp_pa
         for r in failed
     ), failed
     assert any(r["class"] == "resolved" for r in final)
+    doctor_clean(bench, plan)
+
+
+# A worker that answers its first tasks with what no honest worker returns, then runs the
+# last one genuinely: a stand-in injected at interpreter start, as FAULTY_WORKER is.
+HOSTILE_WORKER = """
+import dataclasses, itertools
+import yyb.attempts.remote as remote
+
+genuine = remote.run
+tasks = itertools.count()
+
+def run(shipment, worker, cancel):
+    task = next(tasks)
+    if task == 0:
+        return {"execution": None, "early": {"environment": "a dict"}, "worker": worker.name}
+    if task == 1:
+        return None
+    if task == 2:
+        return object()
+    if task == 3:
+        return remote.Returned("0" * 64, objects=7, worker=worker.name)
+    if task == 4:  # another worker's name, in its receipt and in its return alike
+        return genuine(shipment, dataclasses.replace(worker, name="w9 tcp://10.0.0.9:1"), cancel)
+    return genuine(shipment, worker, cancel)
+
+remote.run = run
+"""
+
+
+def test_a_hostile_workers_returns_are_refused_and_the_run_goes_on(dask_bench, tmp_path):
+    """A worker returns a dict, None, a bare object, a Returned whose objects are a number,
+    and a genuine run under another worker's name: each is refused and its attempt closed,
+    without a traceback, and the run goes on to accept the honest last return."""
+    bench = dask_bench
+    workers = {"w1": injected(tmp_path, HOSTILE_WORKER)}
+    plan, done = run_on_workers(bench, tmp_path, workers, attempts=6)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr and "dispatch_count: 6" in done.stdout, done.stderr
+    final = [record for _, record in sorted(terminals(bench, plan).items())]
+    assert len(final) == 6, final
+    words = [
+        "a value of type dict, not a Returned",
+        "returned None, not a Returned",
+        "a value of type object, not a Returned",
+        "objects are a value of type int",
+        "but the task ran on w1 tcp://",
+    ]
+    for record, said in zip(final, words, strict=False):
+        assert closed(record) and "return was refused" in record["reason"], record
+        assert said in record["reason"], record["reason"]
+    assert final[-1]["class"] == "resolved", final[-1]
+    assert "dask worker w1 tcp://127.0.0.1:" in done.stderr and ": 1 returned, 5 refused" in (
+        done.stderr
+    ), done.stderr
     doctor_clean(bench, plan)

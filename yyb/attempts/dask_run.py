@@ -31,7 +31,7 @@ import secrets
 import socket
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from yyb.attempts import remote
 from yyb.attempts.execute import unprepared
@@ -87,6 +87,9 @@ class Probed:
     verified: list[str]
     yyb: str
 
+
+PROBED_FIELDS = frozenset(f.name for f in fields(Probed))
+MAX_THREADS = 4096  # a worker's threads, each an attempt in flight: --jobs is their sum
 
 # What each run's probe found in this worker process, by (run id, worker name): the secrets
 # of one run are never handed to another run's candidates.
@@ -383,6 +386,9 @@ class DaskExecutor:
                 raise SandboxUnavailable(f"on worker {address}: {answer.reason}")
             if isinstance(answer, BaseException):
                 raise UsageError(f"worker {address} cannot run attempts: {_describe(answer)}")
+            problem = _misprobed(address, answer)
+            if problem is not None:
+                raise UsageError(f"worker {address} answered the probe with {problem}")
             if answer.yyb != yyb.__version__:
                 raise UsageError(
                     f"worker {address} runs yyb {answer.yyb}, this controller {yyb.__version__}"
@@ -424,6 +430,7 @@ class DaskExecutor:
         self.tally.start()
         try:
             returned = self._wait(ctx, future)
+            address = self._ran_on(future)
         except remote.Refused:
             self.tally.end(None, False)
             raise
@@ -442,12 +449,16 @@ class DaskExecutor:
             except Exception:  # noqa: BLE001 - nothing to release on a closed client
                 pass
             _release(claim)
-        worker = str(getattr(returned, "worker", "") or "?")
+        probed = self.workers.get(address)
+        worker = probed.name if probed is not None else address or "?"
         try:
-            if getattr(returned, "execution", None) is None:
-                accepted = remote.early(returned, intent_oid)
-            else:
-                accepted = remote.accept(ctx, shipment, returned)
+            if probed is None:
+                raise remote.Refused(
+                    f"the scheduler names no worker this run probed as the one that ran it "
+                    f"({address or 'none'})"
+                )
+            ran_on = remote.Worker(probed.name, list(probed.verified), host=probed.host)
+            accepted = remote.receive(ctx, shipment, returned, ran_on)
         except remote.Refused as exc:
             self.tally.end(worker, False)
             raise remote.Refused(f"worker {worker}'s return was refused: {exc.reason}") from None
@@ -470,6 +481,8 @@ class DaskExecutor:
                 return future.result(timeout=BEAT_SECONDS)
             except TimeoutError:
                 pass
+            except remote.Refused as exc:  # the task's own refusal: the worker's word
+                raise remote.Refused(_refusal(exc)) from None
             now = time.monotonic()
             if self.cancelled():
                 stopped_since = stopped_since or now
@@ -483,6 +496,15 @@ class DaskExecutor:
                 why = f"every worker this run probed left {self.address}"
                 self._lose(why)
                 raise remote.Refused(f"{why}; its run is lost")
+
+    def _ran_on(self, future) -> str | None:
+        """The address of the worker that ran the task, by the scheduler's record of who
+        holds its result (not by the result's word); None when it names no single worker."""
+        try:
+            held = self.client.who_has([future]).get(future.key, ())
+        except Exception:  # noqa: BLE001 - the scheduler is gone: no record to go by
+            return None
+        return held[0] if len(held) == 1 else None
 
     def _probed_alive(self) -> bool:
         """Whether one worker this run probed is still connected (asked at most once a beat
@@ -518,6 +540,36 @@ class DaskExecutor:
         """None while attempts may be submitted; why not, once the scheduler is lost."""
         with self._lock:
             return self._lost
+
+
+def _misprobed(address: str, answer) -> str | None:
+    """What is wrong with a probe's answer, which is the worker's word like a return (None:
+    it is a ``Probed`` whose fields have their types, naming the worker's own address)."""
+    if type(answer) is not Probed or set(vars(answer)) != PROBED_FIELDS:
+        return "something other than a Probed"
+    texts = (answer.name, answer.host, answer.bwrap, answer.yyb)
+    if not all(type(t) is str and 0 < len(t) <= remote.MAX_NAME for t in texts):
+        return f"a name, host or version that is not a text of 1 to {remote.MAX_NAME} characters"
+    if answer.name != address and not answer.name.endswith(f" {address}"):
+        return "another worker's name"
+    if type(answer.nthreads) is not int or not 0 < answer.nthreads <= MAX_THREADS:
+        return f"a thread count that is not a number from 1 to {MAX_THREADS}"
+    verified = answer.verified
+    if type(verified) is not list or not all(type(v) is str and v for v in verified):
+        return "verified properties that are not a list of texts"
+    return None
+
+
+def _refusal(exc: remote.Refused) -> str:
+    """The reason a task gave for refusing, if it is a text of at most ``MAX_REASON``
+    characters; else a sentence saying it was not."""
+    reason = vars(exc).get("reason")
+    if type(reason) is str and 0 < len(reason) <= remote.MAX_REASON:
+        return reason
+    return (
+        "the task refused to run, with a reason that is not a text of 1 to "
+        f"{remote.MAX_REASON} characters"
+    )
 
 
 def _release(claim) -> None:

@@ -52,6 +52,13 @@ def unprepared(exc: Exception, intent_oid: str, what: str) -> Early:
     return Early(Facts(environment=f"{what}: {exc}"), {"intent": intent_oid})
 
 
+def confinement(plan: dict) -> tuple[bool, dict]:
+    """What the plan's tool policy gives its candidates' sandbox: whether the network is
+    allowed, and the resource limits in force (a controller holds a worker's receipt to it)."""
+    policy = plan["tool_policy"]
+    return policy["network"] == "allowed", limits.resolve(policy.get("limits"))
+
+
 def execute(
     ctx, attempt_oid: str, intent_oid: str, folders: Folders, shipped=None, retain: bool = True
 ) -> Early | tuple[str, dict]:
@@ -106,8 +113,7 @@ def execute(
         if ceiling is not None:
             env[CEILING_ENV] = str(ceiling)
         policy["variables"] = sorted(env)
-        network = ctx.plan["tool_policy"]["network"] == "allowed"
-        bounds = limits.resolve(ctx.plan["tool_policy"].get("limits"))
+        network, bounds = confinement(ctx.plan)
         receipt = {
             "schema_version": RECEIPT,
             "base_commit": snap.base_commit,
