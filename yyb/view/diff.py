@@ -15,14 +15,13 @@ docs/view.md, held by tests/view/test_server.py.
 from __future__ import annotations
 
 import array
-import re
 from dataclasses import dataclass
 
 from yyb.harness.patch import MAX_NOTES, MAX_PATCH
 from yyb.view import urls
 from yyb.view.markup import Markup, el, join, link
 
-_FILE = re.compile(rb"^diff --git ", re.M)
+_HEADER = b"\ndiff --git "  # where a file's section begins, but for the first one
 # The most a patch yyb wrote holds (its text, then its notes): what a page reads of one.
 LIMIT = MAX_PATCH + MAX_NOTES + (1 << 20)
 PREFIX = "diff --git a/"
@@ -49,7 +48,8 @@ class Files:
         return self.starts[index], end
 
     def lines(self, index: int) -> int:
-        """How many lines the section has (the last one may lack its newline)."""
+        """How many lines the section has (only the last section can end without a newline:
+        every other one ends where a line begins)."""
         start, end = self.bounds(index)
         return self.data.count(b"\n", start, end) + (self.data[end - 1 : end] != b"\n")
 
@@ -76,11 +76,15 @@ class Files:
 
 
 def files(data: bytes) -> Files:
-    """The file sections of ``data``; text before the first one (there is none in a patch yyb
-    wrote) is a section of its own."""
-    starts = array.array("q", (m.start() for m in _FILE.finditer(data)))
-    if data and (not starts or starts[0] != 0):
-        starts.insert(0, 0)
+    """The file sections of ``data``, each from a line beginning ``diff --git `` to the next;
+    text before the first one (there is none in a patch yyb wrote) is a section of its own."""
+    if not data:
+        return Files(data, array.array("q"))
+    starts = array.array("q", [0])
+    find, at = data.find, data.find(_HEADER)
+    while at >= 0:
+        starts.append(at + 1)
+        at = find(_HEADER, at + len(_HEADER))
     return Files(data, starts)
 
 
@@ -88,16 +92,17 @@ def pages(found: Files) -> list[int]:
     """The index of each page's first file: a page takes the next files while it holds fewer
     than PAGE_FILES and they fit in PAGE_TEXT bytes and PAGE_LINES lines; a file that alone
     does not fit has a page of its own, where it is cut."""
+    data, starts = found.data, found.starts
+    count, last = data.count, len(starts) - 1
     firsts: list[int] = []
-    held = text = lines = PAGE_FILES  # the page in the making: full, so the first file starts one
-    for index in range(len(found)):
-        start, end = found.bounds(index)
-        size, count = end - start, found.lines(index)
-        if held == PAGE_FILES or text + size > PAGE_TEXT or lines + count > PAGE_LINES:
+    held = text = lines = PAGE_FILES  # as if a page were full: the first file begins one
+    for index, (start, end) in enumerate(zip(starts, [*starts[1:], len(data)], strict=True)):
+        size = end - start
+        number = count(b"\n", start, end) + (index == last and not data.endswith(b"\n"))
+        if held == PAGE_FILES or text + size > PAGE_TEXT or lines + number > PAGE_LINES:
             firsts.append(index)
             held = text = lines = 0
-        held, text, lines = held + 1, text + size, lines + count
-        text, lines = min(text, PAGE_TEXT), min(lines, PAGE_LINES)
+        held, text, lines = held + 1, min(text + size, PAGE_TEXT), min(lines + number, PAGE_LINES)
     return firsts or [0]
 
 
