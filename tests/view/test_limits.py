@@ -77,6 +77,19 @@ def test_a_huge_patch_renders_within_a_multiple_of_what_a_page_shows(patch_store
     assert "showing the first" not in pages[3]
 
 
+@pytest.mark.parametrize(
+    ("data", "files"),
+    [(b"", 0), (b"x", 1), (b"text before a file\ndiff --git a/x b/x\n+y", 2)],
+)
+def test_a_small_or_empty_patch_is_one_page(tmp_path, data, files):
+    store, _ = Store.init(str(tmp_path / "store"))
+    blob = store.objects.put("blob", data)
+    response = server.Viewer(store).respond("GET", f"/diff/{blob}", HOST, PORT)
+    assert response.status == 200
+    assert f"{files} file(s), {len(data)} bytes".encode() in response.body
+    assert b"showing the first" not in response.body and b"page 1 of" not in response.body
+
+
 def test_concurrent_heavy_pages_are_limited_and_the_excess_told_to_retry(patch_store, monkeypatch):
     store, blob, _ = patch_store
     viewer = server.Viewer(store)

@@ -96,7 +96,8 @@ def pages(found: Files) -> list[int]:
     count, last = data.count, len(starts) - 1
     firsts: list[int] = []
     held = text = lines = PAGE_FILES  # as if a page were full: the first file begins one
-    for index, (start, end) in enumerate(zip(starts, [*starts[1:], len(data)], strict=True)):
+    ends = [*starts[1:], len(data)] if starts else []
+    for index, (start, end) in enumerate(zip(starts, ends, strict=True)):
         size = end - start
         number = count(b"\n", start, end) + (index == last and not data.endswith(b"\n"))
         if held == PAGE_FILES or text + size > PAGE_TEXT or lines + number > PAGE_LINES:
