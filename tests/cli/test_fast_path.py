@@ -14,7 +14,8 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from tests.conftest import damage_packed, flip_byte, note
+from tests.cli.test_plumbing import hostile_names
+from tests.conftest import damage_packed, flip_byte, note, run_yyb
 from yyb.cli import app, fast
 from yyb.store import gc
 from yyb.store.repo import Store
@@ -146,6 +147,17 @@ def test_a_corrupt_or_packed_object_reads_the_same_on_both_paths(filled):
     for line in lines:
         quick, slow = both(store.path, line, input=names)
         assert quick == slow and quick[0] == 1, quick
+
+
+@pytest.mark.parametrize("mode", ["--batch-check", "--batch"])
+def test_a_line_past_the_limit_reads_the_same_on_both_paths_and_through_a_pipe(filled, mode):
+    names = hostile_names(filled["blob"])
+    quick, slow = both(filled["store"].path, ["cat-object", mode], input=names)
+    assert quick == slow and quick[0] == 2
+    piped = run_yyb("--store", filled["store"].path, "cat-object", mode, input=names)
+    assert (piped.returncode, piped.stdout) == (2, quick[1])
+    assert piped.stderr.decode().splitlines() == quick[2].decode().splitlines()
+    assert len(piped.stdout) < 4 * 4200
 
 
 def test_global_options_and_their_variables(filled, monkeypatch):

@@ -149,6 +149,35 @@ def test_cat_object_batch(yyb, objs, disk_store):
     assert (broken.exit_code, broken.lines) == (1, [f"{blob} corrupt"])
 
 
+def hostile_names(blob: str) -> bytes:
+    """What a hostile feeder of a batch reader writes: a name, a 3 MiB line, a name, a line
+    one byte over the limit and, last, a long line the input ends in without a newline."""
+    return b"\n".join(
+        [blob.encode(), b"a" * (3 << 20), blob.encode(), b"b" * 4097, b"c" * (1 << 20)]
+    )
+
+
+@pytest.mark.parametrize("mode", ["--batch-check", "--batch"])
+def test_a_batch_line_past_the_limit_is_answered_too_long_and_the_stream_goes_on(yyb, objs, mode):
+    blob = objs["blob"]
+    result = yyb("cat-object", mode, input=hostile_names(blob))
+    one_error_line(result, 2, "3 input lines longer than 4096 bytes")
+    answer = f"{blob} blob 9" if mode == "--batch-check" else f"{blob} blob 9\nline one\n"
+    assert result.stdout_bytes.split(b"\n")[:-1] == [
+        *answer.encode().split(b"\n"),
+        b"a" * 4096 + b" too-long",
+        *answer.encode().split(b"\n"),
+        b"b" * 4096 + b" too-long",
+        b"c" * 4096 + b" too-long",
+    ]
+    at_most = b"d" * 4095 + b"\r\n" + b"e" * 4096  # 4096 bytes before each LF, CR included
+    exactly = yyb("cat-object", "--batch-check", input=at_most)
+    assert (exactly.exit_code, exactly.lines) == (
+        0,
+        ["d" * 4095 + " missing", "e" * 4096 + " missing"],
+    )
+
+
 def test_update_ref_show_ref_rev_parse_log(yyb, objs):
     blob, rec = objs["blob"], objs["rec"]
     moved = yyb("update-ref", "-m", "to the blob", "--old", rec, "notes/n", blob)
@@ -236,3 +265,35 @@ def test_unknown_command_and_no_traceback():
     done = run_yyb("frobnicate")
     assert done.returncode == 2
     assert b"Traceback" not in done.stderr and done.stderr.count(b"\n") == 1
+
+
+def test_batch_names_are_read_as_whole_lines_however_the_reads_cut_them():
+    """Names against the plain reading of the whole input, over reads of random sizes."""
+    import io
+    import random
+
+    from yyb.cli.objects import MAX_LINE, Names, TooLong
+
+    class Trickle(io.BytesIO):
+        def __init__(self, data: bytes, seed: int):
+            super().__init__(data)
+            self.random = random.Random(seed)
+
+        def read1(self, size: int = -1) -> bytes:
+            return super().read1(min(size, self.random.choice([1, 7, 4096, 5000, 1 << 16])))
+
+    pieces = [b"", b"\r", b"\r\r", b"x", b"a" * 64, b"b" * MAX_LINE, b"c" * (MAX_LINE - 1)]
+    pieces += [b"d" * (MAX_LINE + 1), b"e" * (3 * MAX_LINE), b"f" * 70000]
+    for seed in range(40):
+        chooser = random.Random(seed)
+        lines = [b"".join(chooser.choices(pieces, k=chooser.randint(1, 3))) for _ in range(30)]
+        data = b"\n".join(lines) + chooser.choice([b"", b"\n"])
+        expected = [
+            TooLong(line[:MAX_LINE]) if len(line) > MAX_LINE else line.rstrip(b"\r")
+            for line in (data[:-1] if data.endswith(b"\n") else data).split(b"\n")
+        ]
+        names = Names(Trickle(data, seed))
+        got = [name for chunk in names for name in chunk]
+        assert got == expected
+        assert [type(name) for name in got] == [type(name) for name in expected]
+        assert names.too_long == sum(type(name) is TooLong for name in expected)

@@ -27,6 +27,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import flip_byte, note
+from yyb.cli.objects import MAX_LINE
 from yyb.errors import InvalidRecord, NonCanonical
 from yyb.store import codec
 from yyb.store.objects import hash_object
@@ -500,7 +501,7 @@ def two_blobs_sharing_a_prefix() -> tuple[bytes, bytes, str]:
     raise AssertionError("no 16-bit prefix collision in 100000 hashes")
 
 
-def test_batch_answers_every_junk_line_and_exits_0(store):
+def test_batch_answers_every_junk_line_and_exits_2_for_the_long_ones(store):
     first, second, prefix = two_blobs_sharing_a_prefix()
     store.objects.put("blob", first)
     store.objects.put("blob", second)
@@ -550,14 +551,18 @@ def test_batch_answers_every_junk_line_and_exits_0(store):
     expected = []
     for line in lines:
         name = line.rstrip(b"\r\n").decode("utf-8", "replace")
-        if line in (good.encode(), good[:12].encode()):
+        if len(line) > MAX_LINE:
+            expected.append(line[:MAX_LINE].decode("utf-8", "replace").encode() + b" too-long\n")
+        elif line in (good.encode(), good[:12].encode()):
             expected.append(f"{good} blob 5\n".encode() + b"good\n\n")
         elif line == prefix.encode():
             expected.append(f"{name} ambiguous\n".encode())
         else:
             expected.append(f"{name} missing\n".encode())
     run = run_yyb(store, "cat-object", "--batch", input=b"\n".join(lines) + b"\n")
-    assert (run.code, run.err) == (0, "")
+    long = sum(len(line) > MAX_LINE for line in lines)
+    error = f"yyb: error: {long} input lines longer than {MAX_LINE} bytes, answered too-long\n"
+    assert (run.code, run.err) == (2, error)
     assert run.out == b"".join(expected)
     assert run.rss_mib < MAX_RSS_MIB
 

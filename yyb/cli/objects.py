@@ -148,6 +148,10 @@ _FULL_OID = re.compile(rb"[0-9a-f]{64}")
 _HEX = b"0123456789abcdef"
 GATHER = 1024  # pieces a writev takes at most (Linux's IOV_MAX)
 READ_SIZE = 64 << 10
+# Bytes of a batch input line before its LF (a CR included): past any name (a ref name is at
+# most 1024 characters), and few enough that a line without an end costs no memory.
+MAX_LINE = 4096
+HALF_LINE = MAX_LINE // 2
 
 
 def _batch(store, with_body: bool, flush: bool) -> int:
@@ -157,16 +161,23 @@ def _batch(store, with_body: bool, flush: bool) -> int:
     writes. While names are waiting to be read, the next chunk is begun before this one's
     answers are written (``begin_blob_bodies``), so a helper proving objects works meanwhile."""
     out = sys.stdout.buffer
-    chunks = _chunks(sys.stdin.buffer)
+    names = Names(sys.stdin.buffer)
     waiting = _waiting(sys.stdin.buffer)
     from yyb.store import prover  # the batch modes' alone
 
     helper = prover.wanted()
     try:
         with heap.gc_paused():  # a chunk makes thousands of short-lived objects and no cycle
-            return _answer_all(store, chunks, waiting, helper, out, with_body, flush)
+            status = _answer_all(store, iter(names), waiting, helper, out, with_body, flush)
     finally:
         store.objects.stop_helpers()  # reaped here, so the helpers' time counts as this one's
+    if names.too_long:
+        out.flush()
+        raise UsageError(
+            f"{names.too_long} input line{'s' if names.too_long > 1 else ''} longer than "
+            f"{MAX_LINE} bytes, answered too-long"
+        )
+    return status
 
 
 def _answer_all(store, chunks, waiting, helper, out, with_body, flush) -> int:
@@ -193,23 +204,59 @@ def _answer_all(store, chunks, waiting, helper, out, with_body, flush) -> int:
     return status
 
 
-def _chunks(stdin: BinaryIO) -> Iterator[list[bytes]]:
-    """The names on ``stdin``, a list for what each read gives (a name cut at the end of a
-    read goes with the next)."""
-    take = getattr(stdin, "read1", stdin.read)  # what is there, waiting only when nothing is
-    pending = b""
-    while True:
-        chunk = take(READ_SIZE)
-        data = pending + chunk
-        lines = data.split(b"\n")
-        pending = lines.pop() if chunk else b""  # a name cut at the end of the chunk
-        if not chunk and not lines[-1]:
-            lines.pop()  # the input ended with a newline: no last, empty name
-        if b"\r" in data:
-            lines = [line.rstrip(b"\r") for line in lines]
-        yield lines
-        if not chunk:
-            return
+class TooLong(bytes):
+    """The first MAX_LINE bytes of a batch input line that was longer (the rest was read and
+    dropped): it names nothing, and is answered ``too-long``."""
+
+
+class Names:
+    """The names on a batch's stdin, a list for what each read gives (a name cut at the end
+    of a read goes with the next). Linear in the input, holding at most one read and
+    MAX_LINE + 1 bytes of a line cut across reads; ``too_long`` counts the lines longer."""
+
+    def __init__(self, stdin: BinaryIO) -> None:
+        self._stdin = stdin
+        self.too_long = 0
+
+    def __iter__(self) -> Iterator[list[bytes]]:
+        take = getattr(self._stdin, "read1", self._stdin.read)  # waits only when nothing is
+        cut: list[bytes] = []  # the kept start of a line cut at the end of a read
+        length = 0  # that line's length so far
+        while chunk := take(READ_SIZE):
+            end = chunk.find(b"\n")
+            if end < 0:
+                if length <= MAX_LINE:
+                    cut.append(chunk[: MAX_LINE + 1 - length])
+                length += len(chunk)
+                continue
+            first = length + end  # the length of the line the chunk's first newline ends
+            data = b"".join([*cut, chunk]) if cut else chunk
+            lines = data.split(b"\n")
+            rest = lines.pop()
+            start, stop = len(data) - len(chunk) + end, len(data) - len(rest)
+            if first > MAX_LINE or b"\r" in data or not _short(data, start, stop):
+                lengths = [first, *map(len, lines[1:])]
+                lines = list(map(self._line, lines, lengths))
+            yield lines
+            cut, length = [rest[: MAX_LINE + 1]], len(rest)
+        if length:  # the input's last line, with no newline after it
+            yield [self._line(b"".join(cut), length)]
+
+    def _line(self, data: bytes, length: int) -> bytes:
+        """The name of a line of ``length`` bytes that begins with ``data``."""
+        if length > MAX_LINE:
+            self.too_long += 1
+            return TooLong(data[:MAX_LINE])
+        return data.rstrip(b"\r")
+
+
+def _short(data: bytes, start: int, stop: int) -> bool:
+    """True when no line of ``data`` between the newline at ``start`` and ``stop`` is longer
+    than MAX_LINE, by one search a block of HALF_LINE bytes (two newlines more than two blocks
+    apart would have a whole block between them); False: there may be one. A few searches
+    where ``max(map(len, lines))`` would take one step a line."""
+    find = data.find
+    return all(find(b"\n", at, at + HALF_LINE) >= 0 for at in range(start, stop, HALF_LINE))
 
 
 def _waiting(stdin: BinaryIO) -> Callable[[], bool]:
@@ -281,8 +328,12 @@ def _write_parts(out: BinaryIO, parts: list) -> None:
 def _answer(store, line: bytes, out: BinaryIO, with_body: bool) -> bool:
     """Answer one name the general way; False when its object is corrupt. A name that is not
     found is echoed as UTF-8, undecodable bytes replaced."""
+    too_long = type(line) is TooLong
     name = line.decode("utf-8", "replace")
     line = name.encode()
+    if too_long:
+        out.write(line + b" too-long\n")
+        return True
     try:
         oid = store.rev_parse(name)
         obj = store.objects.get(oid)

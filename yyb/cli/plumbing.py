@@ -77,7 +77,8 @@ def cat_object(ctx, mode, buffer, name):
     """Show an object named by NAME (full oid, 4+ hex abbreviation, or ref).
 
     Missing names give '<name> missing' in batch mode, 'ambiguous' and 'corrupt' likewise;
-    a corrupt object makes the batch exit 1 at the end.
+    a corrupt object makes the batch exit 1 at the end. A line over 4096 bytes is answered
+    '<its first 4096 bytes> too-long' and makes the batch exit 2 at the end.
     """
     if mode is None:
         raise click.UsageError("choose one of -t -s -e -p --json --raw --batch --batch-check")

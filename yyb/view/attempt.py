@@ -251,13 +251,13 @@ def patch(store, found: chain.AttemptChain) -> Markup:
     out.append(status.problems(part.check))
     size = 0
     for index in range(len(sections)):
-        section = sections.section(index)
-        size += len(section)
+        start, end = sections.bounds(index)
+        size += end - start
         if index >= SHOW_DIFF_FILES or size > SHOW_DIFF_BYTES and index:
             rest = len(sections) - index
             out.append(el("p", f"{rest:,} more file(s): ", link(urls.diff(part.oid), "see them")))
             break
-        out.append(diff.render(section, f"file-{index}"))
+        out.append(diff.render(sections, index, f"file-{index}", urls.diff(part.oid)))
     return join(out)
 
 

@@ -35,7 +35,6 @@ from yyb.view.verify import head, signature, verify
 SHOW_BLOB = 1 << 20  # bytes of a blob shown on its page; the rest is a download
 SHOW_JSON = 4 << 20  # characters of a record's JSON shown on its page
 LISTING_PAGE = 1000  # entries of a file listing per page
-DIFF_PAGE = 50  # files of a patch per page
 REFS_PAGE = 500  # refs per page
 _QUOTED_OID = re.compile(r'"([0-9a-f]{64})"')
 
@@ -160,6 +159,8 @@ def raw(store, oid_: str) -> tuple[int, BinaryIO]:
 
 
 def diff_page(store, oid_: str, page: int) -> tuple[str, Markup]:
+    """A patch as a diff, a page of files at a time (``diff.pages``), each file's section
+    cut where it would not fit a page."""
     check = verify(store, oid_)
     shown = head(store, oid_, diff.LIMIT)
     if not check.present or shown is None:
@@ -167,29 +168,40 @@ def diff_page(store, oid_: str, page: int) -> tuple[str, Markup]:
     if check.kind != "blob":
         raise NotInStore(f"{oid_} is a record, not a patch")
     sections = diff.files(shown[0])
-    pages = max(1, -(-len(sections) // DIFF_PAGE))
-    if page > pages:
-        raise NotInStore(f"the diff has {pages} page(s)")
-    first = (page - 1) * DIFF_PAGE
-    indexes = range(first, min(len(sections), first + DIFF_PAGE))
+    firsts = diff.pages(sections)
+    if page > len(firsts):
+        raise NotInStore(f"the diff has {len(firsts)} page(s)")
+    ends = [*firsts[1:], len(sections)]
+    indexes = range(firsts[page - 1], ends[page - 1])
     listed = []
     for index in indexes:
-        section = sections.section(index)
-        added, removed = diff.counts(section)
-        name = diff.title(section.split(b"\n", 1)[0].decode("utf-8", "replace"))
+        added, removed = sections.counts(index)
+        name = sections.title(index)
         target = urls.anchor(urls.paged(urls.diff(oid_), page), f"file-{index}")
         listed.append([str(index + 1), link(target, el("code", name)), f"+{added}", f"−{removed}"])
     at = functools.partial(urls.diff, oid_)
+    whole = urls.raw(oid_)
     body = [
         el("h1", "Patch ", oid(oid_), " ", status.overall(check)),
         status.problems(check),
-        el("p", f"{len(sections):,} file(s), {shown[1]:,} bytes"),
-        pager(at, page, pages),
+        el("p", f"{len(sections):,} file(s), {shown[1]:,} bytes", *_unread(shown, whole)),
+        pager(at, page, len(firsts)),
         table(["#", "file", "added", "removed"], listed),
-        *(diff.render(sections.section(i), f"file-{i}") for i in indexes),
-        pager(at, page, pages),
+        *(diff.render(sections, i, f"file-{i}", whole) for i in indexes),
+        pager(at, page, len(firsts)),
     ]
     return f"diff {oid_[:12]}", join(body)
+
+
+def _unread(shown: tuple[bytes, int], whole: urls.Url) -> list:
+    """What to say of a blob longer than a diff page reads (diff.LIMIT bytes)."""
+    if shown[1] <= len(shown[0]):
+        return []
+    read = len(shown[0])
+    return [
+        f"; the files of its first {read:,} bytes are shown, the rest in ",
+        link(whole, "the whole patch"),
+    ]
 
 
 def refs_page(store, under: str | None, page: int) -> tuple[str, Markup]:

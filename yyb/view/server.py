@@ -13,6 +13,7 @@ writes to the store: the pages read it through its API only.
 from __future__ import annotations
 
 import socket
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -49,6 +50,14 @@ HEADERS = {
 }
 HTML = "text/html; charset=utf-8"
 METHODS = ("GET", "HEAD")
+# Pages that read the store are made at most HEAVY_PAGES at a time (each holds up to a diff
+# page's read, diff.LIMIT bytes, and its HTML); one more waits up to BUSY_WAIT seconds for a
+# turn, then is answered 503 with Retry-After. The stylesheet, script, icon and the /find
+# redirect never wait.
+HEAVY_PAGES = 4
+BUSY_WAIT = 2.0
+RETRY_AFTER = 1
+LIGHT_PAGES = frozenset({"static", "find"})
 
 
 @dataclass
@@ -64,9 +73,12 @@ class Response:
 class Viewer:
     """The pages of one store; ``trusted`` are the public keys signatures are checked with."""
 
+    busy_wait = BUSY_WAIT  # seconds a page that reads the store waits for a turn
+
     def __init__(self, store, trusted: list | None = None):
         self.store = store
         self.trusted = list(trusted or [])
+        self._turns = threading.BoundedSemaphore(HEAVY_PAGES)
 
     def respond(self, method: str, target: str, host: str | None, port: int) -> Response:
         """The response to ``method target`` sent to ``host`` (the Host header)."""
@@ -94,6 +106,22 @@ class Viewer:
         found = urls.route(path)
         if found is None:
             return self.error(HTTPStatus.NOT_FOUND, "no such page")
+        if found.page in LIGHT_PAGES:
+            return self.make(found, query)
+        if not self._turns.acquire(timeout=self.busy_wait):
+            answer = self.error(
+                HTTPStatus.SERVICE_UNAVAILABLE,
+                f"the viewer is making {HEAVY_PAGES} pages already; try again in a moment",
+            )
+            answer.headers["Retry-After"] = str(RETRY_AFTER)
+            return answer
+        try:
+            return self.make(found, query)
+        finally:
+            self._turns.release()
+
+    def make(self, found: urls.Route, query: dict[str, list[str]]) -> Response:
+        """The response of the page ``found`` names."""
         store, oids, number = self.store, found.oids, urls.page_number(query)
         if found.page == "static":
             content_type, text = assets.FILES[found.name]
