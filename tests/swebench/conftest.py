@@ -55,6 +55,15 @@ def test_add():
 def test_mean():
     assert mean([2, 4]) == 3
 """
+# A test at the base that fails there and that the fix commit leaves as it is: listed, its
+# file is the benchmark's though the test patch does not touch it.
+TEST_EXTRAS = """from mathkit import mean
+
+
+def test_halves():
+    assert mean([1, 2]) == 1.5
+"""
+EXTRAS = "tests/test_extras.py::test_halves"
 # What the fix commit does to the tests: one more assertion in an existing test, a new file.
 TEST_OPS_FIXED = TEST_OPS + "    assert mean([1, 2]) == 1.5\n"
 TEST_MEAN = """import pytest
@@ -138,6 +147,7 @@ def make_package(repo: Path) -> Package:
     write(repo / "mathkit" / "__init__.py", INIT)
     write(repo / "mathkit" / "ops.py", OPS_BUGGY)
     write(repo / "tests" / "test_ops.py", TEST_OPS)
+    write(repo / "tests" / "test_extras.py", TEST_EXTRAS)
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "mathkit")
     base = git(repo, "rev-parse", "HEAD")

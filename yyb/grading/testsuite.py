@@ -76,6 +76,7 @@ def run(
             final,
             spec.get("protected_paths") or [],
             patch,
+            listed,
             lambda oid: store.objects.get(oid).body,
             lambda data: store.objects.put("blob", data),
         )

@@ -29,7 +29,6 @@ from yyb.harness import source
 from yyb.swebench.instances import Instance, InstanceError
 
 GRADER_ID = "swe-bench-pytest"
-PROTECTED = ["**/conftest.py", "**/pytest.ini", "**/tox.ini", "**/setup.cfg", "**/pyproject.toml"]
 TIMEOUT_MS = 30 * 60 * 1000
 TAGS = ["benchmark-case", "swe-bench"]
 
@@ -108,7 +107,8 @@ def plan_files(
             "timeout_ms": TIMEOUT_MS,
             "purpose": "correctness",
             "required": True,
-            "protected_paths": list(PROTECTED),
+            # No protected_paths of its own: the tests kind always protects pytest's
+            # configuration, every conftest.py, the listed tests' files and the test patch's.
         }
         hidden = os.path.join("hidden", instance.instance_id)
         files[os.path.join(out, hidden, "test.patch")] = instance.test_patch
