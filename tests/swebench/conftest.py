@@ -57,13 +57,22 @@ def test_mean():
 """
 # A test at the base that fails there and that the fix commit leaves as it is: listed, its
 # file is the benchmark's though the test patch does not touch it.
-TEST_EXTRAS = """from mathkit import mean
+# Its ``test_same`` ids hold spaces, which some published lists cut at the first one.
+TEST_EXTRAS = """import pytest
+
+from mathkit import mean
 
 
 def test_halves():
     assert mean([1, 2]) == 1.5
+
+
+@pytest.mark.parametrize("values", [[1, 1], [2, 2]], ids=["ones and ones", "twos and twos"])
+def test_same(values):
+    assert mean(values) == values[0]
 """
 EXTRAS = "tests/test_extras.py::test_halves"
+SPACED = "tests/test_extras.py::test_same[ones and ones]"
 # What the fix commit does to the tests: one more assertion in an existing test, a new file.
 TEST_OPS_FIXED = TEST_OPS + "    assert mean([1, 2]) == 1.5\n"
 TEST_MEAN = """import pytest
