@@ -103,7 +103,7 @@ def test_an_unknown_id_is_repaired_only_when_it_begins_exactly_one_collected_id(
 ):
     from yyb.grading import collection
 
-    collected = collection.Collected(frozenset({"a.py::t[x y]", "a.py::t[z]"}), 0, "")
+    collected = collection.Collected(frozenset({"a.py::t[x y]", "a.py::t[z]"}))
     listed_ids = ["a.py::t[z]", test_id, "test_get (views.ViewTests)"]
     (unknown,) = collection.resolve(listed_ids, collected)
     assert (unknown.test_id, unknown.repaired) == (test_id, repaired)

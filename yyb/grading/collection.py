@@ -28,11 +28,11 @@ MAX_LOG = 1 << 20
 
 @dataclass(frozen=True)
 class Collected:
-    """What a collection printed: the node ids, its exit status, and its log's last line."""
+    """What a collection printed: the node ids, and how it ended when that was not with exit
+    status 0 (``problem``: its status and its log's last line, or its timeout)."""
 
     ids: frozenset[str]
-    exit_code: int | None
-    last_line: str
+    problem: str | None = None
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,13 @@ def collect(
     text = result.log[:MAX_LOG].decode("utf-8", "replace")
     ids = {line for line in text.splitlines() if any(line.startswith(f + "::") for f in files)}
     lines = [line for line in text.splitlines() if line.strip()]
-    return Collected(frozenset(ids), outcome.exit_code, lines[-1] if lines else "")
+    problem = None
+    if outcome.timed_out:
+        problem = f"the collection ran past {TIMEOUT_MS // 1000} s"
+    elif outcome.exit_code != 0:
+        last = lines[-1][:200] if lines else ""
+        problem = f"the collection exited with status {outcome.exit_code}: {last}"
+    return Collected(frozenset(ids), problem)
 
 
 def resolve(listed: list[str], collected: Collected) -> list[Unknown]:
@@ -105,10 +111,7 @@ def resolve(listed: list[str], collected: Collected) -> list[Unknown]:
             reason = f"refused: it begins {len(begun)} collected test ids ({begun[0]!r}, ...)"
         else:
             reason = "refused: no collected test has this id or one it begins"
-            if collected.exit_code not in (0, None):
-                reason += (
-                    f" (the collection exited with status {collected.exit_code}: "
-                    f"{collected.last_line[:200]})"
-                )
+            if collected.problem is not None:
+                reason += f" ({collected.problem})"
         unknown.append(Unknown(test_id, None, reason))
     return unknown

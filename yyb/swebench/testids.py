@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 from yyb.config import DEFAULT_EXCLUDED
+from yyb.evidence import testpatch
 from yyb.grading import collection
 from yyb.harness import apply, manifest, sandbox, scratch, snapshot, worktree
 from yyb.store.repo import Store
@@ -33,6 +34,9 @@ def check(
     pytest = collection.runner([python, "-m", "pytest"])
     out, repairs = [], []
     for instance in instances:
+        if not testpatch.test_files([*instance.fail_to_pass, *instance.pass_to_pass]):
+            out.append(instance)  # no pytest node id to check
+            continue
         collected = _collect(instance, clones[instance.instance_id], pytest, box)
         lists = {}
         for name, listed in zip(LISTS, (instance.fail_to_pass, instance.pass_to_pass), strict=True):
