@@ -11,6 +11,7 @@ listing is kept. Without protection (the control) the same attacks do pass.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 
@@ -87,6 +88,9 @@ def test_the_control_without_protection_the_same_attacks_pass(bench, name):
     assert warning in markdown.stdout
     document = bench.yyb("report", "--plan", bench.plan_file(plan), "--format", "json")
     assert json.loads(document.stdout)["unprotected"] == ["tests"]
+    if importlib.util.find_spec("matplotlib") is not None:  # the html extra
+        page = bench.yyb("report", "--plan", bench.plan_file(plan), "--format", "html")
+        assert warning in page.stdout
 
 
 def test_a_command_profile_that_says_nothing_of_protection_is_refused_at_plan_time(bench):

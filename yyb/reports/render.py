@@ -132,7 +132,7 @@ def _spend(report: dict) -> list[str]:
     ]
 
 
-def _unprotected(report: dict) -> list[str]:
+def unprotected_warnings(report: dict) -> list[str]:
     """A warning for every command profile of the plan that protects no path."""
     return [
         f"!! evaluator profile {name} protects nothing: it grades the workspace as the "
@@ -221,7 +221,7 @@ def text(report: dict, layer: dict) -> str:
     for row in rows:
         line = "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
         lines.append(line + ("  (incomplete)" if mark else ""))
-    lines += _spend(report) + _unprotected(report)
+    lines += _spend(report) + unprotected_warnings(report)
     if report["comparisons"]:
         lines += ["", "paired comparison (per case: majority of valid attempts resolved)"]
         lines += ["  " + line for line in _comparisons(report)]
@@ -249,7 +249,7 @@ def markdown(report: dict, layer: dict) -> str:
         if report["status"] != "complete":
             cells[5] += " (incomplete)"
         lines.append("| " + " | ".join(cells) + " |")
-    lines += [f"> **{line.strip('! ')}**" for line in _spend(report) + _unprotected(report)]
+    lines += [f"> **{line.strip('! ')}**" for line in _spend(report) + unprotected_warnings(report)]
     if report["comparisons"]:
         lines += ["", "**Paired comparison** (per case: majority of valid attempts resolved)", ""]
         lines += [f"- {line}" for line in _comparisons(report)]
