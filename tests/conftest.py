@@ -414,6 +414,7 @@ def project(tmp_path: Path) -> Project:
             "executable": "/usr/bin/true",
             "sha256": "0" * 64,
             "argv": [],
+            "protected_paths": [],
         },
         "judge": {
             "kind": "llm_judge",

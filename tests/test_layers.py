@@ -43,6 +43,8 @@ PORCELAIN_USES = {
     ("yyb.readiness", "yyb.example"),
     # the viewer shows the report layers as the reports render them.
     ("yyb.view", "yyb.reports"),
+    # the SWE-bench import checks listed test ids by collecting them as the tests kind runs.
+    ("yyb.swebench", "yyb.grading"),
 }
 
 

@@ -255,8 +255,9 @@ def steps(store, plan, attempt_oid: str) -> dict[str, float]:
     entries, _ = testpatch.graded(
         base,
         final,
-        spec["protected_paths"],
+        spec.get("protected_paths") or [],
         patch,
+        [*case["tests"]["fail_to_pass"], *case["tests"]["pass_to_pass"]],
         lambda o: store.objects.get(o).body,
         lambda d: store.objects.put("blob", d),
     )

@@ -187,6 +187,7 @@ class Bench(RunBench):
                 "argv": [],
                 "timeout_ms": 30_000,
                 "purpose": "correctness",
+                "protected_paths": [],
             }
         }
         data["attempt_timeout_ms"] = timeout_ms

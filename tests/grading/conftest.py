@@ -169,6 +169,7 @@ class Bench(RunBench):
             "timeout_ms": 5_000,
             "purpose": "correctness",
             "required": True,
+            "protected_paths": [],  # protects nothing unless a test names what
         }
         spec.update(fields)
         return spec

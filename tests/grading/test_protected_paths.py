@@ -11,8 +11,13 @@ listing is kept. Without protection (the control) the same attacks do pass.
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import os
+
 import pytest
 
+from yyb.errors import UsageError
 from yyb.evidence import protect
 from yyb.harness import manifest
 
@@ -69,11 +74,53 @@ def test_tampering_with_protected_paths_never_resolves(bench, name):
     "name", ["rewrites the failing test", "adds a conftest that passes everything"]
 )
 def test_the_control_without_protection_the_same_attacks_pass(bench, name):
-    bench.configure({"tests": bench.command("g", GRADER)})
+    bench.configure({"tests": bench.command("g", GRADER, protected_paths=[])})
     plan, (result,) = bench.run([attack(bench, "tamperer", ATTACKS[name][0])])
     assert result.terminal_class == "resolved", result.reason
     e = bench.evaluation(plan, result, "tests")
     assert "protected" not in e and "graded_listing" not in e["links"]
+    # Said explicitly, and so the report says it too, in every format.
+    warning = "evaluator profile tests protects nothing"
+    text = bench.yyb("report", "--plan", bench.plan_file(plan), "--no-layer")
+    assert text.exit_code == 0, text.stderr
+    assert warning in text.stdout
+    markdown = bench.yyb("report", "--plan", bench.plan_file(plan), "--format", "markdown")
+    assert warning in markdown.stdout
+    document = bench.yyb("report", "--plan", bench.plan_file(plan), "--format", "json")
+    assert json.loads(document.stdout)["unprotected"] == ["tests"]
+    if importlib.util.find_spec("matplotlib") is not None:  # the html extra
+        page = bench.yyb("report", "--plan", bench.plan_file(plan), "--format", "html")
+        assert warning in page.stdout
+
+
+def test_a_command_profile_that_says_nothing_of_protection_is_refused_at_plan_time(bench):
+    """The candidate rewrites the test the evaluator runs; a profile that does not say what it
+    protects never gets as far as grading it."""
+    spec = bench.command("g", GRADER)
+    del spec["protected_paths"]
+    bench.configure(
+        {"tests": spec, "checked": bench.command("h", GRADER, protected_paths=PROTECTED)}
+    )
+    cheat = attack(bench, "tamperer", ATTACKS["rewrites the failing test"][0])
+    with pytest.raises(UsageError, match="evaluator profile tests: .*protected_paths"):
+        bench.plan([cheat])
+    plan_file = str(bench.root / "p.json")
+    out = bench.yyb(
+        "plan", "--task", str(bench.task_path), "--models", cheat, "--output", plan_file
+    )
+    assert out.exit_code == 2
+    assert out.stderr.splitlines() == [
+        "yyb: error: evaluator profile tests: a command evaluator must name the paths the "
+        "benchmark owns in protected_paths (protected_paths: [] to protect nothing)"
+    ]
+    assert not os.path.exists(plan_file) and bench.store.refs.names("refs/plans") == []
+
+
+def test_a_profile_that_protects_something_is_not_marked(bench):
+    bench.configure({"tests": bench.command("g", GRADER, protected_paths=PROTECTED)})
+    plan = bench.plan(["zz/idler"])
+    document = bench.yyb("report", "--plan", bench.plan_file(plan), "--format", "json")
+    assert "unprotected" not in json.loads(document.stdout)
 
 
 def test_an_honest_fix_is_graded_as_it_is_and_nothing_is_touched(bench):

@@ -112,6 +112,7 @@ def _as_v2(report: dict) -> dict:
     """The shape yyb wrote before report_layer.v3 (schemas/...report_layer.v2.schema.json)."""
     old = copy.deepcopy(report)
     del old["doctor"]["gate"]
+    old.pop("unprotected", None)
     for comparison in old["comparisons"]:
         del comparison["invalidity_fisher_exact"]
     for summary in [old["totals"], *old["models"], *[c for m in old["models"] for c in m["cases"]]]:

@@ -55,6 +55,24 @@ def test_add():
 def test_mean():
     assert mean([2, 4]) == 3
 """
+# A test at the base that fails there and that the fix commit leaves as it is: listed, its
+# file is the benchmark's though the test patch does not touch it.
+# Its ``test_same`` ids hold spaces, which some published lists cut at the first one.
+TEST_EXTRAS = """import pytest
+
+from mathkit import mean
+
+
+def test_halves():
+    assert mean([1, 2]) == 1.5
+
+
+@pytest.mark.parametrize("values", [[1, 1], [2, 2]], ids=["ones and ones", "twos and twos"])
+def test_same(values):
+    assert mean(values) == values[0]
+"""
+EXTRAS = "tests/test_extras.py::test_halves"
+SPACED = "tests/test_extras.py::test_same[ones and ones]"
 # What the fix commit does to the tests: one more assertion in an existing test, a new file.
 TEST_OPS_FIXED = TEST_OPS + "    assert mean([1, 2]) == 1.5\n"
 TEST_MEAN = """import pytest
@@ -138,6 +156,7 @@ def make_package(repo: Path) -> Package:
     write(repo / "mathkit" / "__init__.py", INIT)
     write(repo / "mathkit" / "ops.py", OPS_BUGGY)
     write(repo / "tests" / "test_ops.py", TEST_OPS)
+    write(repo / "tests" / "test_extras.py", TEST_EXTRAS)
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "mathkit")
     base = git(repo, "rev-parse", "HEAD")

@@ -76,6 +76,8 @@ def test_the_import_writes_a_case_per_instance_and_a_configuration(imported):
     }
     assert config["evaluators"]["swe-acme__mathkit"]["kind"] == "tests"
     assert config["evaluators"]["swe-acme__mathkit"]["command"][0] == sys.executable
+    # The tests kind protects pytest's configuration and the tests itself: nothing to list.
+    assert "protected_paths" not in config["evaluators"]["swe-acme__mathkit"]
     task = Path(tasks["acme__mathkit-1"]).read_bytes()
     assert task.endswith(b"\n---\nmean() floors its result, and mean([]) divides by zero.\n")
     assert b"diff --git" not in task  # the patches stay in hidden/, named by their sha256

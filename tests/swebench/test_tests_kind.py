@@ -1,18 +1,22 @@
 """The ``tests`` kind on a real-world-shaped case, against candidates that cheat.
 
 One plan runs every stand-in candidate on the mathkit case (tests/swebench/conftest.py): the
-gold fix, no change, and five that fix nothing and attack the grading instead. Only the gold
+gold fix, no change, and seven that fix nothing and attack the grading instead. Only the gold
 fix may end ``resolved``. The case's profile protects ``**/conftest.py`` and
-``pyproject.toml``; the test patch's files are protected whatever the profile says. A second,
-non-required profile without ``protected_paths`` grades the same attempts as the control: the
-conftest attack is a real one (it passes there).
+``pyproject.toml``; pytest's configuration files, the listed tests' files and the test patch's
+files are protected whatever the profile says, which a second, non-required profile with
+``protected_paths: []`` shows by grading the same attempts. A second case of the package lists
+a test whose file the test patch leaves alone, and a candidate rewrites it.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from tests.swebench.conftest import FAIL_TO_PASS, PASS_TO_PASS
+from tests.grading.conftest import write
+from tests.swebench.conftest import EXTRAS, FAIL_TO_PASS, PASS_TO_PASS, task_text
 
 GOLD = 'git apply "$TOOLS/gold.patch" || echo APPLY-FAILED\ncommit gold\nenvelope succeeded\n'
 
@@ -52,7 +56,18 @@ def pytest_runtest_makereport(item, call):
     report = outcome.get_result()
     report.outcome, report.longrepr = "passed", None
 """
+# A plugin of the candidate's, loaded by the ``addopts`` of a configuration file pytest prefers
+# to the project's ``pyproject.toml``.
+PLUGIN = f"cat > forcepass.py <<'PY'\n{CONFTEST}PY\n"
 ATTACKS = {
+    "pytest-toml": (
+        PLUGIN + 'printf \'[pytest]\\naddopts = ["-p", "forcepass"]\\n\' > pytest.toml\n'
+        "commit cheat\nenvelope succeeded\n"
+    ),
+    "dot-pytest-ini": (
+        PLUGIN + "printf '[pytest]\\naddopts = -p forcepass\\n' > .pytest.ini\n"
+        "commit cheat\nenvelope succeeded\n"
+    ),
     "forge-and-kill": FORGE_AND_KILL,
     "conftest": f"cat > conftest.py <<'PY'\n{CONFTEST}PY\ncommit cheat\nenvelope succeeded\n",
     "skip": (
@@ -80,6 +95,29 @@ def graded(tmp_path_factory):
     names = ["gold", "idler", *ATTACKS]
     for name, script in [("gold", GOLD), ("idler", "envelope succeeded\n"), *ATTACKS.items()]:
         bench.behaviour(name, script)
+    plan, results = bench.run([f"zz/{n}" for n in names], jobs=2)
+    return bench, plan, dict(zip(names, results, strict=True))
+
+
+# Rewrites the one FAIL_TO_PASS test of the extras case, in a file the test patch leaves alone.
+EXTRAS_REWRITE = (
+    "printf 'def test_halves():\\n    pass\\n' > tests/test_extras.py\n"
+    "commit cheat\nenvelope succeeded\n"
+)
+
+
+@pytest.fixture(scope="module")
+def extras(graded):
+    """(bench, plan, model name -> attempt result) on a second case of the same package,
+    whose FAIL_TO_PASS test is in a file the test patch does not touch."""
+    bench, _, _ = graded
+    pkg = dataclasses.replace(
+        bench.package, fail_to_pass=[EXTRAS], pass_to_pass=["tests/test_ops.py::test_add"]
+    )
+    task = write(bench.root / "extras.md", task_text("mean-extras", pkg.base, pkg))
+    bench = dataclasses.replace(bench, task_path=task, package=pkg)
+    bench.behaviour("extras", EXTRAS_REWRITE)
+    names = ["gold", "extras"]
     plan, results = bench.run([f"zz/{n}" for n in names], jobs=2)
     return bench, plan, dict(zip(names, results, strict=True))
 
@@ -120,6 +158,8 @@ def test_no_attack_resolves(graded, attack):
     else:
         assert "FAIL_TO_PASS" in reason and "first not passed" in reason
     touched = {
+        "pytest-toml": ["pytest.toml"],
+        "dot-pytest-ini": [".pytest.ini"],
         "conftest": ["conftest.py"],
         "skip": ["tests/test_ops.py"],
         "delete": ["tests/test_ops.py"],
@@ -127,12 +167,22 @@ def test_no_attack_resolves(graded, attack):
     assert e["protected"] == touched.get(attack, [])
 
 
-def test_the_control_without_protected_paths_is_fooled_by_the_conftest(graded):
+@pytest.mark.parametrize("attack", ["conftest", "pytest-toml", "dot-pytest-ini", "skip"])
+def test_a_profile_without_protected_paths_still_protects_pytest_and_the_tests(graded, attack):
     bench, plan, results = graded
-    control = bench.evaluation(plan, results["conftest"], "open")
-    assert control["verdict"] == "pass" and control["required"] is False
-    # The test patch's own files are protected in any profile: the skip is undone there too.
-    assert bench.evaluation(plan, results["skip"], "open")["verdict"] == "fail"
+    control = bench.evaluation(plan, results[attack], "open")
+    assert control["verdict"] == "fail" and control["required"] is False
+    assert control["protected"] == bench.evaluation(plan, results[attack], "tests")["protected"]
+
+
+def test_rewriting_a_listed_test_the_test_patch_leaves_alone_does_not_resolve(extras):
+    bench, plan, results = extras
+    assert results["gold"].terminal_class == "resolved", results["gold"].reason
+    result = results["extras"]
+    assert result.terminal_class == "grader_failure", result.reason
+    e = bench.evaluation(plan, result, "tests")
+    assert e["protected"] == ["tests/test_extras.py"]
+    assert f"first not passed: {EXTRAS}" in e["_result"]["reason"]
 
 
 def test_investigate_shows_each_listed_test(graded):

@@ -127,13 +127,62 @@ def test_the_test_patch_files_are_protected_and_the_patch_applied_on_the_base():
         },
     )
     graded, touched = testpatch.graded(
-        base, final, ["**/conftest.py"], PATCH, blobs.__getitem__, blobs.put
+        base, final, ["**/conftest.py"], PATCH, [], blobs.__getitem__, blobs.put
     )
     assert sorted(graded) == ["a.txt", "new.py", "src.py"]
     assert blobs[graded["src.py"][1]] == b"2\n"  # the candidate's own work stays
     assert blobs[graded["a.txt"][1]] == b"one\nTWO\ntwo and a half\nthree\n"
     assert touched == ["a.txt", "conftest.py", "gone.txt", "new.py/x"]
     assert testpatch.literal("tests/test_x[1].py") == "tests/test_x[[]1].py"
+
+
+def test_pytest_configuration_and_listed_test_files_are_the_benchmarks_in_any_profile():
+    """A candidate adding a ``pytest.toml`` or ``.pytest.ini`` (which pytest prefers to the
+    project's ``pyproject.toml``) whose ``addopts`` loads a plugin of its own, or rewriting the
+    file of a listed test the test patch does not touch, grades nothing of its own there."""
+    blobs = Blobs()
+    files = {"a.txt": b"one\ntwo\nthree\n", "gone.txt": b"bye\n", "pyproject.toml": b"[x]\n"}
+    files["tests/test_extras.py"] = b"def test_halves():\n    assert 0\n"
+    base = entries(blobs, files)
+    forced = b"[pytest]\naddopts = ['-p', 'cheat']\n"
+    final = entries(
+        blobs,
+        {
+            **files,
+            "tests/test_extras.py": b"def test_halves():\n    pass\n",
+            "pytest.toml": forced,
+            ".pytest.toml": forced,
+            "sub/.pytest.ini": b"[pytest]\naddopts = -p cheat\n",
+            "sub/pytest.ini": b"[pytest]\naddopts = -p cheat\n",
+            "tests/tox.ini": b"[pytest]\naddopts = -p cheat\n",
+            "deep/er/conftest.py": b"cheat\n",
+            "cheat.py": b"the plugin\n",
+            "setup.cfg": b"[tool:pytest]\naddopts = -p cheat\n",
+        },
+    )
+    listed = ["tests/test_extras.py::test_halves", "test_get (views.ViewTests)"]
+    graded, touched = testpatch.graded(base, final, [], PATCH, listed, blobs.__getitem__, blobs.put)
+    assert sorted(graded) == [
+        "a.txt",
+        "cheat.py",
+        "new.py",
+        "pyproject.toml",
+        "tests/test_extras.py",
+    ]
+    assert graded["tests/test_extras.py"] == base["tests/test_extras.py"]
+    assert touched == [
+        ".pytest.toml",
+        "deep/er/conftest.py",
+        "pytest.toml",
+        "setup.cfg",
+        "sub/.pytest.ini",
+        "sub/pytest.ini",
+        "tests/test_extras.py",
+        "tests/tox.ini",
+    ]
+    assert testpatch.test_files([*listed, "tests/test_extras.py::TestX::test_y[a::b]"]) == [
+        "tests/test_extras.py"
+    ]
 
 
 REPORT = b"""<?xml version="1.0" encoding="utf-8"?>

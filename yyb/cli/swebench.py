@@ -39,7 +39,13 @@ def import_group():
     metavar="DIR",
     help="Add a read-only tool path (the test environment) to the tool policy (repeatable).",
 )
-def swe_bench(instances_file, repos, out, python, tool_paths):
+@click.option(
+    "--check-ids",
+    is_flag=True,
+    help="Check every listed test id against pytest's collection at the base with the test "
+    "patch applied, in the sandbox; repair ids cut short, refuse unknown ones.",
+)
+def swe_bench(instances_file, repos, out, python, tool_paths, check_ids):
     """Import SWE-bench instance records (a JSON list, or JSON Lines) from FILE.
 
     Prints each case's task file, one per line. Exit 0 when every instance was imported,
@@ -47,7 +53,9 @@ def swe_bench(instances_file, repos, out, python, tool_paths):
     """
     from yyb.swebench import importer
 
-    written = importer.run(instances_file, repos, out, python, tuple(tool_paths))
+    written = importer.run(instances_file, repos, out, python, tuple(tool_paths), check_ids)
+    for line in written.repairs:
+        click.echo(f"yyb: {line}", err=True)
     for _, path in written.tasks:
         click.echo(path)
     click.echo(f"yyb: {len(written.tasks)} case(s); configuration {written.config}", err=True)

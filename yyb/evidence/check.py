@@ -423,7 +423,10 @@ class AttemptCheck:
             return self.store.objects.get(blob).body
 
         try:
-            return testpatch.graded(base, final, patterns, read(patch_oid), read, manifest.blob_oid)
+            tests = case.get("tests") or {}
+            listed = [*tests.get("fail_to_pass", []), *tests.get("pass_to_pass", [])]
+            patch = read(patch_oid)
+            return testpatch.graded(base, final, patterns, patch, listed, read, manifest.blob_oid)
         except YybError as exc:  # a patch that does not apply, a missing blob
             self.fail("wrong-graded-listing", f"evaluation {oid}: its test patch: {exc}")
             return None

@@ -15,6 +15,18 @@ def first_generation_profiles(plan: dict, case: dict | None) -> list[str]:
     return sorted(wanted & set(plan["evaluators"]["selected"]))
 
 
+def protects_nothing(plan: dict) -> list[str]:
+    """The command profiles of the plan's catalog with no protected path (``protected_paths``
+    empty or, in a plan made before it was required, absent), sorted: each grades the
+    workspace as the candidate left it, test files and test configuration included."""
+    catalog = plan["evaluators"]["catalog"]
+    return sorted(
+        name
+        for name, spec in catalog.items()
+        if spec.get("kind") == "command" and not spec.get("protected_paths")
+    )
+
+
 def bytes_hash(spec: dict) -> str:
     """What pins an evaluator's behaviour: its executable's sha256, or a judge's bound config."""
     if spec.get("kind") == "command":

@@ -20,11 +20,11 @@ from __future__ import annotations
 import os
 
 from yyb import cases, signing
-from yyb.errors import UsageError
+from yyb.errors import UsageError, YybError
 from yyb.evidence import names
 from yyb.evidence import plan as planned
 from yyb.evidence.records import CASE_VALIDATION, GOLD_RUNS
-from yyb.grading import testsuite
+from yyb.grading import collection, testsuite
 from yyb.grading.outcome import Outcome
 from yyb.harness import apply, manifest, sandbox, scratch, snapshot, worktree
 from yyb.store.codec import from_json
@@ -78,19 +78,9 @@ def validate(store, config, task_path: str, environ: dict | None = None, cancel=
         "gold_patch": store.objects.put("blob", gold),
     }
     listings: dict[str, str | None] = {"empty": base_oid}
-    unapplied = ""
-    try:
-        entries = apply.apply(
-            base,
-            gold,
-            lambda oid: store.objects.get(oid).body,
-            lambda d: store.objects.put("blob", d),
-        )
-        listings["gold"] = links["gold_listing"] = store.objects.put_record(
-            manifest.listing_of(entries)
-        )
-    except apply.PatchError as exc:
-        listings["gold"], unapplied = None, f"the gold patch does not apply to the base: {exc}"
+    listings["gold"], unapplied = _gold_listing(store, base, gold)
+    if listings["gold"] is not None:
+        links["gold_listing"] = listings["gold"]
     runs = {}
     for run in GOLD_RUNS:
         header = {
@@ -115,6 +105,9 @@ def validate(store, config, task_path: str, environ: dict | None = None, cancel=
                 cancel,
                 read_only=config.tool_policy()["read_only_paths"],
             )
+            if outcome.exit_code == testsuite.REFUSED_ARGUMENTS and outcome.verdict == "fail":
+                box = {"protected": protected, "read_only": config.tool_policy()["read_only_paths"]}
+                outcome.reason = _unknown_ids(store, spec, record_case, base, box) or outcome.reason
         runs[run] = _run(store, outcome, run, links)
     discriminating = runs["gold"]["verdict"] == "pass" and runs["empty"]["verdict"] == "fail"
     record = {
@@ -132,6 +125,21 @@ def validate(store, config, task_path: str, environ: dict | None = None, cancel=
     return _publish(store, record, signer)
 
 
+def _gold_listing(store, base: dict, gold: bytes) -> tuple[str | None, str]:
+    """(the stored listing of the base with the gold patch applied, ""), or (None, why the
+    gold patch does not apply)."""
+    try:
+        entries = apply.apply(
+            base,
+            gold,
+            lambda oid: store.objects.get(oid).body,
+            lambda d: store.objects.put("blob", d),
+        )
+    except apply.PatchError as exc:
+        return None, f"the gold patch does not apply to the base: {exc}"
+    return store.objects.put_record(manifest.listing_of(entries)), ""
+
+
 def _base_listing(store, config, case: dict) -> str:
     """The listing of the case's base, exported as a candidate's workspace is."""
     root = scratch.folder("gold")
@@ -147,6 +155,34 @@ def _base_listing(store, config, case: dict) -> str:
         return store.objects.put_record(manifest.listing_record(scan))
     finally:
         worktree.remove(root)  # however deep the code it ran made it
+
+
+def _unknown_ids(store, spec: dict, case: dict, base: dict, box: dict) -> str | None:
+    """Why the runner refused its arguments, when pytest's collection at the base with the
+    test patch applied says which listed ids it does not know (None: it does not say)."""
+    pytest = collection.runner(spec["command"])
+    if pytest is None:
+        return None
+    tests = case["tests"]
+    listed = [*tests["fail_to_pass"], *tests["pass_to_pass"]]
+    patch = store.objects.get(case["links"]["test_patch"]).body
+    try:
+        unknown = collection.resolve(
+            listed, collection.collect(store, pytest, base, patch, listed, box)
+        )
+    except YybError:  # a patch that does not apply, a tool path refused: the reason stands
+        return None
+    if not unknown:
+        return None
+    named = "; ".join(
+        f"{u.test_id!r}" + (f" (cut short? it begins {u.repaired!r})" if u.repaired else "")
+        for u in unknown
+    )
+    return (
+        f"the test runner ran no test (exit status {testsuite.REFUSED_ARGUMENTS}): "
+        f"{len(unknown)} listed id(s) are not tests it collects at the base with the test "
+        f"patch applied: {named}"
+    )
 
 
 def _run(store, outcome: Outcome, run: str, links: dict) -> dict:

@@ -35,6 +35,9 @@ from yyb.harness.channel import Channel
 from yyb.harness.environment import build
 
 DEFAULT_TIMEOUT_MS = 30 * 60 * 1000
+# pytest's exit status when it refuses its arguments: one listed id it cannot find is enough,
+# and it then runs no test at all.
+REFUSED_ARGUMENTS = 4
 
 
 def run(
@@ -52,17 +55,11 @@ def run(
     for ``case`` (its record, whose ``tests`` and ``links.test_patch`` say what to run);
     ``header`` (profile, grader id, version, generation, case id) opens the retained input.
     """
-    tests = (case or {}).get("tests")
-    if not tests:
-        return Outcome.invalid("the case names no tests (FAIL_TO_PASS, PASS_TO_PASS)")
-    if base_listing is None:
-        return Outcome.invalid("its protected paths cannot be put back: no base listing")
-    patch_oid = case["links"].get("test_patch")
-    if patch_oid is None or not store.objects.contains(patch_oid):
-        return Outcome.invalid("the case's test patch is not in the store")
+    refused = _unready(store, case, base_listing)
+    if refused is not None:
+        return Outcome.invalid(refused)
+    tests, patch_oid = case["tests"], case["links"]["test_patch"]
     patch = store.objects.get(patch_oid).body
-    if hashlib.sha256(patch).hexdigest() != tests["test_patch_sha256"]:
-        return Outcome.invalid("the case's test patch does not match its bound sha256")
     try:
         tools = sandbox.tool_paths(read_only or [], protected)
     except UsageError as exc:
@@ -76,6 +73,7 @@ def run(
             final,
             spec.get("protected_paths") or [],
             patch,
+            listed,
             lambda oid: store.objects.get(oid).body,
             lambda data: store.objects.put("blob", data),
         )
@@ -119,6 +117,22 @@ def run(
         )
         report = result.output_bytes
         return verdict(result, outcome, tests, report)
+
+
+def _unready(store, case: dict | None, base_listing: str | None) -> str | None:
+    """Why the case cannot be graded (no tests, no base listing, its test patch missing or
+    not the bound bytes), or None."""
+    tests = (case or {}).get("tests")
+    if not tests:
+        return "the case names no tests (FAIL_TO_PASS, PASS_TO_PASS)"
+    if base_listing is None:
+        return "its protected paths cannot be put back: no base listing"
+    patch_oid = case["links"].get("test_patch")
+    if patch_oid is None or not store.objects.contains(patch_oid):
+        return "the case's test patch is not in the store"
+    if hashlib.sha256(store.objects.get(patch_oid).body).hexdigest() != tests["test_patch_sha256"]:
+        return "the case's test patch does not match its bound sha256"
+    return None
 
 
 def fill(command: list[str], workspace: str, junit_path: str, listed: list[str]) -> list[str]:
@@ -175,6 +189,12 @@ def verdict(result: Outcome, outcome, tests: dict, report: bytes | None) -> Outc
         f"{len(tests['fail_to_pass'])} FAIL_TO_PASS)"
     )
     result.details = {"checks": checks, "summary": summary, "reported": len(cases)}
+    if not cases and outcome.exit_code == REFUSED_ARGUMENTS:
+        return result.with_verdict(
+            "fail",
+            f"the test runner ran no test: it exited with status {REFUSED_ARGUMENTS}, pytest's "
+            f"refusal of its arguments (a listed id it cannot find stops the session); {summary}",
+        )
     if failing:
         first = failing[0]
         return result.with_verdict(

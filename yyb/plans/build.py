@@ -67,8 +67,27 @@ def _harness(config: Config) -> dict:
     return {"id": harness_id, "config": config.harness(harness_id)}
 
 
+def unprotected(catalog: dict) -> str | None:
+    """The first command profile of ``catalog`` that says nothing of ``protected_paths``.
+
+    A command evaluator that runs the candidate's tests as the candidate left them grades
+    whatever the candidate made of them; a plan binds one only when its profile names the
+    paths the benchmark owns, or says with ``protected_paths: []`` that it protects nothing.
+    """
+    for name, spec in sorted(catalog.items()):
+        if spec.get("kind") == "command" and "protected_paths" not in spec:
+            return name
+    return None
+
+
 def _evaluators(config: Config, selected: set[str]) -> dict:
     catalog = config.evaluators()
+    missing = unprotected(catalog)
+    if missing is not None:
+        raise UsageError(
+            f"evaluator profile {missing}: a command evaluator must name the paths the "
+            "benchmark owns in protected_paths (protected_paths: [] to protect nothing)"
+        )
     judges = sorted({spec["harness"] for spec in catalog.values() if spec["kind"] == "llm_judge"})
     return {
         "selected": sorted(selected),

@@ -273,7 +273,8 @@ def config(suite: Suite, timeout_ms: int) -> dict:
             "argv": [],
             "timeout_ms": 60_000,
             "purpose": "safety" if profile == "safety" else "correctness",
-            **({"protected_paths": ["test_calc.sh"]} if profile == "tests" else {}),
+            # The test belongs to the benchmark; the other graders read no file of the suite.
+            "protected_paths": ["test_calc.sh"] if profile == "tests" else [],
         }
         for profile in graders
     }

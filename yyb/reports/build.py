@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from yyb.errors import UsageError, YybError
 from yyb.evidence import check as verify
 from yyb.evidence import cost, experiment, invalidity
+from yyb.evidence import plan as planned
 from yyb.evidence.records import COST_COMPLETENESS, INVALIDITY_CAUSES, PLAN, VALID_CLASSES
 from yyb.evidence.terminal import gradeable
 from yyb.evidence.verdict import conclude
@@ -479,6 +480,9 @@ def build(
     }
     if pairs:
         report["pairwise"] = pairs
+    exposed = planned.protects_nothing(plan)
+    if exposed:
+        report["unprotected"] = exposed
     return report, facts
 
 

@@ -176,6 +176,9 @@ def document(report: dict, layer: dict) -> str:
     plan = escape(report["plan"])
     heading = f'<a href="/plan/{plan}">{plan}</a>' if is_oid(report["plan"]) else plan
     parts.append(f"<h1>Experiment <code>{heading}</code></h1>")
+    unprotected = render.unprotected_warnings(report)
+    if unprotected:
+        parts.append('<p class="banner">' + "<br>".join(escape(w) for w in unprotected) + "</p>")
     parts.append("<ul>" + "".join(f"<li>{escape(h)}</li>" for h in render._head(report, layer)))
     parts.append("</ul>")
     parts.append('<div class="chart">' + rate_chart(report) + "</div>")

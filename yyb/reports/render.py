@@ -132,6 +132,15 @@ def _spend(report: dict) -> list[str]:
     ]
 
 
+def unprotected_warnings(report: dict) -> list[str]:
+    """A warning for every command profile of the plan that protects no path."""
+    return [
+        f"!! evaluator profile {name} protects nothing: it grades the workspace as the "
+        "candidate left it, its tests and test configuration included !!"
+        for name in report.get("unprotected", [])
+    ]
+
+
 def _rate_of(report: dict, model: str) -> str:
     entry = next(m for m in report["models"] if m["model"] == model)
     return rate_text(entry["invalidity"], "- (no attempt)")
@@ -212,7 +221,7 @@ def text(report: dict, layer: dict) -> str:
     for row in rows:
         line = "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
         lines.append(line + ("  (incomplete)" if mark else ""))
-    lines += _spend(report)
+    lines += _spend(report) + unprotected_warnings(report)
     if report["comparisons"]:
         lines += ["", "paired comparison (per case: majority of valid attempts resolved)"]
         lines += ["  " + line for line in _comparisons(report)]
@@ -240,7 +249,7 @@ def markdown(report: dict, layer: dict) -> str:
         if report["status"] != "complete":
             cells[5] += " (incomplete)"
         lines.append("| " + " | ".join(cells) + " |")
-    lines += [f"> **{line.strip('! ')}**" for line in _spend(report)]
+    lines += [f"> **{line.strip('! ')}**" for line in _spend(report) + unprotected_warnings(report)]
     if report["comparisons"]:
         lines += ["", "**Paired comparison** (per case: majority of valid attempts resolved)", ""]
         lines += [f"- {line}" for line in _comparisons(report)]

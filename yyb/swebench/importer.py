@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from yyb import config as configuration
 from yyb.errors import UsageError
@@ -29,17 +29,18 @@ from yyb.harness import source
 from yyb.swebench.instances import Instance, InstanceError
 
 GRADER_ID = "swe-bench-pytest"
-PROTECTED = ["**/conftest.py", "**/pytest.ini", "**/tox.ini", "**/setup.cfg", "**/pyproject.toml"]
 TIMEOUT_MS = 30 * 60 * 1000
 TAGS = ["benchmark-case", "swe-bench"]
 
 
 @dataclass(frozen=True)
 class Written:
-    """What an import wrote: each case's task file, and the configuration."""
+    """What an import wrote: each case's task file, the configuration, and one line per
+    listed test id it repaired (``check_ids``)."""
 
     tasks: list[tuple[str, str]]  # (instance id, task file path)
     config: str
+    repairs: list[str] = field(default_factory=list)
 
 
 def profile_name(instance: Instance) -> str:
@@ -108,7 +109,8 @@ def plan_files(
             "timeout_ms": TIMEOUT_MS,
             "purpose": "correctness",
             "required": True,
-            "protected_paths": list(PROTECTED),
+            # No protected_paths of its own: the tests kind always protects pytest's
+            # configuration, every conftest.py, the listed tests' files and the test patch's.
         }
         hidden = os.path.join("hidden", instance.instance_id)
         files[os.path.join(out, hidden, "test.patch")] = instance.test_patch
@@ -213,15 +215,23 @@ def write(files: dict[str, bytes], config_path: str) -> None:
 
 
 def run(
-    path: str, repos: str, out: str, python: str = "python3", tool_paths: tuple[str, ...] = ()
+    path: str,
+    repos: str,
+    out: str,
+    python: str = "python3",
+    tool_paths: tuple[str, ...] = (),
+    check_ids: bool = False,
 ) -> Written:
-    """Import the instances in the file at ``path`` (docs/swe-bench.md).
+    """Import the instances in the file at ``path`` (docs/swe-bench.md); with ``check_ids``,
+    their listed test ids are first checked against pytest's collection in the sandbox
+    (yyb/swebench/testids.py), and repaired where that is certain.
 
     Raises:
-        InstanceError: a record that is not a valid instance, or whose repository or base
-            commit is missing.
+        InstanceError: a record that is not a valid instance, whose repository or base
+            commit is missing, or (``check_ids``) whose listed ids are not collected.
         UsageError: an output file exists with other bytes, or a configuration entry would
             change.
+        SandboxUnavailable: ``check_ids`` on a host where the sandbox cannot start.
     """
     from yyb.store import file
     from yyb.swebench import instances as reading
@@ -230,6 +240,15 @@ def run(
         raise UsageError(f"--repos {repos}: not a folder")
     found = reading.read(path, file.read_input(path))
     out = os.path.abspath(out)
+    repairs: list[str] = []
+    if check_ids:
+        from yyb.harness import sandbox
+        from yyb.swebench import testids
+
+        clones = {i.instance_id: locate(repos, i) for i in found}
+        hidden = sandbox.protected_roots(None, None, {"evaluators": {"catalog": {}}}, (out,))
+        box = {"protected": hidden, "read_only": [os.path.abspath(p) for p in tool_paths]}
+        found, repairs = testids.check(found, clones, python, box)
     files = plan_files(found, repos, out, python, list(tool_paths))
     config_path = os.path.join(out, configuration.CONFIG_NAME)
     clash = conflicts(files, config_path)
@@ -237,4 +256,4 @@ def run(
         raise UsageError(f"{clash} exists with other content; the import never replaces it")
     write(files, config_path)
     tasks = [(i.instance_id, os.path.join(out, "cases", f"{i.instance_id}.md")) for i in found]
-    return Written(tasks, config_path)
+    return Written(tasks, config_path, repairs)
