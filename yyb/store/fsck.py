@@ -66,20 +66,51 @@ class Inspection:
     kind: str | None = None
     links: tuple[str, ...] = ()
     value: dict | None = None
+    proved: bool = False  # the bytes read hash to the oid
 
 
 def inspect(store: Store, oid: str) -> Inspection:
     """Read ``oid`` and check everything one object can be checked for on its own.
 
-    Memory stays bounded: blobs are hashed as a stream and oversized records are refused
-    before their bodies are read.
+    Every copy of an object held more than once is checked: the object's checks are made on
+    a copy that hashes to its oid (the one readers return), and each copy that does not is
+    one ``bad-copy`` finding. Memory stays bounded: blobs are hashed as a stream and
+    oversized records are refused before their bodies are read.
     """
+    copies = store.objects.copies(oid)
+    if len(copies) > 1:
+        return _inspect_copies(store, oid, copies)
     small = store.objects._read_small(oid)
     if small:
         kind, body = split(small, oid)
         return check_body(oid, kind, body)
+    return _inspect_opened(oid, store.objects.open_body)
+
+
+def _inspect_copies(store: Store, oid: str, copies: list[str]) -> Inspection:
+    """``inspect`` of an object with several copies: one finding for each bad copy."""
+    seen = []
+    for where in copies:
+        found = _inspect_opened(oid, lambda oid, where=where: store.objects.open_copy(oid, where))
+        if not (found.findings and found.findings[0].code == "missing"):  # removed by gc
+            seen.append((where, found))
+    if not seen:
+        return Inspection([error("missing", oid, "object not in the store")])
+    good = next((at for at, found in seen if found.proved), None)
+    chosen = next(found for at, found in seen if at == (good or seen[0][0]))
+    then = f"readers read the copy {good}" if good else "no copy of it verifies"
+    bad = []
+    for at, found in seen:
+        if found is not chosen and not found.proved:
+            why = found.findings[0].detail
+            bad.append(error("bad-copy", oid, f"the copy {at} does not verify ({why}); {then}"))
+    return Inspection(chosen.findings + bad, chosen.kind, chosen.links, chosen.value, chosen.proved)
+
+
+def _inspect_opened(oid: str, opener: Callable[[str], tuple]) -> Inspection:
+    """``inspect`` of the copy ``opener(oid)`` opens: (kind, size, stream at the body)."""
     try:
-        kind, size, stream = store.objects.open_body(oid)
+        kind, size, stream = opener(oid)
     except ObjectMissing:
         return Inspection([error("missing", oid, "object not in the store")])
     except CorruptObject as exc:
@@ -107,24 +138,26 @@ def check_body(oid: str, kind: str, body: bytes, got: str | None = None) -> Insp
     if got != oid:
         return Inspection([error("hash-mismatch", oid, f"stored bytes hash to {got}")], kind)
     if kind == "blob":
-        return Inspection([], kind)
+        return Inspection([], kind, proved=True)
     from yyb.store import codec
 
     try:
         value = codec.decode(body, oid)
     except CorruptObject as exc:
-        return Inspection([error(exc.code, oid, exc.reason)], kind)
+        return Inspection([error(exc.code, oid, exc.reason)], kind, proved=True)
     found: list[Finding] = []
     links: tuple[str, ...] = ()
     try:
         version = check_record(value)
         links = tuple(t for targets in record_links(value).values() for t in targets)
     except InvalidRecord as exc:
-        return Inspection([error("bad-record", oid, f"{exc.path}: {exc.reason}")], kind)
+        return Inspection(
+            [error("bad-record", oid, f"{exc.path}: {exc.reason}")], kind, proved=True
+        )
     problem = schema.problem(value, version)
     if problem is not None:
         found.append(error("schema", oid, f"{version}: {problem[0]}: {problem[1]}"))
-    return Inspection(found, kind, links, value)
+    return Inspection(found, kind, links, value, proved=True)
 
 
 def check_ref_chain(store: Store, name: str) -> Iterator[tuple[Finding | None, str | None]]:

@@ -21,6 +21,7 @@ from yyb.store.objects import (
     check_record,
     hash_object,
     header,
+    loose_path,
     parse_header,
     split,
 )
@@ -213,16 +214,64 @@ class ObjectStore(ABC):
             raise ObjectMissing(oid)
         return data
 
+    # --- copies ----------------------------------------------------------------------------
+    #
+    # A store may hold an object more than once (loose and packed, or in two packs, while gc
+    # or repack runs, or a loose file written over a packed object). Readers take the copy
+    # that comes first and, when it does not verify, every other copy in turn: they return a
+    # copy that hashes to its oid or fail, never bytes that do not (docs/format.md, "Copies").
+
+    def copies(self, oid: str) -> list[str]:
+        """Where ``oid`` has a copy, each a path relative to the store (a loose file, or a
+        pack that holds it), in the order a reader tries them after its first read failed."""
+        return [loose_path(oid)] if self.contains(oid) else []
+
+    def open_copy(self, oid: str, where: str) -> tuple[str, int, BinaryIO]:
+        """Open the copy of ``oid`` at ``where`` (one of ``copies``) as ``open_body`` opens
+        an object: (kind, size, stream at the body), unverified.
+
+        Raises:
+            ObjectMissing: the copy is gone. CorruptObject: its header or length is wrong.
+        """
+        return ObjectStore.open_body(self, oid)
+
+    def good_copy(self, oid: str, first: CorruptObject) -> bytes:
+        """The stored bytes of a copy of ``oid`` that hashes to it, for a reader whose copy
+        did not; raise ``first`` (what that reader found) when no copy does."""
+        for where in self.copies(oid):
+            try:
+                kind, size, stream = self.open_copy(oid, where)
+                with stream:
+                    body = stream.read(size)
+            except (CorruptObject, ObjectMissing):
+                continue
+            if len(body) == size and hash_object(kind, body) == oid:
+                return header(kind, size) + body
+        raise first
+
+    def _proved(self, oid: str, data: bytes) -> StoredObject:
+        """The object of stored bytes ``data``, checked (``get``); another copy of it when
+        these do not verify."""
+        try:
+            obj = StoredObject(oid, *split(data, oid))
+            obj.check_hash()
+        except CorruptObject as exc:
+            obj = StoredObject(oid, *split(self.good_copy(oid, exc), oid))
+        if obj.kind == "record":
+            obj.value()
+        return obj
+
     def get(self, oid: str) -> StoredObject:
         """Read ``oid`` and prove its bytes hash to it (records: and decode canonically).
 
         Raises:
             ObjectMissing, CorruptObject (ChecksumMismatch, NonCanonical).
         """
-        kind, body = split(self.read_raw(oid), oid)
-        obj = StoredObject(oid, kind, body)
-        obj.check()
-        return obj
+        try:
+            data = self.read_raw(oid)
+        except CorruptObject as exc:  # the first copy cannot even be read
+            data = self.good_copy(oid, exc)
+        return self._proved(oid, data)
 
     def blob_bodies(
         self, oids: list[bytes | None], helper: bool = False
@@ -265,10 +314,7 @@ class ObjectStore(ABC):
             return None
         if not data:
             raise ObjectMissing(oid)
-        kind, body = split(data, oid)
-        obj = StoredObject(oid, kind, body)
-        obj.check()
-        return obj
+        return self._proved(oid, data)
 
     def get_record(self, oid: str) -> dict:
         """Read and decode a record; a blob under ``oid`` is CorruptObject for this caller."""
@@ -285,8 +331,12 @@ class ObjectStore(ABC):
         Raises:
             ObjectMissing, CorruptObject (ChecksumMismatch, or not a decodable record).
         """
-        kind, body = split(self.read_raw(oid), oid)
-        StoredObject(oid, kind, body).check_hash()
+        try:
+            data = self.read_raw(oid)
+            kind, body = split(data, oid)
+            StoredObject(oid, kind, body).check_hash()
+        except CorruptObject as exc:
+            kind, body = split(self.good_copy(oid, exc), oid)
         if kind != "record":
             raise CorruptObject(oid, f"expected a record, found a {kind}")
         return codec.decode_value(body, oid)
