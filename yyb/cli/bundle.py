@@ -148,9 +148,11 @@ def list_heads(path):
         sys.stdout.write(f"{header.refs[name]} {name}\n")
 
 
-def _report(moves) -> None:
+def _report(imported) -> None:
+    for replaced in imported.replaced:
+        sys.stdout.write(f"replaced {replaced.oid} {replaced.copy}\n")
     words = {"adopt": "fast-forward", "update": "forced", "none": "up-to-date"}
-    for move in moves:
+    for move in imported.moves:
         word = words[move.how]
         if move.how == "adopt" and move.old is None:
             word = "new"

@@ -402,10 +402,10 @@ class DiskObjects(ObjectStore):
         os.close(fd)
         return oid, tmp
 
-    def put_blob_file(self, stream: BinaryIO, size: int) -> str:
+    def put_blob_file(self, stream: BinaryIO, size: int, replace: bool = False) -> str:
         """Stream a blob into a temp file while hashing it, then rename it into place."""
         if size <= STREAM_THRESHOLD:
-            return super().put_blob_file(stream, size)
+            return super().put_blob_file(stream, size, replace)
         import tempfile
 
         tmp = None
@@ -415,7 +415,7 @@ class DiskObjects(ObjectStore):
                 oid = hash_stream("blob", stream, size, sink)
                 os.fchmod(sink.fileno(), 0o444)
                 os.fsync(sink.fileno())
-            if self.contains(oid):
+            if self.contains(oid) and not replace:
                 return oid
             for attempt in range(FOLDER_RETRIES):
                 self._ensure_folder(oid[:2])

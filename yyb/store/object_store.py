@@ -11,7 +11,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from yyb.errors import AmbiguousOid, CorruptObject, InvalidRecord, ObjectMissing
+from yyb.errors import (
+    AmbiguousOid,
+    ChecksumMismatch,
+    CorruptObject,
+    InvalidRecord,
+    ObjectMissing,
+)
 from yyb.store import codec
 from yyb.store.objects import (
     MAX_RECORD,
@@ -201,9 +207,26 @@ class ObjectStore(ABC):
         """
         return [self.put(kind, body) for kind, body in items]
 
-    def put_blob_file(self, stream: BinaryIO, size: int) -> str:
-        """Store ``size`` bytes read from ``stream`` as a blob; return its oid."""
-        return self.put("blob", stream.read(size))
+    def put_blob_file(self, stream: BinaryIO, size: int, replace: bool = False) -> str:
+        """Store ``size`` bytes read from ``stream`` as a blob; return its oid. ``replace``:
+        write its loose copy even if it exists (as ``replace`` does)."""
+        body = stream.read(size)
+        if replace:
+            self.replace(hash_object("blob", body), header("blob", size) + body)
+        return self.put("blob", body)
+
+    def replace(self, oid: str, data: bytes) -> None:
+        """Write ``data``, the stored bytes of ``oid``, as its loose copy in place of whatever
+        stands there (a copy that does not verify), atomically: a reader sees the old file or
+        the new one, never a mix.
+
+        Raises:
+            ChecksumMismatch: ``data`` does not hash to ``oid``. StoreIOError.
+        """
+        got = hashlib.sha256(data).hexdigest()
+        if got != oid:
+            raise ChecksumMismatch(oid, got)
+        self._write(oid, data)
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -384,6 +407,11 @@ class MemoryObjects(ObjectStore):
     def _write(self, oid: str, data: bytes) -> None:
         with self._lock:
             self.raw.setdefault(oid, data)
+
+    def replace(self, oid: str, data: bytes) -> None:
+        super().replace(oid, data)  # checked, then written over whatever was there
+        with self._lock:
+            self.raw[oid] = data
 
     def contains(self, oid: str) -> bool:
         return oid in self.raw
