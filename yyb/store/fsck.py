@@ -324,7 +324,8 @@ def _is_hex_pair(name: str) -> bool:
 
 def _layout(store: Store) -> Iterator[tuple[str, str]]:
     """On disk: yield ("object", oid) for each object file, and (kind, path) for the rest:
-    "symlink" for a symbolic link anywhere (never followed), "temp", "lock" or "stray"."""
+    "symlink" for a symbolic link anywhere (never followed), "temp", "lock", "stray", or
+    "not-a-folder" for a file where one of the store's folders belongs."""
     root = store.path
     objects = os.path.join(root, "objects")
     for entry in sorted(os.listdir(root)):
@@ -332,8 +333,18 @@ def _layout(store: Store) -> Iterator[tuple[str, str]]:
             yield "symlink", entry
         elif entry.startswith(file.TEMP_PREFIX):
             yield "temp", entry  # of an interrupted write of packed-refs
+        elif entry in FOLDERS and not os.path.isdir(os.path.join(root, entry)):
+            yield "not-a-folder", entry
         elif entry not in FOLDERS and entry not in (FORMAT_FILE, packrefs.PACKED_REFS):
             yield "stray", entry
+    if os.path.isdir(objects) and not os.path.islink(objects):
+        yield from _objects_layout(objects)
+    for top in ("refs", "logs", "tmp", "locks"):
+        yield from _layout_of(root, top)
+
+
+def _objects_layout(objects: str) -> Iterator[tuple[str, str]]:
+    """``_layout`` of ``objects/``: its fan-out folders and ``objects/pack``."""
     for prefix in sorted(os.listdir(objects)):
         folder = os.path.join(objects, prefix)
         if os.path.islink(folder):
@@ -357,8 +368,6 @@ def _layout(store: Store) -> Iterator[tuple[str, str]]:
             else:
                 kind = "temp" if name.startswith(file.TEMP_PREFIX) else "stray"
                 yield kind, f"objects/{prefix}/{name}"
-    for top in ("refs", "logs", "tmp", "locks"):
-        yield from _layout_of(root, top)
 
 
 def _pack_layout(folder: str) -> Iterator[tuple[str, str]]:
@@ -394,8 +403,9 @@ def _layout_of(root: str, top: str) -> Iterator[tuple[str, str]]:
                 yield "symlink", rel
             elif top == "tmp" or name.startswith(file.TEMP_PREFIX):
                 yield "temp", rel
-            elif top == "locks":
-                yield ("lock" if name.endswith(LOCK_SUFFIX) else "stray"), rel
+            elif top == "locks":  # store-wide locks are locks/<one component>.lock
+                flat = os.path.dirname(rel) == "locks"
+                yield ("lock" if flat and name.endswith(LOCK_SUFFIX) else "stray"), rel
             elif name.endswith(LOCK_SUFFIX):
                 yield "lock", rel
             else:
@@ -434,6 +444,8 @@ def fsck(store: Store, now: float | None = None) -> Iterator[Finding]:
                     yield finding
             elif kind == "stray":
                 yield error("stray-file", what, "not part of the store's layout")
+            elif kind == "not-a-folder":
+                yield error("stray-file", what, "a file stands where a folder belongs")
             elif kind == "symlink":
                 yield error(
                     "symlink",
