@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -69,15 +70,16 @@ class Inspection:
     proved: bool = False  # the bytes read hash to the oid
 
 
-def inspect(store: Store, oid: str) -> Inspection:
+def inspect(store: Store, oid: str, every_copy: bool = True) -> Inspection:
     """Read ``oid`` and check everything one object can be checked for on its own.
 
     Every copy of an object held more than once is checked: the object's checks are made on
     a copy that hashes to its oid (the one readers return), and each copy that does not is
-    one ``bad-copy`` finding. Memory stays bounded: blobs are hashed as a stream and
-    oversized records are refused before their bodies are read.
+    one ``bad-copy`` finding (``every_copy`` false: the caller knows there is one copy to
+    check). Memory stays bounded: blobs are hashed as a stream and oversized records are
+    refused before their bodies are read.
     """
-    copies = store.objects.copies(oid)
+    copies = store.objects.copies(oid) if every_copy else ()
     if len(copies) > 1:
         return _inspect_copies(store, oid, copies)
     small = store.objects._read_small(oid)
@@ -480,13 +482,14 @@ def fsck(store: Store, now: float | None = None) -> Iterator[Finding]:
         for name in sorted(getattr(store.refs, "locked", ())):
             yield error("stale-lock", name + LOCK_SUFFIX, "lock held")
 
-    present = sorted(set(present))  # an object both loose and packed is one object
+    held = Counter(present)  # an object both loose and packed is one object of two copies
+    present = sorted(held)
     have = set(present)
     edges: dict[str, tuple[str, ...]] = {}
     for oid in present:
         if oid in checked_blobs and oid not in loose:  # a loose copy is read first: check it
             continue
-        seen = inspect(store, oid)
+        seen = inspect(store, oid, every_copy=held[oid] > 1)  # a pack that verifies is whole
         yield from seen.findings
         if seen.links:
             edges[oid] = seen.links

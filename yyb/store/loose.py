@@ -477,25 +477,34 @@ class DiskObjects(ObjectStore):
         return None
 
     def open_body(self, oid: str) -> tuple[str, int, BinaryIO]:
-        """As ``ObjectStore.open_body``; of an object held more than once, a copy whose bytes
-        hash to its oid (each is hashed until one does; when none does, the first)."""
-        copies = self.copies(oid)
-        if len(copies) > 1 and (good := self._open_good(oid, copies)) is not None:
-            return good
+        """As ``ObjectStore.open_body``; of an object with a loose file and a packed copy, a
+        copy whose bytes hash to its oid (each is hashed until one does; when none does, the
+        loose file, or the packed copy when the loose file cannot be read)."""
         try:
             opened = self._open(oid)
         except CorruptObject:
-            if len(copies) < 2:
+            if not self._in_pack(oid):
                 raise
-            opened = None  # a loose copy that cannot be read: the packed one, unverified
+            return self._open_good(oid, self.copies(oid)) or self._open_packed(oid)
         if opened is None:
-            packed = self._packed(oid)
-            if packed is None:
-                raise ObjectMissing(oid)
-            kind, size, start = parse_header(packed[:MAX_HEADER], oid)
-            return kind, size, io.BytesIO(packed[start:])
+            return self._open_packed(oid)
+        if self._in_pack(oid):  # two copies: the one returned must prove itself first
+            opened[0].close()
+            good = self._open_good(oid, self.copies(oid))
+            if good is not None:
+                return good
+            opened = self._open(oid)
+            if opened is None:  # removed by a gc meanwhile: packed
+                return self._open_packed(oid)
         handle, kind, size, _ = opened
         return kind, size, handle
+
+    def _open_packed(self, oid: str) -> tuple[str, int, BinaryIO]:
+        packed = self._packed(oid)
+        if packed is None:
+            raise ObjectMissing(oid)
+        kind, size, start = parse_header(packed[:MAX_HEADER], oid)
+        return kind, size, io.BytesIO(packed[start:])
 
     def iter_oids(self) -> Iterator[str]:
         packs = self.packs(rescan=True)
