@@ -97,3 +97,18 @@ def test_a_bundle_holding_an_object_nothing_reaches_is_refused(tmp_path):
     forge.blob(b"smuggled: no ref or link reaches it\n")
     for data in (forge.build_pack(), Forge(**{**forge.__dict__, "version": 1}).build()):
         refused(tmp_path, write(tmp_path, data), 1, "nothing in the bundle reaches it")
+
+
+def test_a_large_blob_is_compared_and_replaced_as_a_stream(tmp_path):
+    store, _ = Store.init(str(tmp_path / "source"))
+    big = store.objects.put("blob", os.urandom((16 << 20) + 1))  # past the spill threshold
+    store.refs.update("refs/notes/big", store.objects.put_record(note("big", blob=big)))
+    path = str(tmp_path / "big.bundle")
+    bundle.create(store, path, bundle.ref_tips(store, ["notes/big"]))
+    target, _ = Store.init(str(tmp_path / "target"))
+    bundle.unbundle(target, path)
+    assert bundle.unbundle(target, path).replaced == []  # whole: compared, nothing written
+    flip_byte(target.objects.path(big), 1 << 20)
+    imported = bundle.unbundle(target, path)
+    assert [(r.oid, r.copy) for r in imported.replaced] == [(big, f"objects/{big[:2]}/{big[2:]}")]
+    assert whole(target, big) and errors(Store.open(target.path)) == []
