@@ -168,7 +168,9 @@ def _report(imported) -> None:
 def unbundle(ctx, path, force):
     """Import FILE into the store: all verified first, then refs moved if new or fast-forward.
 
-    Prints '<old> <new> <ref> (new|fast-forward|forced|up-to-date)' per ref.
+    Prints '<old> <new> <ref> (new|fast-forward|forced|up-to-date)' per ref, after
+    'replaced <oid> <copy>' for each local copy of an object that did not hold the bundle's
+    bytes (now written over it).
     """
     from yyb.store import bundle as bundles
 
