@@ -47,7 +47,7 @@ def test_round_trip_keeps_values_and_chains(store, tmp_path):
     assert summary.header.refs == {"refs/notes/x": second}
     assert summary.objects == 5  # blob, two notes, two updates
     target = _empty(tmp_path)
-    moves = bundle.unbundle(target, path)
+    moves = bundle.unbundle(target, path).moves
     assert [m.how for m in moves] == ["adopt"]
     assert target.refs.read("refs/notes/x") == second
     assert target.refs.log_head("refs/notes/x") == store.refs.log_head("refs/notes/x")
@@ -63,7 +63,7 @@ def test_importing_twice_is_a_no_op(disk_store, tmp_path):
     target = _empty(tmp_path)
     bundle.unbundle(target, path)
     before = _objects_in(target), target.refs.log_head("refs/notes/x")
-    assert [m.how for m in bundle.unbundle(target, path)] == ["none"]
+    assert [m.how for m in bundle.unbundle(target, path).moves] == ["none"]
     assert (_objects_in(target), target.refs.log_head("refs/notes/x")) == before
 
 
@@ -76,7 +76,7 @@ def test_fast_forward_moves_and_divergence_is_refused(disk_store, tmp_path):
     disk_store.refs.update("refs/notes/x", third)
     new_path = str(tmp_path / "new.bundle")
     bundle.create(disk_store, new_path, bundle.ref_tips(disk_store, ["notes/x"]))
-    assert [m.how for m in bundle.unbundle(target, new_path)] == ["adopt"]
+    assert [m.how for m in bundle.unbundle(target, new_path).moves] == ["adopt"]
     assert target.refs.read("refs/notes/x") == third
     # The target now moves on its own; the source's history no longer contains it.
     local = target.objects.put_record(note("local"))
@@ -84,7 +84,7 @@ def test_fast_forward_moves_and_divergence_is_refused(disk_store, tmp_path):
     with pytest.raises(NotFastForward):
         bundle.unbundle(target, new_path)
     assert target.refs.read("refs/notes/x") == local
-    assert [m.how for m in bundle.unbundle(target, new_path, force=True)] == ["update"]
+    assert [m.how for m in bundle.unbundle(target, new_path, force=True).moves] == ["update"]
     assert target.refs.read("refs/notes/x") == third
     from yyb.store.fsck import fsck
 

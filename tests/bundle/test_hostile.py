@@ -261,7 +261,7 @@ def test_a_deletion_links_no_target(tmp_path):
     refused(tmp_path, write(tmp_path, forge.build()), 1, X, "target")
     honest = forge.update(X, ids["a"], None, previous=ids["u1"])
     forge.ref(X, ids["b"], forge.update(X, None, ids["b"], target=ids["b"], previous=honest))
-    forge.objects = {o: d for o, d in forge.objects.items() if o not in (gone, head)}
+    forge.objects = {o: d for o, d in forge.objects.items() if o not in (gone, head, ids["c"])}
     accepted(tmp_path, forge.build())
 
 

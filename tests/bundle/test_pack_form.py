@@ -97,7 +97,7 @@ def test_many_objects_land_as_one_pack_few_loose(tmp_path):
     assert many.refs.read(X) == source.refs.read(X)
     assert sorted(many.objects.iter_oids()) == sorted(source.objects.iter_oids())
     _clean(many)
-    assert bundle.unbundle(many, path)[0].how == "none"  # again: nothing new, no pack
+    assert bundle.unbundle(many, path).moves[0].how == "none"  # again: nothing new, no pack
     assert len(_packs(many)) == 1
     few = _store_with(tmp_path / "few", 3)
     path = str(tmp_path / "few.bundle")

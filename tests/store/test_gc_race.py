@@ -27,7 +27,8 @@ i = 0
 while not os.path.exists(stop):
     argv = [sys.executable, "-m", "yyb", "--store", store, *commands[i % 2]]
     done = subprocess.run(argv, capture_output=True, text=True, env=env)
-    print(done.returncode, " ".join(argv[5:]), "|", done.stdout.replace("\\n", " | "), done.stderr)
+    out = done.stdout.replace("\\n", " | ")
+    print(done.returncode, " ".join(argv[5:]), "|", out, done.stderr.strip())
     sys.stdout.flush()
     i += 1
 """

@@ -148,9 +148,11 @@ def list_heads(path):
         sys.stdout.write(f"{header.refs[name]} {name}\n")
 
 
-def _report(moves) -> None:
+def _report(imported) -> None:
+    for replaced in imported.replaced:
+        sys.stdout.write(f"replaced {replaced.oid} {replaced.copy}\n")
     words = {"adopt": "fast-forward", "update": "forced", "none": "up-to-date"}
-    for move in moves:
+    for move in imported.moves:
         word = words[move.how]
         if move.how == "adopt" and move.old is None:
             word = "new"
@@ -166,7 +168,9 @@ def _report(moves) -> None:
 def unbundle(ctx, path, force):
     """Import FILE into the store: all verified first, then refs moved if new or fast-forward.
 
-    Prints '<old> <new> <ref> (new|fast-forward|forced|up-to-date)' per ref.
+    Prints '<old> <new> <ref> (new|fast-forward|forced|up-to-date)' per ref, after
+    'replaced <oid> <copy>' for each local copy of an object that did not hold the bundle's
+    bytes (now written over it).
     """
     from yyb.store import bundle as bundles
 

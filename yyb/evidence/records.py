@@ -63,7 +63,8 @@ DISPATCH_STATES: tuple[DispatchState, ...] = get_args(DispatchState)
 # Records yyb signs when a signing key is configured. Every one of them reachable from a signed
 # head must carry its own trusted signature, so nothing unsigned sits between a head and what
 # it vouches for. Ref-update records, grants and signature records are not signed (yet):
-# docs/audit.md says what that leaves open.
+# docs/audit.md says what that leaves open. docs/format.md ("Signed kinds") lists them for
+# verifiers; tests/signing/test_signed_kinds.py keeps that list and this one equal.
 SIGNED_KINDS = frozenset(
     {
         TERMINAL,

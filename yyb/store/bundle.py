@@ -40,6 +40,7 @@ from yyb.store.bundle_reader import (
     render_header,
 )
 from yyb.store.fsck import check_body, inspect, walk_ref_chain
+from yyb.store.objects import loose_path
 from yyb.store.refs import REF_UPDATE, check_ref_name
 from yyb.store.repo import Store
 
@@ -79,7 +80,8 @@ def ref_tips(store: Store, names: list[str], version: int = VERSION) -> Header:
 
 
 def _reachable(store: Store, header: Header) -> list[str]:
-    """Every oid reachable from the refs and log heads, each checked as fsck checks it."""
+    """Every oid reachable from the refs and log heads, each checked as fsck checks it (a
+    copy that does not verify beside one that does is read past, as every reader does)."""
     seen: set[str] = set()
     stack = sorted(set(header.refs.values()) | set(header.logs.values()))
     while stack:
@@ -89,6 +91,8 @@ def _reachable(store: Store, header: Header) -> list[str]:
         seen.add(oid)
         found = inspect(store, oid)
         for finding in found.findings:
+            if finding.code == "bad-copy" and found.proved:
+                continue
             if finding.code == "missing":
                 raise ObjectMissing(oid)
             raise CorruptObject(oid, finding.detail, finding.code)
@@ -223,7 +227,7 @@ def verify(path: str) -> Summary:
                 updates[entry.oid] = found.value
             else:
                 versions[entry.oid] = version
-    _check_links(path, header, present, links)
+    reached = _check_links(path, header, present, links)
 
     def read(oid: str) -> dict:
         if oid in updates:
@@ -235,11 +239,19 @@ def verify(path: str) -> Summary:
         raise ObjectMissing(oid)
 
     chains = {name: _check_chain(path, name, header, read) for name in header.refs}
+    unreached = sorted(present - reached)
+    if unreached:  # what a bundle carries is exactly what its refs and log heads reach
+        raise CorruptBundle(
+            path,
+            "nothing in the bundle reaches it from a ref or a log head",
+            unreached[0],
+            "unreachable",
+        )
     return Summary(header, len(present), chains)
 
 
-def _check_links(path: str, header: Header, present: set[str], links: dict) -> None:
-    """Everything the refs and log heads reach is in the bundle."""
+def _check_links(path: str, header: Header, present: set[str], links: dict) -> set[str]:
+    """Everything the refs and log heads reach is in the bundle; return what they reach."""
     roots = sorted(set(header.refs.values()) | set(header.logs.values()))
     seen: set[str] = set()
     stack = [(oid, None) for oid in roots]
@@ -255,6 +267,7 @@ def _check_links(path: str, header: Header, present: set[str], links: dict) -> N
                 )
             raise CorruptBundle(path, f"linked by {parent} but not in the bundle", oid, "missing")
         stack.extend((t, oid) for t in links.get(oid, ()) if t not in seen)
+    return seen
 
 
 def _check_chain(path: str, name: str, header: Header, read) -> list[str]:
@@ -313,10 +326,30 @@ def plan_moves(store: Store, summary: Summary, force: bool) -> list[Move]:
     return moves
 
 
-def unbundle(store: Store, path: str, force: bool = False) -> list[Move]:
+@dataclass
+class Replaced:
+    """A local copy of an object that did not verify (``copy``, a path relative to the store)
+    for which an import wrote the bundle's bytes as the object's loose file: over that copy
+    when it was the loose file, else beside it (a damaged pack is left for ``doctor``)."""
+
+    oid: str
+    copy: str
+
+
+@dataclass
+class Imported:
+    """What an import did: each ref's move, and each local copy it stood a good one in for."""
+
+    moves: list[Move]
+    replaced: list[Replaced]
+
+
+def unbundle(store: Store, path: str, force: bool = False) -> Imported:
     """Import a bundle: verify all of it, decide every ref move, write objects, move refs.
 
-    Nothing is written unless the whole bundle verifies and every ref move is allowed.
+    Nothing is written unless the whole bundle verifies and every ref move is allowed. An
+    object the store holds already is written again when a local copy of it does not hold
+    exactly the bundle's bytes (``Replaced``); one whose copies all do is skipped.
 
     A bundle that carries a checkpoint of the transparency log (``checkpoint.REF``) into a
     store holding an older one of the same log must carry a log that extends it.
@@ -327,10 +360,11 @@ def unbundle(store: Store, path: str, force: bool = False) -> list[Move]:
     """
     summary = verify(path)
     moves = plan_moves(store, summary, force)
+    replaced: list[Replaced] = []
     with Reader(path) as reader:
         if reader.header() != summary.header:
             raise reader.fail("the file changed while it was being imported")
-        _land(store, _fresh(store, reader, reader.objects(private=True)))
+        _land(store, _fresh(store, reader, reader.objects(private=True), replaced))
     incoming = summary.header.refs.get(checkpoint.REF)
     if incoming is not None:
         checkpoint.guard(store, incoming)  # before any ref moves
@@ -339,7 +373,7 @@ def unbundle(store: Store, path: str, force: bool = False) -> list[Move]:
             store.refs.adopt(move.ref, summary.header.logs[move.ref], move.old, move.old_head)
         elif move.how == "update":
             store.refs.update(move.ref, move.new, old=move.old, reason=f"unbundle {path}")
-    return moves
+    return Imported(moves, replaced)
 
 
 # Fewer new objects than this are written loose; more become one pack (Git's
@@ -359,23 +393,67 @@ class _Fresh:
     start: int  # where the body begins
 
 
-def _fresh(store: Store, reader: Reader, entries: Iterator[Entry]) -> Iterator[_Fresh]:
+def _fresh(
+    store: Store, reader: Reader, entries: Iterator[Entry], replaced: list[Replaced]
+) -> Iterator[_Fresh]:
     """The objects of the bundle that the store lacks, ascending by oid; a large blob is
-    streamed into the store loose here instead (it is one file whatever the form)."""
-    has = store.objects.contains
+    streamed into the store loose here instead (it is one file whatever the form), and so is
+    an object that has a local copy that does not verify, over it (``replaced`` says which)."""
+    objects = store.objects
     for entry in entries:
-        if has(entry.oid):
-            continue
+        bad = _bad_copies(objects, entry) if objects.contains(entry.oid) else None
+        if bad == []:
+            continue  # every local copy holds the bundle's bytes
         if entry.spill is not None and entry.kind == "blob":
             entry.spill.seek(entry.start)
-            got = store.objects.put_blob_file(entry.spill, entry.size)
+            got = objects.put_blob_file(entry.spill, entry.size, replace=bad is not None)
             if got != entry.oid:
                 raise reader.fail("the file changed while it was being imported", entry.oid)
-            continue
-        stored = entry.stored()
-        if stored is None:
-            stored = b"%s %d\x00" % (entry.kind.encode(), entry.size) + entry.body()
-        yield _Fresh(entry.oid, entry.kind, stored, len(stored) - entry.size)
+        else:
+            stored = entry.stored()
+            if stored is None:
+                stored = b"%s %d\x00" % (entry.kind.encode(), entry.size) + entry.body()
+            if bad is None:
+                yield _Fresh(entry.oid, entry.kind, stored, len(stored) - entry.size)
+            else:
+                objects.replace(entry.oid, stored)
+        replaced += [Replaced(entry.oid, copy) for copy in bad or ()]
+
+
+def _bad_copies(objects, entry: Entry) -> list[str]:
+    """The local copies of ``entry``'s object that do not hold exactly its stored bytes;
+    none when the loose copy does (readers read it, and a damaged pack cannot be rewritten)."""
+    bad, loose_good = [], False
+    for where in objects.copies(entry.oid):
+        same = _same_bytes(objects, entry, where)
+        if same is False:
+            bad.append(where)
+        loose_good = loose_good or (same and where == loose_path(entry.oid))
+    return [] if loose_good else bad
+
+
+def _same_bytes(objects, entry: Entry, where: str) -> bool | None:
+    """Whether the copy at ``where`` holds exactly ``entry``'s stored bytes (compared, not
+    hashed: the entry's are proved); None when the copy is gone (a gc packed it meanwhile)."""
+    try:
+        kind, size, stream = objects.open_copy(entry.oid, where)
+    except ObjectMissing:
+        return None
+    except CorruptObject:
+        return False
+    with stream:
+        if (kind, size) != (entry.kind, entry.size):
+            return False
+        if entry.spill is None:
+            return stream.read(size) == entry.body()
+        entry.spill.seek(entry.start)
+        left = size
+        while left:
+            n = min(CHUNK, left)
+            if stream.read(n) != entry.spill.read(n):
+                return False
+            left -= n
+        return True
 
 
 def _land(store: Store, fresh: Iterator[_Fresh]) -> None:
@@ -415,7 +493,7 @@ def _batched(items: Iterable, size: int) -> Iterator[list]:
         yield batch
 
 
-def transfer(source: Store, target: Store, names: list[str], force: bool = False) -> list[Move]:
+def transfer(source: Store, target: Store, names: list[str], force: bool = False) -> Imported:
     """Copy refs and what they reach from ``source`` to ``target`` through a bundle file."""
     header = ref_tips(source, names)
     folder = os.path.join(target.path, "tmp") if target.path else None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -66,20 +67,52 @@ class Inspection:
     kind: str | None = None
     links: tuple[str, ...] = ()
     value: dict | None = None
+    proved: bool = False  # the bytes read hash to the oid
 
 
-def inspect(store: Store, oid: str) -> Inspection:
+def inspect(store: Store, oid: str, every_copy: bool = True) -> Inspection:
     """Read ``oid`` and check everything one object can be checked for on its own.
 
-    Memory stays bounded: blobs are hashed as a stream and oversized records are refused
-    before their bodies are read.
+    Every copy of an object held more than once is checked: the object's checks are made on
+    a copy that hashes to its oid (the one readers return), and each copy that does not is
+    one ``bad-copy`` finding (``every_copy`` false: the caller knows there is one copy to
+    check). Memory stays bounded: blobs are hashed as a stream and oversized records are
+    refused before their bodies are read.
     """
+    copies = store.objects.copies(oid) if every_copy else ()
+    if len(copies) > 1:
+        return _inspect_copies(store, oid, copies)
     small = store.objects._read_small(oid)
     if small:
         kind, body = split(small, oid)
         return check_body(oid, kind, body)
+    return _inspect_opened(oid, store.objects.open_body)
+
+
+def _inspect_copies(store: Store, oid: str, copies: list[str]) -> Inspection:
+    """``inspect`` of an object with several copies: one finding for each bad copy."""
+    seen = []
+    for where in copies:
+        found = _inspect_opened(oid, lambda oid, where=where: store.objects.open_copy(oid, where))
+        if not (found.findings and found.findings[0].code == "missing"):  # removed by gc
+            seen.append((where, found))
+    if not seen:
+        return Inspection([error("missing", oid, "object not in the store")])
+    good = next((at for at, found in seen if found.proved), None)
+    chosen = next(found for at, found in seen if at == (good or seen[0][0]))
+    then = f"readers read the copy {good}" if good else "no copy of it verifies"
+    bad = []
+    for at, found in seen:
+        if found is not chosen and not found.proved:
+            why = found.findings[0].detail
+            bad.append(error("bad-copy", oid, f"the copy {at} does not verify ({why}); {then}"))
+    return Inspection(chosen.findings + bad, chosen.kind, chosen.links, chosen.value, chosen.proved)
+
+
+def _inspect_opened(oid: str, opener: Callable[[str], tuple]) -> Inspection:
+    """``inspect`` of the copy ``opener(oid)`` opens: (kind, size, stream at the body)."""
     try:
-        kind, size, stream = store.objects.open_body(oid)
+        kind, size, stream = opener(oid)
     except ObjectMissing:
         return Inspection([error("missing", oid, "object not in the store")])
     except CorruptObject as exc:
@@ -107,24 +140,26 @@ def check_body(oid: str, kind: str, body: bytes, got: str | None = None) -> Insp
     if got != oid:
         return Inspection([error("hash-mismatch", oid, f"stored bytes hash to {got}")], kind)
     if kind == "blob":
-        return Inspection([], kind)
+        return Inspection([], kind, proved=True)
     from yyb.store import codec
 
     try:
         value = codec.decode(body, oid)
     except CorruptObject as exc:
-        return Inspection([error(exc.code, oid, exc.reason)], kind)
+        return Inspection([error(exc.code, oid, exc.reason)], kind, proved=True)
     found: list[Finding] = []
     links: tuple[str, ...] = ()
     try:
         version = check_record(value)
         links = tuple(t for targets in record_links(value).values() for t in targets)
     except InvalidRecord as exc:
-        return Inspection([error("bad-record", oid, f"{exc.path}: {exc.reason}")], kind)
+        return Inspection(
+            [error("bad-record", oid, f"{exc.path}: {exc.reason}")], kind, proved=True
+        )
     problem = schema.problem(value, version)
     if problem is not None:
         found.append(error("schema", oid, f"{version}: {problem[0]}: {problem[1]}"))
-    return Inspection(found, kind, links, value)
+    return Inspection(found, kind, links, value, proved=True)
 
 
 def check_ref_chain(store: Store, name: str) -> Iterator[tuple[Finding | None, str | None]]:
@@ -291,7 +326,8 @@ def _is_hex_pair(name: str) -> bool:
 
 def _layout(store: Store) -> Iterator[tuple[str, str]]:
     """On disk: yield ("object", oid) for each object file, and (kind, path) for the rest:
-    "symlink" for a symbolic link anywhere (never followed), "temp", "lock" or "stray"."""
+    "symlink" for a symbolic link anywhere (never followed), "temp", "lock", "stray", or
+    "not-a-folder" for a file where one of the store's folders belongs."""
     root = store.path
     objects = os.path.join(root, "objects")
     for entry in sorted(os.listdir(root)):
@@ -299,8 +335,18 @@ def _layout(store: Store) -> Iterator[tuple[str, str]]:
             yield "symlink", entry
         elif entry.startswith(file.TEMP_PREFIX):
             yield "temp", entry  # of an interrupted write of packed-refs
+        elif entry in FOLDERS and not os.path.isdir(os.path.join(root, entry)):
+            yield "not-a-folder", entry
         elif entry not in FOLDERS and entry not in (FORMAT_FILE, packrefs.PACKED_REFS):
             yield "stray", entry
+    if os.path.isdir(objects) and not os.path.islink(objects):
+        yield from _objects_layout(objects)
+    for top in ("refs", "logs", "tmp", "locks"):
+        yield from _layout_of(root, top)
+
+
+def _objects_layout(objects: str) -> Iterator[tuple[str, str]]:
+    """``_layout`` of ``objects/``: its fan-out folders and ``objects/pack``."""
     for prefix in sorted(os.listdir(objects)):
         folder = os.path.join(objects, prefix)
         if os.path.islink(folder):
@@ -324,8 +370,6 @@ def _layout(store: Store) -> Iterator[tuple[str, str]]:
             else:
                 kind = "temp" if name.startswith(file.TEMP_PREFIX) else "stray"
                 yield kind, f"objects/{prefix}/{name}"
-    for top in ("refs", "logs", "tmp", "locks"):
-        yield from _layout_of(root, top)
 
 
 def _pack_layout(folder: str) -> Iterator[tuple[str, str]]:
@@ -361,8 +405,9 @@ def _layout_of(root: str, top: str) -> Iterator[tuple[str, str]]:
                 yield "symlink", rel
             elif top == "tmp" or name.startswith(file.TEMP_PREFIX):
                 yield "temp", rel
-            elif top == "locks":
-                yield ("lock" if name.endswith(LOCK_SUFFIX) else "stray"), rel
+            elif top == "locks":  # store-wide locks are locks/<one component>.lock
+                flat = os.path.dirname(rel) == "locks"
+                yield ("lock" if flat and name.endswith(LOCK_SUFFIX) else "stray"), rel
             elif name.endswith(LOCK_SUFFIX):
                 yield "lock", rel
             else:
@@ -401,6 +446,8 @@ def fsck(store: Store, now: float | None = None) -> Iterator[Finding]:
                     yield finding
             elif kind == "stray":
                 yield error("stray-file", what, "not part of the store's layout")
+            elif kind == "not-a-folder":
+                yield error("stray-file", what, "a file stands where a folder belongs")
             elif kind == "symlink":
                 yield error(
                     "symlink",
@@ -435,13 +482,14 @@ def fsck(store: Store, now: float | None = None) -> Iterator[Finding]:
         for name in sorted(getattr(store.refs, "locked", ())):
             yield error("stale-lock", name + LOCK_SUFFIX, "lock held")
 
-    present = sorted(set(present))  # an object both loose and packed is one object
+    held = Counter(present)  # an object both loose and packed is one object of two copies
+    present = sorted(held)
     have = set(present)
     edges: dict[str, tuple[str, ...]] = {}
     for oid in present:
         if oid in checked_blobs and oid not in loose:  # a loose copy is read first: check it
             continue
-        seen = inspect(store, oid)
+        seen = inspect(store, oid, every_copy=held[oid] > 1)  # a pack that verifies is whole
         yield from seen.findings
         if seen.links:
             edges[oid] = seen.links

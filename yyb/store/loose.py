@@ -25,7 +25,7 @@ from yyb.store.object_store import (
     hash_stream,
     small_and_well_formed,
 )
-from yyb.store.objects import MAX_HEADER, OID_HEX, hash_object, header, parse_header
+from yyb.store.objects import MAX_HEADER, OID_HEX, hash_object, header, loose_path, parse_header
 
 if TYPE_CHECKING:
     from yyb.store import pack
@@ -402,10 +402,10 @@ class DiskObjects(ObjectStore):
         os.close(fd)
         return oid, tmp
 
-    def put_blob_file(self, stream: BinaryIO, size: int) -> str:
+    def put_blob_file(self, stream: BinaryIO, size: int, replace: bool = False) -> str:
         """Stream a blob into a temp file while hashing it, then rename it into place."""
         if size <= STREAM_THRESHOLD:
-            return super().put_blob_file(stream, size)
+            return super().put_blob_file(stream, size, replace)
         import tempfile
 
         tmp = None
@@ -415,7 +415,7 @@ class DiskObjects(ObjectStore):
                 oid = hash_stream("blob", stream, size, sink)
                 os.fchmod(sink.fileno(), 0o444)
                 os.fsync(sink.fileno())
-            if self.contains(oid):
+            if self.contains(oid) and not replace:
                 return oid
             for attempt in range(FOLDER_RETRIES):
                 self._ensure_folder(oid[:2])
@@ -432,16 +432,79 @@ class DiskObjects(ObjectStore):
         finally:
             file.discard(tmp)
 
-    def open_body(self, oid: str) -> tuple[str, int, BinaryIO]:
-        opened = self._open(oid)
-        if opened is None:
-            packed = self._packed(oid)
-            if packed is None:
+    def copies(self, oid: str) -> list[str]:
+        """As ``ObjectStore.copies``: the loose file (whatever stands at its place: a link
+        or an empty file is a copy that does not verify), then each pack that holds it (the
+        packs open; after a miss, any new ones). A pack that cannot be opened is left out
+        (``yyb doctor`` reports it as ``bad-pack``)."""
+        from yyb.store import pack
+
+        found = [loose_path(oid)] if os.path.lexists(self.path(oid)) else []
+        try:
+            known = self.packs()
+            held = [p for p in known if p.find(oid) is not None]
+            if not held and not found:
+                held = [p for p in self.packs(rescan=True)[len(known) :] if p.find(oid) is not None]
+        except pack.PackError:
+            return found
+        return found + [os.path.relpath(p.path, self.root) for p in held]
+
+    def open_copy(self, oid: str, where: str) -> tuple[str, int, BinaryIO]:
+        if where == loose_path(oid):
+            opened = self._open(oid)
+            if opened is None:
                 raise ObjectMissing(oid)
-            kind, size, start = parse_header(packed[:MAX_HEADER], oid)
-            return kind, size, io.BytesIO(packed[start:])
+            handle, kind, size, _ = opened
+            return kind, size, handle
+        held = [p for p in self._packs.values() if os.path.relpath(p.path, self.root) == where]
+        data = held[0].read(oid) if held else None
+        if data is None:
+            raise ObjectMissing(oid)
+        kind, size, start = parse_header(data[:MAX_HEADER], oid)
+        return kind, size, io.BytesIO(data[start:])
+
+    def _open_good(self, oid: str, copies: list[str]) -> tuple[str, int, BinaryIO] | None:
+        """The first of several copies whose bytes hash to ``oid``, opened; None if none."""
+        for where in copies:
+            try:
+                kind, size, stream = self.open_copy(oid, where)
+                with stream:
+                    proved = hash_stream(kind, stream, size) == oid
+                if proved:
+                    return self.open_copy(oid, where)
+            except (CorruptObject, ObjectMissing):
+                continue
+        return None
+
+    def open_body(self, oid: str) -> tuple[str, int, BinaryIO]:
+        """As ``ObjectStore.open_body``; of an object with a loose file and a packed copy, a
+        copy whose bytes hash to its oid (each is hashed until one does; when none does, the
+        loose file, or the packed copy when the loose file cannot be read)."""
+        try:
+            opened = self._open(oid)
+        except CorruptObject:
+            if not self._in_pack(oid):
+                raise
+            return self._open_good(oid, self.copies(oid)) or self._open_packed(oid)
+        if opened is None:
+            return self._open_packed(oid)
+        if self._in_pack(oid):  # two copies: the one returned must prove itself first
+            opened[0].close()
+            good = self._open_good(oid, self.copies(oid))
+            if good is not None:
+                return good
+            opened = self._open(oid)
+            if opened is None:  # removed by a gc meanwhile: packed
+                return self._open_packed(oid)
         handle, kind, size, _ = opened
         return kind, size, handle
+
+    def _open_packed(self, oid: str) -> tuple[str, int, BinaryIO]:
+        packed = self._packed(oid)
+        if packed is None:
+            raise ObjectMissing(oid)
+        kind, size, start = parse_header(packed[:MAX_HEADER], oid)
+        return kind, size, io.BytesIO(packed[start:])
 
     def iter_oids(self) -> Iterator[str]:
         packs = self.packs(rescan=True)

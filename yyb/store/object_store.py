@@ -11,7 +11,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from yyb.errors import AmbiguousOid, CorruptObject, InvalidRecord, ObjectMissing
+from yyb.errors import (
+    AmbiguousOid,
+    ChecksumMismatch,
+    CorruptObject,
+    InvalidRecord,
+    ObjectMissing,
+)
 from yyb.store import codec
 from yyb.store.objects import (
     MAX_RECORD,
@@ -21,6 +27,7 @@ from yyb.store.objects import (
     check_record,
     hash_object,
     header,
+    loose_path,
     parse_header,
     split,
 )
@@ -200,9 +207,26 @@ class ObjectStore(ABC):
         """
         return [self.put(kind, body) for kind, body in items]
 
-    def put_blob_file(self, stream: BinaryIO, size: int) -> str:
-        """Store ``size`` bytes read from ``stream`` as a blob; return its oid."""
-        return self.put("blob", stream.read(size))
+    def put_blob_file(self, stream: BinaryIO, size: int, replace: bool = False) -> str:
+        """Store ``size`` bytes read from ``stream`` as a blob; return its oid. ``replace``:
+        write its loose copy even if it exists (as ``replace`` does)."""
+        body = stream.read(size)
+        if replace:
+            self.replace(hash_object("blob", body), header("blob", size) + body)
+        return self.put("blob", body)
+
+    def replace(self, oid: str, data: bytes) -> None:
+        """Write ``data``, the stored bytes of ``oid``, as its loose copy in place of whatever
+        stands there (a copy that does not verify), atomically: a reader sees the old file or
+        the new one, never a mix.
+
+        Raises:
+            ChecksumMismatch: ``data`` does not hash to ``oid``. StoreIOError.
+        """
+        got = hashlib.sha256(data).hexdigest()
+        if got != oid:
+            raise ChecksumMismatch(oid, got)
+        self._write(oid, data)
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -213,16 +237,64 @@ class ObjectStore(ABC):
             raise ObjectMissing(oid)
         return data
 
+    # --- copies ----------------------------------------------------------------------------
+    #
+    # A store may hold an object more than once (loose and packed, or in two packs, while gc
+    # or repack runs, or a loose file written over a packed object). Readers take the copy
+    # that comes first and, when it does not verify, every other copy in turn: they return a
+    # copy that hashes to its oid or fail, never bytes that do not (docs/format.md, "Copies").
+
+    def copies(self, oid: str) -> list[str]:
+        """Where ``oid`` has a copy, each a path relative to the store (a loose file, or a
+        pack that holds it), in the order a reader tries them after its first read failed."""
+        return [loose_path(oid)] if self.contains(oid) else []
+
+    def open_copy(self, oid: str, where: str) -> tuple[str, int, BinaryIO]:
+        """Open the copy of ``oid`` at ``where`` (one of ``copies``) as ``open_body`` opens
+        an object: (kind, size, stream at the body), unverified.
+
+        Raises:
+            ObjectMissing: the copy is gone. CorruptObject: its header or length is wrong.
+        """
+        return ObjectStore.open_body(self, oid)
+
+    def good_copy(self, oid: str, first: CorruptObject) -> bytes:
+        """The stored bytes of a copy of ``oid`` that hashes to it, for a reader whose copy
+        did not; raise ``first`` (what that reader found) when no copy does."""
+        for where in self.copies(oid):
+            try:
+                kind, size, stream = self.open_copy(oid, where)
+                with stream:
+                    body = stream.read(size)
+            except (CorruptObject, ObjectMissing):
+                continue
+            if len(body) == size and hash_object(kind, body) == oid:
+                return header(kind, size) + body
+        raise first
+
+    def _proved(self, oid: str, data: bytes) -> StoredObject:
+        """The object of stored bytes ``data``, checked (``get``); another copy of it when
+        these do not verify."""
+        try:
+            obj = StoredObject(oid, *split(data, oid))
+            obj.check_hash()
+        except CorruptObject as exc:
+            obj = StoredObject(oid, *split(self.good_copy(oid, exc), oid))
+        if obj.kind == "record":
+            obj.value()
+        return obj
+
     def get(self, oid: str) -> StoredObject:
         """Read ``oid`` and prove its bytes hash to it (records: and decode canonically).
 
         Raises:
             ObjectMissing, CorruptObject (ChecksumMismatch, NonCanonical).
         """
-        kind, body = split(self.read_raw(oid), oid)
-        obj = StoredObject(oid, kind, body)
-        obj.check()
-        return obj
+        try:
+            data = self.read_raw(oid)
+        except CorruptObject as exc:  # the first copy cannot even be read
+            data = self.good_copy(oid, exc)
+        return self._proved(oid, data)
 
     def blob_bodies(
         self, oids: list[bytes | None], helper: bool = False
@@ -265,10 +337,7 @@ class ObjectStore(ABC):
             return None
         if not data:
             raise ObjectMissing(oid)
-        kind, body = split(data, oid)
-        obj = StoredObject(oid, kind, body)
-        obj.check()
-        return obj
+        return self._proved(oid, data)
 
     def get_record(self, oid: str) -> dict:
         """Read and decode a record; a blob under ``oid`` is CorruptObject for this caller."""
@@ -285,8 +354,12 @@ class ObjectStore(ABC):
         Raises:
             ObjectMissing, CorruptObject (ChecksumMismatch, or not a decodable record).
         """
-        kind, body = split(self.read_raw(oid), oid)
-        StoredObject(oid, kind, body).check_hash()
+        try:
+            data = self.read_raw(oid)
+            kind, body = split(data, oid)
+            StoredObject(oid, kind, body).check_hash()
+        except CorruptObject as exc:
+            kind, body = split(self.good_copy(oid, exc), oid)
         if kind != "record":
             raise CorruptObject(oid, f"expected a record, found a {kind}")
         return codec.decode_value(body, oid)
@@ -334,6 +407,11 @@ class MemoryObjects(ObjectStore):
     def _write(self, oid: str, data: bytes) -> None:
         with self._lock:
             self.raw.setdefault(oid, data)
+
+    def replace(self, oid: str, data: bytes) -> None:
+        super().replace(oid, data)  # checked, then written over whatever was there
+        with self._lock:
+            self.raw[oid] = data
 
     def contains(self, oid: str) -> bool:
         return oid in self.raw

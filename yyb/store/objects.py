@@ -29,6 +29,11 @@ def is_oid(text: str) -> bool:
     return isinstance(text, str) and _OID_RE.fullmatch(text) is not None
 
 
+def loose_path(oid: str) -> str:
+    """Where ``oid``'s loose file lies, relative to the store: ``objects/<2 hex>/<62 hex>``."""
+    return f"objects/{oid[:2]}/{oid[2:]}"
+
+
 def check_oid(text: str) -> str:
     """Return ``text`` if it is a full object id, else raise InvalidOid."""
     if not is_oid(text):

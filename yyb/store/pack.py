@@ -453,8 +453,9 @@ class Pack:
         return [h for h in (self._oid(i).hex() for i in range(lo, hi)) if h.startswith(prefix)]
 
     def verify(self) -> set[str]:
-        """Check every hash: the index's trailer, the pack's, the order of the oids, and
-        that each object's bytes hash to its oid and the objects tile the pack exactly;
+        """Check the name and every hash: the file is ``pack-<its trailer in hex>.pack``;
+        the index's trailer, the pack's, the order of the oids, and that each object's bytes
+        hash to its oid and the objects tile the pack exactly;
         return the oids of its blobs (a blob that hashes right has nothing more to check).
 
         Raises:
@@ -462,6 +463,8 @@ class Pack:
         """
         from yyb.store.objects import hash_object
 
+        if os.path.basename(self.path) != f"pack-{self.data[-HASH:].hex()}.pack":
+            raise PackError(self.path, "its name is not pack-<its trailer in hex>.pack")
         body = len(self.index) - HASH
         if hashlib.sha256(self.index[:body]).digest() != self.index[body:]:
             raise PackError(self.path, "its index does not hash to its trailer")
