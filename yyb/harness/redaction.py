@@ -4,14 +4,16 @@ Each secret value is searched for in these forms, each replaced by ``[REDACTED:N
 
 - its bytes (UTF-8), always, whatever their length;
 - base64 in the standard and the URL-safe alphabets, at each of the three alignments the
-  secret can have inside a longer encoded text: only the characters the secret's bytes alone
-  decide are searched for, so text before or after it cannot hide it (at most two characters
-  at either end, 10 bits of the secret, stay);
+  secret can have inside a longer encoded text: the characters the secret's bytes alone
+  decide, with the character it may share with the text before it and the one it may share
+  with the text after it (any character holding the secret's bits there, so the text around
+  cannot hide it) and the padding after that: no character holding a bit of the secret stays;
 - hex in lower and in upper case;
 - URL encoding: percent-encoding with ``/`` encoded or kept, ``+`` for spaces, and the
   percent escapes in lower case.
 
-An encoded form shorter than ``MIN_ENCODED`` characters is not searched for: that short, it
+An encoded form shorter than ``MIN_ENCODED`` characters (for base64, its characters the secret
+alone decides) is not searched for: that short, it
 could not be told from other text. Data with no NUL-free secret form in it is returned as it
 is; a large file is searched in pieces that overlap by the longest form, skipping the holes of
 a sparse file (no form holds a NUL byte, so a hole can neither hold nor split one).
@@ -31,24 +33,63 @@ MIN_ENCODED = 8
 CHUNK = 1 << 20
 
 
-def forms(value: str) -> list[bytes]:
-    """The byte strings searched for to redact ``value`` (the raw bytes first)."""
+ALPHABETS = (
+    (base64.b64encode, b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"),
+    (base64.urlsafe_b64encode, b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"),
+)
+
+
+def _chars(alphabet: bytes, keep) -> bytes:
+    """A regex character class of the characters of ``alphabet`` whose value ``keep`` takes."""
+    return b"[" + b"".join(re.escape(alphabet[v : v + 1]) for v in range(64) if keep(v)) + b"]"
+
+
+def _base64(raw: bytes, shift: int, encode, alphabet: bytes) -> tuple[bytes, int] | None:
+    """The pattern of ``raw`` base64-encoded ``shift`` bytes into a longer text, and the
+    length of its core (None when the core is shorter than ``MIN_ENCODED``).
+
+    Character i of the encoding holds bits [6i, 6i + 6); the secret holds bits
+    [8 * shift, 8 * (shift + len)). The core is the characters the secret's bits alone make;
+    a character it shares with the text before (its low bits the secret's first ones) or
+    after (its high bits the secret's last ones) is matched by a class of every character
+    with those bits, and the padding that may follow the last one is matched too.
+    """
+    stream = encode(b"\0" * shift + raw + b"\0\0")
+    start, end = 8 * shift, 8 * (shift + len(raw))
+    first, last = -(-start // 6), end // 6
+    if last - first < MIN_ENCODED:
+        return None
+    pattern = re.escape(stream[first:last])
+    if start % 6:
+        low = 6 * first - start  # how many low bits of the shared character are the secret's
+        value = alphabet.index(stream[first - 1 : first])
+        mask = (1 << low) - 1
+        pattern = _chars(alphabet, lambda v: v & mask == value & mask) + b"?" + pattern
+    if end % 6:
+        high = end - 6 * last  # how many high bits of the shared character are the secret's
+        value = alphabet.index(stream[last : last + 1]) >> (6 - high)
+        shared = _chars(alphabet, lambda v: v >> (6 - high) == value)
+        pattern += b"(?:" + shared + b"={0,2})?"
+    return pattern, last - first
+
+
+def forms(value: str) -> list[tuple[bytes, int]]:
+    """The patterns searched for to redact ``value`` (the raw bytes first), each a regular
+    expression over bytes with the length of the text it must hold."""
     raw = value.encode("utf-8", "surrogateescape")
-    found = [raw]
-    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+    found = [(re.escape(raw), len(raw))]
+    for encode, alphabet in ALPHABETS:
         for shift in range(3):
-            # Character i of the encoding covers bits [6i, 6i + 6); keep those inside the
-            # secret's bits [8 * shift, 8 * (shift + len)).
-            stream = encode(b"\0" * shift + raw + b"\0\0")
-            first = -(-8 * shift // 6)
-            last = 8 * (shift + len(raw)) // 6
-            found.append(stream[first:last])
-    found += [raw.hex().encode(), raw.hex().upper().encode()]
+            encoded = _base64(raw, shift, encode, alphabet)
+            if encoded is not None:
+                found.append(encoded)
+    literal = [raw.hex().encode(), raw.hex().upper().encode()]
     for text in (quote(raw, safe=""), quote(raw, safe="/"), quote_plus(raw, safe="")):
-        found += [text.encode(), re.sub("%[0-9A-F]{2}", lambda m: m[0].lower(), text).encode()]
-    unique: list[bytes] = []
+        literal += [text.encode(), re.sub("%[0-9A-F]{2}", lambda m: m[0].lower(), text).encode()]
+    found += [(re.escape(form), len(form)) for form in literal if len(form) >= MIN_ENCODED]
+    unique: list[tuple[bytes, int]] = []
     for form in found:
-        if form not in unique and (form == raw or len(form) >= MIN_ENCODED):
+        if form not in unique:
             unique.append(form)
     return unique
 
@@ -57,16 +98,18 @@ class Redactor:
     """The forms of a set of named secrets, and the ways to remove them from retained data."""
 
     def __init__(self, secrets: dict[str, str]) -> None:
-        names: dict[bytes, str] = {}
+        names: dict[bytes, tuple[str, int]] = {}
         for name, value in sorted(secrets.items()):
-            for form in forms(value) if value else []:
-                names.setdefault(form, name)
-        self._names = names
+            for pattern, length in forms(value) if value else []:
+                names.setdefault(pattern, (name, length))
         # Longest first, so that a secret holding another one is replaced whole.
-        self._needles = sorted(names, key=lambda form: (-len(form), form))
-        self.longest = len(self._needles[0]) if self._needles else 0
+        self._needles = sorted(names, key=lambda p: (-names[p][1], p))
+        self._names = [names[p][0] for p in self._needles]
+        self._each = [re.compile(p) for p in self._needles]
+        # The longest text a pattern can match: its core, two shared characters, padding.
+        self.longest = max((names[p][1] + 4 for p in self._needles), default=0)
         self._pattern = (
-            re.compile(b"|".join(re.escape(n) for n in self._needles)) if self._needles else None
+            re.compile(b"|".join(b"(" + p + b")" for p in self._needles)) if self._needles else None
         )
 
     def __bool__(self) -> bool:
@@ -74,7 +117,11 @@ class Redactor:
 
     def found(self, data: bytes) -> set[str]:
         """Names of the secrets some form of which occurs in ``data``."""
-        return {self._names[needle] for needle in self._needles if needle in data}
+        if self._pattern is None or self._pattern.search(data) is None:
+            return set()
+        return {
+            name for name, each in zip(self._names, self._each, strict=True) if each.search(data)
+        }
 
     def redact(self, data: bytes) -> bytes:
         """``data`` with every form of every secret replaced by ``[REDACTED:NAME]``."""
@@ -83,7 +130,7 @@ class Redactor:
         return self._pattern.sub(self._replacement, data)
 
     def _replacement(self, match: re.Match) -> bytes:
-        return REDACTED.format(name=self._names[match[0]]).encode()
+        return REDACTED.format(name=self._names[match.lastindex - 1]).encode()
 
     def text(self, value: str) -> str:
         """A string, redacted (undecodable bytes of a file name stay as they were)."""
