@@ -9,7 +9,6 @@ import hashlib
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -143,4 +142,26 @@ def test_startup_files_that_do_not_reach_yyb_or_are_recorded_pass(tmp_path):
     (site / "other.pth").write_bytes(data + b"import yyb\n")
     with pytest.raises(identity.UnboundBuild, match="other.pth"):
         identity.build(str(package), site_dirs=[str(site)])
-    assert sys.modules["yyb"]
+
+
+def test_cached_bytecode_that_is_not_the_source_is_refused(tmp_path):
+    """A forged ``.pyc`` beside an unchanged source (git ignores ``__pycache__``; a wheel's
+    RECORD leaves room for it) runs instead of the source: it is refused."""
+    import importlib.util
+    import py_compile
+
+    top = copy_of_yyb(tmp_path / "checkout")
+    bound = identity.build(str(top / "yyb"))
+    source = top / "yyb" / "readiness" / "verify.py"
+    loaded = {"yyb": str(top / "yyb" / "__init__.py"), "yyb.readiness.verify": str(source)}
+    honest = bound.modules(loaded, str(top))
+    py_compile.compile(str(source), doraise=True)  # the cache Python itself writes
+    assert bound.modules(loaded, str(top)) == honest
+    forged = tmp_path / "forged.py"
+    forged.write_text("def verdict(*args):\n    return True\n")
+    cached = importlib.util.cache_from_source(str(source))
+    header = Path(cached).read_bytes()[:16]  # the source's time and size: Python loads it
+    py_compile.compile(str(forged), cfile=str(tmp_path / "forged.pyc"), doraise=True)
+    Path(cached).write_bytes(header + (tmp_path / "forged.pyc").read_bytes()[16:])
+    with pytest.raises(identity.UnboundBuild, match="cached bytecode"):
+        bound.modules(loaded, str(top))

@@ -102,6 +102,7 @@ class Build:
             data = _read(path)
             if data is None or self.digest(data) != expected:
                 raise UnboundBuild(f"module {name} at {path} differs from the build's {rel}")
+            _bytecode_is_source(name, path, data)
             lines.append(f"{name} {hashlib.sha256(data).hexdigest()}\n")
         return {"count": len(lines), "sha256": hashlib.sha256("".join(lines).encode()).hexdigest()}
 
@@ -116,6 +117,35 @@ def imported() -> dict[str, str]:
             if file:
                 found[name] = file
     return found
+
+
+def _bytecode_is_source(name: str, path: str, source: bytes) -> None:
+    """The cached bytecode Python would load for the source at ``path`` (if any) is that
+    source compiled: a ``.pyc`` whose header claims the source's time and size (or that is
+    never checked against it) runs instead of the source, whatever the source says.
+
+    Raises:
+        UnboundBuild: the cached code is not the source's.
+    """
+    import importlib.util
+    import marshal
+
+    if not path.endswith(".py"):
+        return
+    try:
+        cached = importlib.util.cache_from_source(path)
+    except NotImplementedError:  # no cache tag: nothing is cached
+        return
+    data = _read(cached)
+    if data is None:
+        return
+    try:
+        code = marshal.loads(data[16:])
+        compiled = compile(source, path, "exec", dont_inherit=True)
+    except (EOFError, ValueError, TypeError, SyntaxError):
+        code, compiled = None, True
+    if code != compiled:
+        raise UnboundBuild(f"module {name}: its cached bytecode {cached} is not its source's")
 
 
 def build(package_dir: str | None = None, site_dirs: list[str] | None = None) -> Build:
