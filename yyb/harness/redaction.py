@@ -26,6 +26,7 @@ import errno
 import os
 import re
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from urllib.parse import quote, quote_plus
 
 REDACTED = "[REDACTED:{name}]"
@@ -37,47 +38,57 @@ ALPHABETS = (
     (base64.b64encode, b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"),
     (base64.urlsafe_b64encode, b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"),
 )
+PAD = ord("=")
+EXTENSION = 3  # the most a base64 form reaches past its core: a shared character, "=="
 
 
-def _chars(alphabet: bytes, keep) -> bytes:
-    """A regex character class of the characters of ``alphabet`` whose value ``keep`` takes."""
-    return b"[" + b"".join(re.escape(alphabet[v : v + 1]) for v in range(64) if keep(v)) + b"]"
+@dataclass(frozen=True)
+class Form:
+    """One form of a secret: the bytes searched for (``core``) and, for base64, the
+    characters it may share with the text before it (``before``: every character whose low
+    bits are the secret's first ones) and after it (``after``: every character whose high
+    bits are its last ones, then up to two ``=``)."""
+
+    core: bytes
+    before: frozenset[int] = frozenset()
+    after: frozenset[int] = frozenset()
 
 
-def _base64(raw: bytes, shift: int, encode, alphabet: bytes) -> tuple[bytes, int] | None:
-    """The pattern of ``raw`` base64-encoded ``shift`` bytes into a longer text, and the
-    length of its core (None when the core is shorter than ``MIN_ENCODED``).
+def _chars(alphabet: bytes, keep) -> frozenset[int]:
+    """The characters of ``alphabet`` whose value ``keep`` takes."""
+    return frozenset(alphabet[v] for v in range(64) if keep(v))
+
+
+def _base64(raw: bytes, shift: int, encode, alphabet: bytes) -> Form | None:
+    """``raw`` base64-encoded ``shift`` bytes into a longer text (None when its core is
+    shorter than ``MIN_ENCODED``).
 
     Character i of the encoding holds bits [6i, 6i + 6); the secret holds bits
     [8 * shift, 8 * (shift + len)). The core is the characters the secret's bits alone make;
-    a character it shares with the text before (its low bits the secret's first ones) or
-    after (its high bits the secret's last ones) is matched by a class of every character
-    with those bits, and the padding that may follow the last one is matched too.
+    the character before it holds the secret's first bits in its low ones, the one after it
+    the secret's last bits in its high ones.
     """
     stream = encode(b"\0" * shift + raw + b"\0\0")
     start, end = 8 * shift, 8 * (shift + len(raw))
     first, last = -(-start // 6), end // 6
     if last - first < MIN_ENCODED:
         return None
-    pattern = re.escape(stream[first:last])
+    before = after = frozenset()
     if start % 6:
-        low = 6 * first - start  # how many low bits of the shared character are the secret's
+        mask = (1 << (6 * first - start)) - 1
         value = alphabet.index(stream[first - 1 : first])
-        mask = (1 << low) - 1
-        pattern = _chars(alphabet, lambda v: v & mask == value & mask) + b"?" + pattern
+        before = _chars(alphabet, lambda v: v & mask == value & mask)
     if end % 6:
-        high = end - 6 * last  # how many high bits of the shared character are the secret's
-        value = alphabet.index(stream[last : last + 1]) >> (6 - high)
-        shared = _chars(alphabet, lambda v: v >> (6 - high) == value)
-        pattern += b"(?:" + shared + b"={0,2})?"
-    return pattern, last - first
+        low = 6 - (end - 6 * last)  # the low bits of the shared character, not the secret's
+        value = alphabet.index(stream[last : last + 1]) >> low
+        after = _chars(alphabet, lambda v: v >> low == value)
+    return Form(stream[first:last], before, after)
 
 
-def forms(value: str) -> list[tuple[bytes, int]]:
-    """The patterns searched for to redact ``value`` (the raw bytes first), each a regular
-    expression over bytes with the length of the text it must hold."""
+def forms(value: str) -> list[Form]:
+    """The forms searched for to redact ``value`` (the raw bytes first)."""
     raw = value.encode("utf-8", "surrogateescape")
-    found = [(re.escape(raw), len(raw))]
+    found = [Form(raw)]
     for encode, alphabet in ALPHABETS:
         for shift in range(3):
             encoded = _base64(raw, shift, encode, alphabet)
@@ -86,30 +97,28 @@ def forms(value: str) -> list[tuple[bytes, int]]:
     literal = [raw.hex().encode(), raw.hex().upper().encode()]
     for text in (quote(raw, safe=""), quote(raw, safe="/"), quote_plus(raw, safe="")):
         literal += [text.encode(), re.sub("%[0-9A-F]{2}", lambda m: m[0].lower(), text).encode()]
-    found += [(re.escape(form), len(form)) for form in literal if len(form) >= MIN_ENCODED]
-    unique: list[tuple[bytes, int]] = []
+    found += [Form(form) for form in literal if len(form) >= MIN_ENCODED]
+    unique: dict[bytes, Form] = {}
     for form in found:
-        if form not in unique:
-            unique.append(form)
-    return unique
+        unique.setdefault(form.core, form)
+    return list(unique.values())
 
 
 class Redactor:
     """The forms of a set of named secrets, and the ways to remove them from retained data."""
 
     def __init__(self, secrets: dict[str, str]) -> None:
-        names: dict[bytes, tuple[str, int]] = {}
+        names: dict[bytes, tuple[str, Form]] = {}
         for name, value in sorted(secrets.items()):
-            for pattern, length in forms(value) if value else []:
-                names.setdefault(pattern, (name, length))
+            for form in forms(value) if value else []:
+                names.setdefault(form.core, (name, form))
+        self._names = names
         # Longest first, so that a secret holding another one is replaced whole.
-        self._needles = sorted(names, key=lambda p: (-names[p][1], p))
-        self._names = [names[p][0] for p in self._needles]
-        self._each = [re.compile(p) for p in self._needles]
-        # The longest text a pattern can match: its core, two shared characters, padding.
-        self.longest = max((names[p][1] + 4 for p in self._needles), default=0)
+        self._needles = sorted(names, key=lambda form: (-len(form), form))
+        # The longest text one form covers: its core and what it may share around it.
+        self.longest = max((len(n) + EXTENSION + 1 for n in self._needles), default=0)
         self._pattern = (
-            re.compile(b"|".join(b"(" + p + b")" for p in self._needles)) if self._needles else None
+            re.compile(b"|".join(re.escape(n) for n in self._needles)) if self._needles else None
         )
 
     def __bool__(self) -> bool:
@@ -117,20 +126,38 @@ class Redactor:
 
     def found(self, data: bytes) -> set[str]:
         """Names of the secrets some form of which occurs in ``data``."""
-        if self._pattern is None or self._pattern.search(data) is None:
-            return set()
-        return {
-            name for name, each in zip(self._names, self._each, strict=True) if each.search(data)
-        }
+        return {self._names[needle][0] for needle in self._needles if needle in data}
 
     def redact(self, data: bytes) -> bytes:
         """``data`` with every form of every secret replaced by ``[REDACTED:NAME]``."""
         if self._pattern is None or not self.found(data):
             return data
-        return self._pattern.sub(self._replacement, data)
+        pieces, done = self._replace(data, len(data))
+        return b"".join(pieces) + data[done:]
 
-    def _replacement(self, match: re.Match) -> bytes:
-        return REDACTED.format(name=self._names[match.lastindex - 1]).encode()
+    def _replace(self, buffer: bytes, cut: int) -> tuple[list[bytes], int]:
+        """The pieces of ``buffer``, redacted, up to the end of the last form whose core
+        starts before ``cut``, and where they end. A base64 form takes the characters it
+        shares with the text around it (one before, one after and its padding) unless an
+        earlier form took them."""
+        pieces, done = [], 0
+        for match in self._pattern.finditer(buffer):
+            start, end = match.span()
+            if start >= cut:
+                break
+            if start < done:  # inside what the form before took around its core
+                continue
+            name, form = self._names[match[0]]
+            if start > done and buffer[start - 1] in form.before:
+                start -= 1
+            if end < len(buffer) and buffer[end] in form.after:
+                end += 1
+                for _ in range(2):
+                    if end < len(buffer) and buffer[end] == PAD:
+                        end += 1
+            pieces += [buffer[done:start], REDACTED.format(name=name).encode()]
+            done = end
+        return pieces, done
 
     def text(self, value: str) -> str:
         """A string, redacted (undecodable bytes of a file name stay as they were)."""
@@ -192,7 +219,7 @@ class Redactor:
         """Write the first ``size`` bytes of an open file, redacted, to ``write``.
 
         Returns the number of bytes written. A match never spans two pieces: the last
-        ``longest - 1`` bytes of each piece wait for the next one.
+        ``longest`` bytes of each piece wait for the next one.
         """
         assert self._pattern is not None
         written = 0
@@ -204,15 +231,12 @@ class Redactor:
             final = not chunk
             buffer = carry + chunk
             cut = len(buffer) if final else max(len(buffer) - (self.longest - 1), 0)
-            pieces, done = [], 0
-            for match in self._pattern.finditer(buffer):
-                if match.start() >= cut:
-                    break
-                pieces += [buffer[done : match.start()], self._replacement(match)]
-                done = match.end()
-            if done < cut:
-                pieces.append(buffer[done:cut])
-                done = cut
+            pieces, done = self._replace(buffer, cut)
+            # One byte before the cut waits too: a form found next may share it.
+            keep = len(buffer) if final else max(cut - 1, 0)
+            if done < keep:
+                pieces.append(buffer[done:keep])
+                done = keep
             carry = buffer[done:]
             for piece in pieces:
                 write(piece)
