@@ -13,7 +13,7 @@ import platform
 import re
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from yyb import __version__
 from yyb.errors import UsageError
@@ -67,6 +67,9 @@ class Build:
     record: dict
     files: dict[str, str]
     git_format: str | None = None  # the checkout's object format; None for a distribution
+    # (name, path, size, mtime, cache's size and mtime) -> SHA-256 of a module found bound,
+    # so that a second look (after the suite ran) reads only what changed or is new.
+    checked: dict = field(default_factory=dict, repr=False, compare=False)
 
     def digest(self, data: bytes) -> str:
         if self.git_format is None:
@@ -93,6 +96,10 @@ class Build:
         lines = []
         for name, file in sorted(loaded.items()):
             path = os.path.realpath(file)
+            seen = (name, path, *_stat(path), *_stat(_cache_of(path)))
+            if seen in self.checked:
+                lines.append(f"{name} {self.checked[seen]}\n")
+                continue
             rel = os.path.relpath(path, root)
             if rel.startswith(".." + os.sep) or rel == "..":
                 raise UnboundBuild(f"module {name} is loaded from {path}, outside yyb's folder")
@@ -103,7 +110,8 @@ class Build:
             if data is None or self.digest(data) != expected:
                 raise UnboundBuild(f"module {name} at {path} differs from the build's {rel}")
             _bytecode_is_source(name, path, data)
-            lines.append(f"{name} {hashlib.sha256(data).hexdigest()}\n")
+            self.checked[seen] = hashlib.sha256(data).hexdigest()
+            lines.append(f"{name} {self.checked[seen]}\n")
         return {"count": len(lines), "sha256": hashlib.sha256("".join(lines).encode()).hexdigest()}
 
 
@@ -119,6 +127,44 @@ def imported() -> dict[str, str]:
     return found
 
 
+def _stat(path: str | None) -> tuple[int, int]:
+    try:
+        info = os.stat(path) if path else None
+    except OSError:
+        info = None
+    return (info.st_size, info.st_mtime_ns) if info else (-1, -1)
+
+
+def _cache_of(path: str) -> str | None:
+    """Where Python caches the bytecode of the source at ``path`` (None: it does not)."""
+    import importlib.util
+
+    if not path.endswith(".py"):
+        return None
+    try:
+        return importlib.util.cache_from_source(path)
+    except NotImplementedError:  # no cache tag: nothing is cached
+        return None
+
+
+def _loadable(data: bytes, path: str, source: bytes) -> bool:
+    """Whether Python would load the cached bytecode ``data`` for the source at ``path``
+    (PEP 552): this interpreter's magic number, and a header naming the source's time and
+    size, or its hash, or a hash it is told not to check."""
+    import importlib.util
+
+    if data[:4] != importlib.util.MAGIC_NUMBER or len(data) < 16:
+        return False
+    flags = int.from_bytes(data[4:8], "little")
+    if flags & 0b1 == 0:  # the source's modification time and size
+        info = os.stat(path)
+        claimed = int.from_bytes(data[8:12], "little"), int.from_bytes(data[12:16], "little")
+        return claimed == (int(info.st_mtime) & 0xFFFFFFFF, info.st_size & 0xFFFFFFFF)
+    if flags & 0b10:  # the source's hash, checked
+        return data[8:16] == importlib.util.source_hash(source)
+    return True  # a hash never checked: loaded whatever the source is
+
+
 def _bytecode_is_source(name: str, path: str, source: bytes) -> None:
     """The cached bytecode Python would load for the source at ``path`` (if any) is that
     source compiled: a ``.pyc`` whose header claims the source's time and size (or that is
@@ -127,17 +173,11 @@ def _bytecode_is_source(name: str, path: str, source: bytes) -> None:
     Raises:
         UnboundBuild: the cached code is not the source's.
     """
-    import importlib.util
     import marshal
 
-    if not path.endswith(".py"):
-        return
-    try:
-        cached = importlib.util.cache_from_source(path)
-    except NotImplementedError:  # no cache tag: nothing is cached
-        return
-    data = _read(cached)
-    if data is None:
+    cached = _cache_of(path)
+    data = _read(cached) if cached else None
+    if data is None or not _loadable(data, path, source):
         return
     try:
         code = marshal.loads(data[16:])
