@@ -5,7 +5,7 @@ read, hashed, and its cached bytecode compared with its source compiled), with e
 of the package imported (the most a run can import).
 
 Each round runs in a fresh process, with bytecode caches written beforehand (as an installed
-copy has them) or not (``--no-cache``). Run from a clean checkout or an installed copy.
+copy has them) or none (``--no-cache``: caches looked for in an empty folder). Run from a clean checkout or an installed copy.
 Usage: python tools/bench_binding.py [--rounds 5] [--no-cache]
 """
 
@@ -17,6 +17,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 
 ROUND = r"""
 import importlib, json, pkgutil, time
@@ -44,8 +45,9 @@ def main() -> None:
     parser.add_argument("--no-cache", action="store_true")
     args = parser.parse_args()
     env = dict(os.environ)
-    if args.no_cache:
+    if args.no_cache:  # caches looked for (and none written) in an empty folder
         env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="yyb-no-pycache-")
     else:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         subprocess.run([sys.executable, "-c", ROUND], env=env, capture_output=True)
