@@ -5,7 +5,8 @@ read, hashed, and its cached bytecode compared with its source compiled), with e
 of the package imported (the most a run can import).
 
 Each round runs in a fresh process, with bytecode caches written beforehand (as an installed
-copy has them) or none (``--no-cache``: caches looked for in an empty folder). Run from a clean checkout or an installed copy.
+copy has them) or none (``--no-cache``: caches looked for in an empty folder). Run from a
+clean checkout or an installed copy.
 Usage: python tools/bench_binding.py [--rounds 5] [--no-cache]
 """
 
