@@ -117,3 +117,29 @@ def test_holes_of_a_sparse_file_are_skipped_and_data_after_them_searched(tmp_pat
         assert Redactor({"T": "absent-secret"}).found_in_file(fd, 64 << 20) == set()
     finally:
         os.close(fd)
+
+
+def _b64_variants(raw: bytes):
+    """Every way a program could print ``raw`` in base64: inside 0 to 4 bytes before and
+    after it, in both alphabets, padded and unpadded; with how much of the text is the
+    others' alone (the characters wholly inside the bytes before and after)."""
+    for prefix in (b"", b"a", b"ab", b"abc", b"abcd"):
+        for suffix in (b"", b"z", b"zy", b"zyx", b"zyxw"):
+            for encode in (base64.b64encode, base64.urlsafe_b64encode):
+                text = encode(prefix + raw + suffix)
+                head = 8 * len(prefix) // 6
+                tail = -(-8 * (len(prefix) + len(raw)) // 6)
+                kept = text[:head], text[tail:].lstrip(b"=")
+                yield text, kept
+                yield text.rstrip(b"="), (kept[0], kept[1].rstrip(b"="))
+
+
+@example(secret="OPS-TOKEN-8d1c7f4")
+@given(secret=st.text(min_size=8, max_size=24))
+def test_base64_redaction_covers_the_whole_secret(secret):
+    """No character that holds a bit of the secret survives, at any alignment or padding:
+    what stays is the text around it, and nothing of the secret's own."""
+    redactor = Redactor({"T": secret})
+    for text, (head, tail) in _b64_variants(secret.encode()):
+        redacted = redactor.redact(b"<" + text + b">")
+        assert redacted == b"<" + head + MARK + tail + b">", (text, redacted)

@@ -16,6 +16,13 @@ from yyb.store.repo import Store
 BUILD = {"kind": "checkout", "version": "0.0.0", "commit": "0" * 40}
 
 
+class GivenBuild:
+    """A stand-in for ``identity.Build`` that binds ``BUILD`` as it is."""
+
+    def identity(self) -> dict:
+        return dict(BUILD)
+
+
 class Suite:
     """One run of the suite against a store of its own; ``root`` is where it is built."""
 
@@ -32,7 +39,7 @@ class Suite:
 
     def run(self) -> run.Outcome:
         self.root.mkdir(exist_ok=True)
-        return run.release_readiness(self.store, None, dict(os.environ), build=BUILD)
+        return run.release_readiness(self.store, None, dict(os.environ), build=GivenBuild())
 
 
 @pytest.fixture
@@ -42,6 +49,22 @@ def readiness(tmp_path, monkeypatch) -> Suite:
 
 def by_case(outcome: run.Outcome) -> dict[str, dict]:
     return {record["case"]: record for record in outcome.checks}
+
+
+REAL = Path(run.__file__).resolve().parents[2]  # the folder holding the running yyb
+
+
+def copy_of_yyb(top: Path) -> Path:
+    """A committed checkout holding a copy of the running yyb's package (its bytes)."""
+    import shutil
+
+    top.mkdir(parents=True)
+    shutil.copytree(REAL / "yyb", top / "yyb", ignore=shutil.ignore_patterns("__pycache__"))
+    (top / "README.md").write_text("yyb\n")
+    env = {**os.environ, **GIT_ENV}
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "build"]):
+        subprocess.run(["git", "-C", str(top), *args], env=env, check=True)
+    return top
 
 
 def checkout(folder: Path, files: dict[str, str]) -> Path:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Yyb
-from tests.readiness.conftest import BUILD, by_case, checkout
+from tests.readiness.conftest import BUILD, by_case, checkout, copy_of_yyb
 from yyb import __version__
 from yyb.errors import UsageError
 from yyb.evidence import names
@@ -23,7 +23,7 @@ from yyb.store.repo import Store
 @pytest.fixture
 def clean_build(tmp_path, monkeypatch) -> Path:
     """yyb as if it ran from a clean checkout of its own (this one may not be clean)."""
-    top = checkout(tmp_path / "checkout", {"yyb/__init__.py": "", "README.md": "yyb\n"})
+    top = copy_of_yyb(tmp_path / "checkout")
     monkeypatch.setattr(identity, "PACKAGE_DIR", str(top / "yyb"))
     return top
 
@@ -36,7 +36,9 @@ def test_the_command_passes_twice_with_one_receipt(clean_build, tmp_path):
     assert "coverage   complete" in first.stdout
     written = json.loads(output.read_text())
     commit = os.popen(f"git -C {clean_build} rev-parse HEAD").read().strip()
-    expected = {"kind": "checkout", "version": __version__, "commit": commit}
+    modules = written["receipt"]["yyb"]["modules"]
+    assert modules["count"] > 10  # every yyb module that ran, by its bytes
+    expected = {"kind": "checkout", "version": __version__, "commit": commit, "modules": modules}
     assert written["receipt"]["yyb"] == expected
     again = yyb("release-readiness", "--json")
     assert again.exit_code == 0, again.stderr
@@ -111,13 +113,13 @@ def test_a_package_outside_any_checkout_is_the_installed_distribution(tmp_path, 
     dist, _, _ = _fake_dist(tmp_path, b"VALUE = 1\n")
     monkeypatch.setattr(metadata, "distribution", lambda name: dist)
     package = tmp_path / "site" / "fake"
-    assert identity.build(str(package))["name"] == "fake"  # no repository around it
+    assert identity.build(str(package)).record["name"] == "fake"  # no repository around it
     # Inside a repository that does not track it (a virtualenv in a checkout): the same.
     top = checkout(tmp_path / "project", {"README.md": "x\n"})
     venv = top / "venv" / "yyb"
     venv.mkdir(parents=True)
     (venv / "__init__.py").write_text("")
-    assert identity.build(str(venv))["name"] == "fake"
+    assert identity.build(str(venv)).record["name"] == "fake"
 
 
 def test_configured_harnesses_are_bound_and_a_missing_one_fails(tmp_path):
@@ -173,9 +175,10 @@ def test_an_offline_run_of_a_plan_that_could_spend_is_refused():
 # --- doctor: every claim is re-derived --------------------------------------------------------
 
 
-def _forge(store, outcome, case: str, **observed) -> str:
+def _forge(store, outcome, case: str, refs: bool = True, **observed) -> str:
     """A receipt whose ``case`` observed something else, made consistent everywhere but in
-    the evidence (check records, coverage and verdict all recomputed), with its runs refs."""
+    the evidence (check records, coverage and verdict all recomputed), with its receipt and
+    runs refs unless ``refs`` is false."""
     records = []
     for record in outcome.checks:
         if record["case"] == case:
@@ -194,9 +197,10 @@ def _forge(store, outcome, case: str, **observed) -> str:
         canary,
     )
     oid = store.objects.put_record(receipt)
-    store.refs.update(names.readiness_receipt(oid), oid)
-    for part, plan_oid in outcome.plans.items():
-        store.refs.update(names.readiness_run(oid, part), plan_oid)
+    if refs:
+        store.refs.update(names.readiness_receipt(oid), oid)
+        for part, plan_oid in outcome.plans.items():
+            store.refs.update(names.readiness_run(oid, part), plan_oid)
     return oid
 
 
@@ -288,3 +292,26 @@ def test_a_host_without_the_sandbox_is_refused_before_anything_is_written(
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "sandbox unavailable" in lines[0], result.stderr
     assert not os.path.exists(yyb.store_path)
+
+
+def test_doctor_checks_the_receipt_latest_names(readiness):
+    """A forger points ``latest`` at a receipt of its own whose check failed (consistent in
+    itself, but named by no receipt ref and carrying no runs): doctor finds it."""
+    outcome = readiness.run()
+    store = readiness.store
+    forged = _forge(store, outcome, "timeout", refs=False, **{"class": "resolved"})
+    assert store.objects.get_record(forged)["passed"] is False
+    store.refs.update(names.READINESS_LATEST, forged)
+    found = codes(store)
+    assert ("readiness-unnamed", forged) in found
+    assert ("readiness-failed", forged) in found
+    # Named by its own receipt ref too, a failed receipt behind latest is still a problem.
+    store.refs.update(names.readiness_receipt(forged), forged)
+    assert ("readiness-failed", forged) in codes(store)
+    # Behind any other ref of the folder, a record that is no receipt is found as well.
+    store.refs.update(f"{names.READINESS}/stray", outcome.receipt["links"]["checks"][0])
+    assert ("wrong-record", outcome.receipt["links"]["checks"][0]) in codes(store)
+    # Once latest names a passing receipt again, the failed one is history: a note.
+    store.refs.update(names.READINESS_LATEST, outcome.oid)
+    notes = [(f.level, f.code) for f in verify.doctor(store) if f.subject == forged]
+    assert ("info", "readiness-failed") in notes

@@ -214,3 +214,34 @@ def test_the_longitudinal_html_page_lists_every_cohort_and_incompatibility(
         assert f"<td>{', '.join(found['differs'])}</td>" in page
     lowered = page.lower()
     assert "<script" not in lowered and "<link" not in lowered and 'src="' not in lowered
+
+
+def test_a_grader_version_pins_the_longitudinal_report(fabricated, tmp_path):
+    """Pinned, only the attempts that version graded pool, with its verdicts; the others
+    are counted as not graded by the pin, as in a per-experiment report."""
+    whole, _ = longitudinal.build_longitudinal(fabricated)
+    pinned, facts = longitudinal.build_longitudinal(fabricated, grader_version="2")
+    assert pinned["filters"]["grader_version"] == "2"
+    assert [(c["case_id"], c["attempts"]) for c in pinned["cohorts"]] == [("c1", 2)]
+    assert pinned["attempts"] == 2 and len(facts) == 2
+    assert pinned["not_graded_by_pin"] == whole["attempts"] - 2
+    assert "grader_version" not in whole["filters"]  # an unpinned report is as it was
+    by_id, _ = longitudinal.build_longitudinal(fabricated, grader_version="grader-x@2")
+    assert by_id["attempts"] == 0 and by_id["not_graded_by_pin"] == whole["attempts"]
+    stored = longitudinal.store_layer(fabricated, pinned, facts)
+    schema.validate(fabricated.objects.get_record(stored["oid"]), longitudinal.LONGITUDINAL)
+
+
+def test_the_longitudinal_cli_takes_a_grader_version(bench):
+    bench.configure()
+    bench.run(["zz/fixer"])
+    bench.configure({"tests": bench.command("honest", version="2")})
+    bench.run(["zz/fixer"])
+    result = bench.yyb("report", "--longitudinal", "--grader-version", "2", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert [c["attempts"] for c in doc["cohorts"]] == [1] and doc["not_graded_by_pin"] == 1
+    text = bench.yyb("report", "--longitudinal", "--grader-version", "2", "--no-layer")
+    assert text.exit_code == 0 and "grader version 2" in text.stdout, text.stdout
+    refused = bench.yyb("report", "--longitudinal", "--verify-objects")
+    assert refused.exit_code == 2 and "--verify-objects" in refused.stderr

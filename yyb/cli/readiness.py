@@ -41,8 +41,10 @@ def release_readiness(ctx, output, as_json):
     coverage suite as real sandboxed attempts of built-in stand-ins (nothing is dispatched to
     a model and nothing can be spent); stores a deterministic receipt under
     refs/release-readiness/. Exit 0 when every check passed; 1 when one failed or the sandbox
-    cannot start; 2 when the build cannot be bound (a dirty checkout, an installed file that
-    differs from its RECORD) or FILE exists. docs/readiness.md explains each check.
+    cannot start; 2 when the build cannot be bound (a dirty checkout or one hiding a change
+    from git, an installed file that differs from its RECORD or is in none, a module that
+    ran that is not the build's, a start-up file reaching yyb) or FILE exists.
+    docs/readiness.md explains each check.
     """
     from yyb.plans.planfile import check_output_free
     from yyb.readiness import identity
@@ -51,8 +53,10 @@ def release_readiness(ctx, output, as_json):
 
     if output is not None:
         check_output_free(output)
-    # A dirty checkout, or a host with no sandbox, is refused before anything is written.
+    # A dirty checkout, a module or start-up file that is not the build's, or a host with no
+    # sandbox, is refused before anything is written.
     build = identity.build()
+    build.identity()
     host = identity.host()
     config = _config(ctx)
     store = open_store(ctx, create=True)
@@ -80,6 +84,10 @@ def _text(outcome, store_path: str) -> None:
             f"build      {build['name']} {build['version']} installed "
             f"(RECORD {build['record_sha256'][:16]}, {build['files_checked']} files checked)\n"
         )
+    modules = build["modules"]
+    out.write(
+        f"modules    {modules['count']} ran, each the build's (sha256 {modules['sha256'][:16]})\n"
+    )
     host = receipt["host"]
     out.write(
         f"sandbox    {host['sandbox']['version']}: {'; '.join(host['sandbox']['verified'])}\n"

@@ -75,14 +75,12 @@ def report(
         raise UsageError("give exactly one of --plan PLAN and --longitudinal")
     if not longitudinal and (case_id or model):
         raise UsageError("--case and --model filter the longitudinal report only")
-    if longitudinal and (grader_version or verify_objects):
-        raise UsageError(
-            "--grader-version and --verify-objects apply to a per-experiment report (--plan) only"
-        )
+    if longitudinal and verify_objects:
+        raise UsageError("--verify-objects applies to a per-experiment report (--plan) only")
     if output is not None:
         planfile.check_output_free(output)
     if longitudinal:
-        data, code, oid = _longitudinal(ctx, case_id, model, fmt, not no_layer)
+        data, code, oid = _longitudinal(ctx, case_id, model, grader_version, fmt, not no_layer)
     else:
         data, code, oid = _experiment(
             ctx, plan_name, grader_version, fmt, verify_objects, not no_layer
@@ -122,7 +120,7 @@ def _experiment(
     return data, 0, stored["oid"]
 
 
-def _longitudinal(ctx, case_id, model, fmt, write) -> tuple[str, int, str | None]:
+def _longitudinal(ctx, case_id, model, grader_version, fmt, write) -> tuple[str, int, str | None]:
     from yyb.reports import longitudinal, longitudinal_render
 
     formats = longitudinal_render.FORMATS
@@ -132,7 +130,7 @@ def _longitudinal(ctx, case_id, model, fmt, write) -> tuple[str, int, str | None
         html.require()
         formats = html.LONGITUDINAL_FORMATS
     store = open_store(ctx)
-    document, facts = longitudinal.build_longitudinal(store, case_id, model)
+    document, facts = longitudinal.build_longitudinal(store, case_id, model, grader_version)
     stored = _stored(longitudinal.store_layer, store, document, facts, write=write)
     return formats[fmt](document, stored), 0, stored["oid"]
 

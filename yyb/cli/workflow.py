@@ -191,7 +191,7 @@ def readiness(ctx, models, policy_path, as_json):
 @click.option("--attempts", type=int, default=1, show_default=True)
 @click.option("--var", "variables", multiple=True, metavar="NAME=VALUE")
 @click.option("--output", required=True, metavar="P")
-@click.option("--dry-run", is_flag=True, help="Print the plan's shape; write nothing.")
+@click.option("--dry-run", is_flag=True, help="Accepted: planning never dispatches anything.")
 @click.pass_context
 def plan_command(
     ctx, workflow_path, policy_path, steps, models, attempts, variables, output, dry_run
@@ -218,9 +218,9 @@ def plan_command(
         attempts,
         named,
     )
-    if not dry_run:
-        plans.write(_store(ctx, cfg, create=True), built)
-        planfile.write_new(output, planfile.render(built.oid, built.records))
+    # --dry-run is an affirmation, as for ``yyb plan``: planning dispatches nothing either way.
+    plans.write(_store(ctx, cfg, create=True), built)
+    planfile.write_new(output, planfile.render(built.oid, built.records))
     click.echo(f"plan {built.oid}")
     click.echo(f"step attempts: {built.value['attempt_count']}")
     click.echo("dispatch_count: 0")
@@ -250,7 +250,7 @@ def _results(results, as_json: bool) -> int:
             lines.append(f"     {r.reason}")
         for held in r.replaced_locks:
             lines.append(f"     replaced an abandoned lock of process {held.get('pid')}")
-    dispatched = sum(1 for r in results if r.status == "concluded")
+    dispatched = sum(r.dispatched for r in results)
     lines.append(f"dispatch_count: {dispatched}")
     _print({"steps": rows, "dispatch_count": dispatched}, as_json, lines)
     return 1 if any(r.status == "stopped" for r in results) else 0

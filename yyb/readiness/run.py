@@ -48,17 +48,20 @@ def release_readiness(
     store,
     config,
     environ: dict[str, str],
-    build: dict | None = None,
+    build: identity.Build | None = None,
     host: dict | None = None,
     jobs: int = JOBS,
 ) -> Outcome:
     """Bind the identities (``build`` and ``host``: ``identity.build()`` and
     ``identity.host()`` unless given), run the suite, write the records and refs; nothing is
-    spent.
+    spent. The modules the receipt binds are those imported once the suite has run, each
+    checked to be the build's before the receipt is written.
 
     Raises:
         DirtyCheckout: yyb runs from a checkout with uncommitted changes.
         SandboxUnavailable: the sandbox cannot start here.
+        UnboundBuild: a module that ran is not the build's (the suite's evidence is kept;
+            no receipt is written).
         UsageError: the installed distribution differs from its RECORD.
     """
     from yyb.harness import sandbox, scratch, worktree
@@ -101,7 +104,7 @@ def release_readiness(
         worktree.remove(root)
         worktree.remove(sibling)
     runs = {part: plans[part][1].oid for part in PARTS}
-    return _write(store, build, host, harnesses, checks, runs, secret_oid)
+    return _write(store, build.identity(), host, harnesses, checks, runs, secret_oid)
 
 
 def _plan(store, built: Suite, part: str):

@@ -134,20 +134,28 @@ def verdict(checks: list[dict], covered: dict, harnesses: list[dict]) -> bool:
 
 
 def receipts(store) -> list[str]:
-    """The oid of every receipt the store names (``refs/release-readiness/<oid>/receipt``)."""
+    """The oid of every receipt a ref under ``refs/release-readiness/`` names: ``latest``,
+    each ``<oid>/receipt`` and any other ref there (the runs refs name plans, not receipts)."""
     listed = store.refs.names(under=names.READINESS)
     return sorted(
-        {oid for name in listed if name.endswith("/receipt") and (oid := store.refs.read(name))}
+        {
+            oid
+            for name in listed
+            if "/runs/" not in name.removeprefix(names.READINESS) and (oid := store.refs.read(name))
+        }
     )
 
 
 def doctor(store) -> Iterator[Finding]:
-    """Every receipt in the store, checked as ``check_receipt`` checks it."""
+    """Every receipt the store names, checked as ``check_receipt`` checks it; one that did
+    not pass is an error when ``latest`` names it (the store's readiness gate is shut) and a
+    note when it is history."""
+    latest = store.refs.read(names.READINESS_LATEST)
     for oid in receipts(store):
-        yield from check_receipt(store, oid)
+        yield from check_receipt(store, oid, latest=oid == latest)
 
 
-def check_receipt(store, oid: str) -> list[Finding]:
+def check_receipt(store, oid: str, latest: bool = False) -> list[Finding]:
     """A receipt's claims against its own check records, and each check against the attempt
     its runs refs name: its terminal class, its verdicts and its probe's report, read again
     from the retained evidence (what lies on the controller's disk, ``changed``, is as
@@ -159,12 +167,12 @@ def check_receipt(store, oid: str) -> list[Finding]:
 
     try:
         receipt = store.objects.get_record(oid)
+        if receipt.get("schema_version") != READINESS_RECEIPT:
+            fail("wrong-record", "not a release-readiness receipt")
+            return findings
         checks = [store.objects.get_record(c) for c in receipt["links"]["checks"]]
     except (YybError, KeyError, TypeError) as exc:
         fail("readiness-unreadable", str(exc))
-        return findings
-    if receipt.get("schema_version") != READINESS_RECEIPT:
-        fail("wrong-record", "not a release-readiness receipt")
         return findings
     if receipt["links"].get("canary") != hash_object("blob", store_canary()):
         fail("readiness-canary", "it does not link the registry's canary")
@@ -188,8 +196,21 @@ def check_receipt(store, oid: str) -> list[Finding]:
         fail("readiness-leakage", "its leakage results are not its checks'")
     if receipt["passed"] != verdict(checks, covered, receipt["harnesses"]):
         fail("readiness-verdict", f"it says passed={receipt['passed']}, its checks do not")
+    findings += _failed(oid, receipt, checks, latest)
     findings += _against_runs(store, oid, checks)
     return findings
+
+
+def _failed(oid: str, receipt: dict, checks: list[dict], latest: bool) -> list[Finding]:
+    """A receipt that did not pass, or a check of it that failed: an error behind ``latest``,
+    else a note."""
+    failed = [c["case"] for c in checks if not c["passed"]]
+    if receipt["passed"] is True and not failed:
+        return []
+    what = f"failed check(s) {', '.join(failed)}" if failed else "it did not pass"
+    where = "the receipt latest names" if latest else "an earlier receipt"
+    level = error if latest else info
+    return [level("readiness-failed", oid, f"release-readiness receipt: {where}: {what}")]
 
 
 def _against_runs(store, oid: str, checks: list[dict]) -> list[Finding]:

@@ -199,13 +199,16 @@ def _cohort(key: dict, khash: str, members: list[tuple[str, build.Facts]]) -> di
 
 
 def _keyed_chunk(
-    store, plan_oid: str, plan: dict, case_id: str | None, model: str | None, attempts: list
+    store, plan_oid: str, plan: dict, filters: dict, attempts: list
 ) -> tuple[dict, list]:
     """Gate and key some attempts of one plan: ({key hash: key}, [(state, facts, detail)]).
 
-    ``state`` is ``pooled`` (detail: the key hash), ``unverified`` (detail: error lines) or
-    ``unretained``; attempts the filters leave out are not listed.
+    ``state`` is ``pooled`` (detail: the key hash), ``unverified`` (detail: error lines),
+    ``unretained`` or ``pinned_out`` (a grader version pin, and that version graded none of
+    it); attempts the case and model filters leave out are not listed.
     """
+    case_id, model = filters["case_id"], filters["model"]
+    version = filters.get("grader_version")
     parts = PlanParts(plan)
     keys: dict[str, dict] = {}
     entries = []
@@ -216,7 +219,7 @@ def _keyed_chunk(
                 continue
             if case_id is not None and attempt.get("case_id") != case_id:
                 continue
-        check, facts = build.examine(store, plan_oid, plan, attempt_oid, attempt, None)
+        check, facts = build.examine(store, plan_oid, plan, attempt_oid, attempt, version)
         if not check.complete:
             if check.terminal is None and all(
                 f.code == "incomplete" for f in check.findings if f.level == "error"
@@ -225,6 +228,9 @@ def _keyed_chunk(
                 continue
             lines = [f.line() for f in check.findings if f.level == "error"][:5]
             entries.append(("unverified", None, lines))
+            continue
+        if facts.pinned_out:
+            entries.append(("pinned_out", None, None))
             continue
         receipt = check.receipt
         if receipt is None and "receipt" in check.terminal[1]["links"]:  # closed early
@@ -238,16 +244,25 @@ def _keyed_chunk(
 
 @heap.without_gc
 def build_longitudinal(
-    store, case_id: str | None = None, model: str | None = None
+    store,
+    case_id: str | None = None,
+    model: str | None = None,
+    grader_version: str | None = None,
 ) -> tuple[dict, list[build.Facts]]:
     """The longitudinal report document and the facts of every attempt it pooled.
 
     Only attempts with a retained terminal and a complete chain (the per-attempt checks of
     ``yyb doctor --plan``) pool; attempts without a terminal are counted as ``unretained``
     (they hold no evidence to pool), those whose chain fails its checks as ``unverified``.
+    With ``grader_version`` (a version, or ``ID@VERSION``) an attempt pools with the verdict
+    of that version's generations alone, and one it did not grade is counted as
+    ``not_graded_by_pin`` (as ``yyb report --plan --grader-version`` does).
     """
     keyed: dict[str, tuple[dict, list]] = {}
-    unretained = unverified = 0
+    unretained = unverified = pinned_out = 0
+    filters: dict = {"case_id": case_id, "model": model}
+    if grader_version is not None:
+        filters["grader_version"] = grader_version
     errors: list[str] = []
     read: list[build.Facts] = []
     plan_oids = plans(store)
@@ -255,13 +270,15 @@ def build_longitudinal(
         plan = store.objects.get_record(plan_oid)
         for chunk in fanout.map_chunks(
             _keyed_chunk,
-            (store, plan_oid, plan, case_id, model),
+            (store, plan_oid, plan, filters),
             plan["links"]["attempts"],
         ):
             keys, entries = chunk
             for state, facts, detail in entries:
                 if state == "unretained":
                     unretained += 1
+                elif state == "pinned_out":
+                    pinned_out += 1
                 elif state == "unverified":
                     unverified += 1
                     errors += detail
@@ -286,7 +303,7 @@ def build_longitudinal(
                 }
             )
     report = {
-        "filters": {"case_id": case_id, "model": model},
+        "filters": filters,
         "plans": plan_oids,
         "attempts": len(read),
         "unretained": unretained,
@@ -295,6 +312,8 @@ def build_longitudinal(
         "cohorts": cohorts,
         "incompatibilities": incompatibilities,
     }
+    if grader_version is not None:
+        report["not_graded_by_pin"] = pinned_out
     return report, read
 
 

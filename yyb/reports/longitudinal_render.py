@@ -56,6 +56,14 @@ def _head(report: dict, layer: dict) -> list[str]:
         f"{len(report['plans'])} plan(s) in {len(report['cohorts'])} cohort(s)"
         + (f" ({', '.join(shown)})" if shown else ""),
         f"attempts without a retained terminal (not pooled): {report['unretained']}",
+        *(
+            [
+                f"pinned to grader version {filters['grader_version']}: attempts it did not "
+                f"grade (not pooled): {report['not_graded_by_pin']}"
+            ]
+            if "grader_version" in filters
+            else []
+        ),
         f"attempts whose chain fails its checks (not pooled; run 'yyb doctor --plan'): "
         f"{report['unverified']}",
         *[f"  {line}" for line in report["first_errors"]],

@@ -44,6 +44,7 @@ class StepResult:
     reason: str = ""
     judgement: str | None = None  # the newest judgement's verdict, when the step is judged
     replaced_locks: list = field(default_factory=list)
+    dispatched: int = 0  # the dispatches this command asked the boundary for (0 or 1)
 
 
 class Stopped(Exception):
@@ -116,6 +117,28 @@ def refs_of(ctx: Context, attempt_oid: str) -> tuple[str | None, str | None]:
     )
 
 
+class MissingCredential(UsageError):
+    """A credential the boundary needs is not set: a live dispatch would run without it."""
+
+    def __init__(self, name: str):
+        super().__init__(
+            f"the boundary's credential {name} is not set in the environment; nothing was "
+            "dispatched"
+        )
+        self.name = name
+
+
+def check_credentials(ctx: Context) -> None:
+    """Every credential the configuration names is set (and not empty) in the environment.
+
+    Raises:
+        MissingCredential: naming the first that is not.
+    """
+    for name in ctx.cfg.boundary.credentials:
+        if not ctx.environ.get(name):
+            raise MissingCredential(name)
+
+
 def check_boundary(ctx: Context) -> None:
     """The boundary answers the identity the plan pinned (UsageError otherwise)."""
     try:
@@ -133,6 +156,7 @@ def run(ctx: Context, dry_run: bool = False) -> list[StepResult]:
     """Run every step attempt without a terminal, in plan order, until one stops."""
     if not dry_run:
         check_authorized(ctx.store, ctx.plan)
+        check_credentials(ctx)
         check_boundary(ctx)
 
     def interrupted(attempt_oid, step, intent_oid, result) -> None:
@@ -221,6 +245,7 @@ def _dispatch_step(
     of dispatch ``number`` in place of ``old`` (the intent the caller found: none for a first
     dispatch), dispatch it and conclude its terminal. Stopped when another run wrote an
     intent meanwhile (nothing is dispatched then) or the answer cannot conclude it."""
+    check_credentials(ctx)
     mine = held is None
     if mine:
         held = _leases(ctx, attempt_oid, step, number, result)
@@ -251,6 +276,7 @@ def _dispatch_step(
                 "dispatched here"
             ) from None
         workflow = ctx.plan.records[step["links"]["workflow"]]
+        result.dispatched += 1
         answer = _ask(ctx, attempt_oid, step, the_id, workflow, held)
         if answer.get("status") == "refused":
             raise Stopped(f"the boundary refused dispatch {number}: {answer.get('reason')}")
