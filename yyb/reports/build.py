@@ -45,6 +45,7 @@ class Facts:
     generations: dict[str, int] = field(default_factory=dict)
     pinned_out: bool = False
     over_ceiling: bool = False  # its reported cost exceeded the attempt's spend ceiling
+    cost_note: str | None = None  # why its candidate cost is unavailable, when it is
 
     @property
     def evaluator_ms(self) -> int | None:
@@ -83,7 +84,7 @@ def collect(plan: dict, attempt: dict, check: verify.AttemptCheck, version: str 
         return facts
     facts.terminal, terminal = check.terminal
     facts.terminal_class = terminal["class"]
-    facts.candidate_cost = terminal["candidate_cost"]
+    facts.candidate_cost, facts.cost_note = candidate_cost(terminal, check.execution)
     facts.over_ceiling = bool((terminal.get("spend") or {}).get("over_ceiling_micros"))
     if "execution" in terminal["links"]:  # measured by the supervisor, not filled in
         facts.wall_ms = terminal["runtime"]["wall_ms"]
@@ -105,6 +106,21 @@ def collect(plan: dict, attempt: dict, check: verify.AttemptCheck, version: str 
         execution = check.execution and check.execution["facts"]
         facts.invalid_cause = invalidity.of_terminal(terminal["class"], execution)
     return facts
+
+
+def candidate_cost(terminal: dict, execution: dict | None) -> tuple[dict, str | None]:
+    """(the candidate cost the figures count, why it is unavailable or None).
+
+    An envelope the controller refused (the execution's ``facts.envelope_problem``) is no
+    evidence, whatever cost it claims: the cost is unavailable, never the claimed amount,
+    also for terminals written before the controller stopped copying such a claim.
+    """
+    problem = execution and execution["facts"].get("envelope_problem")
+    if not problem:
+        return terminal["candidate_cost"], None
+    if "envelope" in terminal["links"]:
+        return cost.UNAVAILABLE, f"envelope rejected ({problem})"
+    return cost.UNAVAILABLE, f"no usable envelope ({problem})"
 
 
 def _distribution(pairs: list[tuple[int, str]]) -> dict:
@@ -262,10 +278,15 @@ def summarize(group: list[Facts]) -> dict:
     return Tally.of(group).summary()
 
 
-def case_outcome(group: list[Facts]) -> str | None:
+def case_outcome(group: list[Facts], intent_to_treat: bool = False) -> str | None:
     """A model's outcome on one case: ``resolved`` when a strict majority of its valid
-    attempts resolved, ``failed`` otherwise (a tie fails), None with no valid attempt."""
-    valid = [f for f in group if not f.pinned_out and f.outcome in ("resolved", "failed")]
+    attempts resolved, ``failed`` otherwise (a tie fails), None with no valid attempt.
+
+    With ``intent_to_treat`` the attempts counted are the valid and the invalid ones (an
+    invalid attempt is not resolved), as in the intent-to-treat rate.
+    """
+    counted = ("resolved", "failed", "invalid") if intent_to_treat else ("resolved", "failed")
+    valid = [f for f in group if not f.pinned_out and f.outcome in counted]
     if not valid:
         return None
     resolved = sum(1 for f in valid if f.outcome == "resolved")
@@ -435,11 +456,12 @@ def build(
             cells[f.model].setdefault(f.case_id or "-", []).append(f)
     by_model = {}
     outcomes: dict[str, dict[str, str | None]] = {}
+    treated: dict[str, dict[str, str | None]] = {}  # intent-to-treat outcomes
     totals = Tally.of([f for f in facts if f.model not in cells])
     for model in models:
         tally = Tally()
         rows = []
-        outcomes[model] = {}
+        outcomes[model], treated[model] = {}, {}
         for case_id, cell in sorted(cells[model].items()):
             cell_tally = Tally.of(cell)
             tally.merge(cell_tally)
@@ -448,16 +470,20 @@ def build(
             row["outcome"] = case_outcome(cell)
             rows.append(row)
             outcomes[model][case_id] = row["outcome"]
+            treated[model][case_id] = case_outcome(cell, intent_to_treat=True)
         by_model[model] = {**tally.summary(), "model": model, "cases": rows}
         totals.merge(tally)
-    comparisons = []
-    for i, first in enumerate(models):
-        for second in models[i + 1 :]:
-            comparison = paired(outcomes[first], outcomes[second])
-            test = invalidity_test(by_model[first], by_model[second])
-            comparisons.append(
-                {"first": first, "second": second, **comparison, "invalidity_fisher_exact": test}
-            )
+    comparisons = [
+        {
+            "first": first,
+            "second": second,
+            **paired(outcomes[first], outcomes[second]),
+            "invalidity_fisher_exact": invalidity_test(by_model[first], by_model[second]),
+            "intent_to_treat": paired(treated[first], treated[second]),
+        }
+        for i, first in enumerate(models)
+        for second in models[i + 1 :]
+    ]
     pairs = pairwise_table(store, plan, facts, models)
     complete = doctor["status"] == "complete"
     report = {
@@ -524,7 +550,7 @@ def pairwise_table(store, plan: dict, facts: list[Facts], models: list[str]) -> 
 
 
 def _row(f: Facts) -> dict:
-    return {
+    row = {
         "ordinal": f.ordinal,
         "attempt": f.attempt,
         "model": f.model,
@@ -539,3 +565,6 @@ def _row(f: Facts) -> dict:
         "evaluations": [oid for oid, _ in f.evaluations],
         "displaced": None,
     }
+    if f.cost_note is not None:  # only then: rows of every other attempt keep their bytes
+        row["cost_note"] = f.cost_note
+    return row

@@ -163,6 +163,24 @@ def _ids(*oids) -> str:
     return "<br>".join(_oid(o) for o in oids if o) or "-"
 
 
+PAIRED_COUNTS = (
+    "cases_paired",
+    "cases_unpaired",
+    "both_resolved",
+    "only_first",
+    "only_second",
+    "neither",
+)
+
+
+def _pairings(comparison: dict) -> list[tuple[str, dict]]:
+    """The comparison's tests, the intent-to-treat one first (absent in older layers)."""
+    tests = [("valid only", comparison)]
+    if "intent_to_treat" in comparison:
+        tests.insert(0, ("intent to treat", comparison["intent_to_treat"]))
+    return tests
+
+
 def document(report: dict, layer: dict) -> str:
     banner = render._banner(report)
     parts = [
@@ -185,23 +203,19 @@ def document(report: dict, layer: dict) -> str:
     parts.append(_table(render.HEADER, render._rows(report)))
     parts.append("<h2>Paired comparison</h2>")
     comparisons = [
-        [
-            c["first"],
-            c["second"],
-            str(c["cases_paired"]),
-            str(c["cases_unpaired"]),
-            str(c["both_resolved"]),
-            str(c["only_first"]),
-            str(c["only_second"]),
-            str(c["neither"]),
-            f"{p_text(c['mcnemar_exact'])} "
-            f"({c['mcnemar_exact']['p_numerator']}/{c['mcnemar_exact']['p_denominator']})",
+        [c["first"], c["second"], counted]
+        + [str(test[key]) for key in PAIRED_COUNTS]
+        + [
+            f"{p_text(test['mcnemar_exact'])} "
+            f"({test['mcnemar_exact']['p_numerator']}/{test['mcnemar_exact']['p_denominator']})",
             p_text(c["invalidity_fisher_exact"]),
         ]
         for c in report["comparisons"]
+        for counted, test in _pairings(c)
     ]
-    header = ["first", "second", "paired", "unpaired", "both", "only first", "only second"]
-    header += ["neither", "exact McNemar p", "invalidity: exact Fisher p"]
+    header = ["first", "second", "attempts counted", "paired", "unpaired", "both"]
+    header += ["only first", "only second", "neither", "exact McNemar p"]
+    header += ["invalidity: exact Fisher p"]
     parts.append(_table(header, comparisons) if comparisons else "<p>one model: no pair</p>")
     warnings = render.invalidity_warnings(report)
     if warnings:

@@ -132,6 +132,25 @@ def _spend(report: dict) -> list[str]:
     ]
 
 
+# How many attempts whose cost is unavailable the text and markdown name one by one.
+COST_NOTES_SHOWN = 5
+
+
+def cost_notes(report: dict) -> list[str]:
+    """A line for each attempt whose candidate cost the figures count as unavailable because
+    of its envelope (the first ``COST_NOTES_SHOWN``, then how many more there are)."""
+    noted = [row for row in report["attempts"] if row.get("cost_note")]
+    lines = [
+        f"attempt {row['ordinal']} ({row['model']}, {row['case_id'] or '-'}): "
+        f"cost unavailable: {row['cost_note']}"
+        for row in noted[:COST_NOTES_SHOWN]
+    ]
+    if len(noted) > COST_NOTES_SHOWN:
+        more = len(noted) - COST_NOTES_SHOWN
+        lines.append(f"... and {more} more (each has its cost_note in the JSON rows)")
+    return lines
+
+
 def _rate_of(report: dict, model: str) -> str:
     entry = next(m for m in report["models"] if m["model"] == model)
     return rate_text(entry["invalidity"], "- (no attempt)")
@@ -152,16 +171,28 @@ def invalidity_warnings(report: dict) -> list[str]:
     return lines
 
 
+def _paired_text(c: dict) -> str:
+    test = c["mcnemar_exact"]
+    return (
+        f"{c['cases_paired']} paired case(s) ({c['cases_unpaired']} unpaired), both "
+        f"{c['both_resolved']}, only first {c['only_first']}, only second {c['only_second']}, "
+        f"neither {c['neither']}; exact McNemar p = {p_text(test)} "
+        f"({test['p_numerator']}/{test['p_denominator']})"
+    )
+
+
 def _comparisons(report: dict) -> list[str]:
+    """Per pair of models, the intent-to-treat test first (it cannot be raised by making
+    failures invalid), then the one on valid attempts only; a layer written before the
+    intent-to-treat test existed shows the latter alone."""
     lines = []
     for c in report["comparisons"]:
-        test = c["mcnemar_exact"]
-        lines.append(
-            f"{c['first']} vs {c['second']}: {c['cases_paired']} paired case(s) "
-            f"({c['cases_unpaired']} unpaired), both {c['both_resolved']}, only first "
-            f"{c['only_first']}, only second {c['only_second']}, neither {c['neither']}; "
-            f"exact McNemar p = {p_text(test)} ({test['p_numerator']}/{test['p_denominator']})"
-        )
+        pair = f"{c['first']} vs {c['second']}"
+        if "intent_to_treat" in c:
+            lines.append(f"{pair} (intent to treat): {_paired_text(c['intent_to_treat'])}")
+            lines.append(f"{pair} (valid attempts only): {_paired_text(c)}")
+        else:
+            lines.append(f"{pair}: {_paired_text(c)}")
     return lines
 
 
@@ -213,8 +244,11 @@ def text(report: dict, layer: dict) -> str:
         line = "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
         lines.append(line + ("  (incomplete)" if mark else ""))
     lines += _spend(report)
+    notes = cost_notes(report)
+    if notes:
+        lines += ["", "candidate costs not counted"] + ["  " + line for line in notes]
     if report["comparisons"]:
-        lines += ["", "paired comparison (per case: majority of valid attempts resolved)"]
+        lines += ["", "paired comparison (per case: a strict majority of its attempts resolved)"]
         lines += ["  " + line for line in _comparisons(report)]
         lines += invalidity_warnings(report)
     if report.get("pairwise"):
@@ -241,8 +275,12 @@ def markdown(report: dict, layer: dict) -> str:
             cells[5] += " (incomplete)"
         lines.append("| " + " | ".join(cells) + " |")
     lines += [f"> **{line.strip('! ')}**" for line in _spend(report)]
+    notes = cost_notes(report)
+    if notes:
+        lines += ["", "**Candidate costs not counted**", ""] + [f"- {line}" for line in notes]
     if report["comparisons"]:
-        lines += ["", "**Paired comparison** (per case: majority of valid attempts resolved)", ""]
+        heading = "**Paired comparison** (per case: a strict majority of its attempts resolved)"
+        lines += ["", heading, ""]
         lines += [f"- {line}" for line in _comparisons(report)]
         warnings = [f"> **{line.strip('! ')}**" for line in invalidity_warnings(report)]
         lines += [""] + warnings if warnings else []
