@@ -231,12 +231,12 @@ def document(report: dict, layer: dict) -> str:
                 str(row["ties"]),
                 str(row["losses"]),
                 str(row["invalid"]),
-                render.win_rate_text(row),
+                render.pairwise_figures_text(row),
             ]
             for row in report["pairwise"]
         ]
         header = ["model", "baseline", "profile", "wins", "ties", "losses", "invalid"]
-        parts.append(_table([*header, "win rate [95% interval]"], rows))
+        parts.append(_table([*header, "score, position consistency [95% Wilson]"], rows))
     parts.append("<h2>Attempts</h2>")
     rows = [
         [

@@ -201,15 +201,24 @@ def win_rate_text(row: dict) -> str:
     return rate_text({"rate": row["win_rate"], "interval": row["interval"]}, "- (none decided)")
 
 
-def _pairwise(report: dict) -> list[str]:
-    lines = []
-    for row in report.get("pairwise", []):
-        rate = win_rate_text(row)
-        lines.append(
-            f"{row['model']} vs {row['baseline']} ({row['profile']}): {row['wins']} win, "
-            f"{row['ties']} tie, {row['losses']} loss, {row['invalid']} invalid; win rate {rate}"
-        )
-    return lines
+def pairwise_figures_text(row: dict) -> str:
+    """A pairwise row's score (in half-points: a tie is half a win) and position
+    consistency; the win rate of a layer written before they were reported."""
+    if "score" not in row:
+        return f"win rate {win_rate_text(row)}"
+    score = rate_text({"rate": row["score"], "interval": row["score_interval"]}, "-")
+    position = row["position_consistency"]
+    text = f"score {score}; position-consistent {rate_text(position, '- (none in both orders)')}"
+    return text + (" POSITION-INCONSISTENT" if position["inconsistent"] else "")
+
+
+def pairwise_lines(report: dict) -> list[str]:
+    return [
+        f"{row['model']} vs {row['baseline']} ({row['profile']}): {row['wins']} win, "
+        f"{row['ties']} tie, {row['losses']} loss, {row['invalid']} invalid; "
+        + pairwise_figures_text(row)
+        for row in report.get("pairwise", [])
+    ]
 
 
 def _changes(report: dict) -> list[str]:
@@ -253,7 +262,7 @@ def text(report: dict, layer: dict) -> str:
         lines += invalidity_warnings(report)
     if report.get("pairwise"):
         lines += ["", "pairwise judging (each attempt against its baseline's attempt)"]
-        lines += ["  " + line for line in _pairwise(report)]
+        lines += ["  " + line for line in pairwise_lines(report)]
     changes = _changes(report)
     if changes:
         lines += ["", "verdicts changed by a regrade since an earlier layer"]
@@ -286,7 +295,7 @@ def markdown(report: dict, layer: dict) -> str:
         lines += [""] + warnings if warnings else []
     if report.get("pairwise"):
         lines += ["", "**Pairwise judging** (each attempt against its baseline's attempt)", ""]
-        lines += [f"- {line}" for line in _pairwise(report)]
+        lines += [f"- {line}" for line in pairwise_lines(report)]
     changes = _changes(report)
     if changes:
         lines += ["", "**Verdicts changed by a regrade**", ""] + [f"- {c}" for c in changes]
