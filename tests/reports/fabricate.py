@@ -335,6 +335,10 @@ def _attempt(store, plan_oid, attempt_oid, attempt, result, grader) -> None:
         "candidate_cost": cost,
         "links": links,
     }
+    if claimed is not None and claimed["micros"]:  # flagged as the claim stood, then
+        ceiling = attempt["budget"]["ceiling_micros"]
+        over = claimed["micros"] - ceiling if claimed["micros"] > ceiling else None
+        terminal["spend"] = {"ceiling_micros": ceiling, "over_ceiling_micros": over}
     terminal_oid = _put(store, terminal)
     _ref(store, attempt_ref(plan_oid, attempt_oid, "terminal"), terminal_oid, f"terminal {cls}")
     evidence_links = {"terminal": terminal_oid}

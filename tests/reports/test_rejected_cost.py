@@ -43,3 +43,18 @@ def test_an_old_terminal_keeping_a_rejected_claim_counts_as_unavailable(disk_sto
     assert "**Candidate costs not counted**" in markdown
     for part in layer.rows_records(plan, report["attempts"]):
         schema.validate(part, layer.ROWS)
+
+
+def claims_too_much(ordinal: int):
+    """The impostor's refused envelopes claim more than the attempt's ceiling."""
+    over = {"completeness": "complete", "currency": "USD", "micros": 9_000_000}
+    return ("resolved", "pass", 1000) if ordinal % 2 == 0 else claims_zero(ordinal)[:4] + (over,)
+
+
+def test_a_rejected_claim_above_the_ceiling_is_no_spend(disk_store):
+    plan = fabricate(disk_store, Spec([HONEST, IMPOSTOR], ["c0"], outcome=claims_too_much))
+    report, _ = build.build(disk_store, plan)
+    terminal = disk_store.objects.get_record(report["attempts"][1]["terminal"])
+    assert terminal["spend"]["over_ceiling_micros"] == 7_000_000  # as an older yyb flagged it
+    assert [m["over_ceiling"] for m in report["models"]] == [0, 0]
+    assert "spend ceiling" not in render.text(report, layer.unstored(None))

@@ -85,7 +85,10 @@ def collect(plan: dict, attempt: dict, check: verify.AttemptCheck, version: str 
     facts.terminal, terminal = check.terminal
     facts.terminal_class = terminal["class"]
     facts.candidate_cost, facts.cost_note = candidate_cost(terminal, check.execution)
-    facts.over_ceiling = bool((terminal.get("spend") or {}).get("over_ceiling_micros"))
+    # A refused envelope's claim is no spend either (terminals written before it was refused
+    # may flag one).
+    spend = (terminal.get("spend") or {}).get("over_ceiling_micros")
+    facts.over_ceiling = bool(spend) and facts.cost_note is None
     if "execution" in terminal["links"]:  # measured by the supervisor, not filled in
         facts.wall_ms = terminal["runtime"]["wall_ms"]
     graded = bool(histories) and gradeable(terminal) is None
