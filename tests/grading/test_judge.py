@@ -464,7 +464,7 @@ def test_a_judge_envelope_naming_another_model_claims_no_cost(bench):
     """The cost a refused judge envelope claims (a genuine zero from another model) is not
     the judge's cost: it is unavailable."""
     zero = '{"completeness": "genuine_zero", "currency": "USD", "micros": 0}'
-    answer = "echo '{\"verdict\": \"pass\"}'"
+    answer = 'echo \'{"verdict": "pass"}\''
     script = JUDGE_HEAD + f"envelope succeeded '{zero}' judges j2\n{answer}\n"
     with_judge(bench, script)
     plan, (fixer,) = bench.run(["zz/fixer"])

@@ -135,3 +135,18 @@ def test_a_judge_that_reads_the_work_is_consistent(monkeypatch, better, ppm, win
     row = judged(monkeypatch, answer, (b"OURS\n", b"THEIRS\n"))
     assert (row["score"]["ppm"], row["wins"]) == (ppm, wins)
     assert row["position_consistency"]["rate"]["ppm"] == 1_000_000
+
+
+def test_results_judged_in_one_order_count_in_no_consistency_figure():
+    """Results written before both orders were shown: their outcome counts, their
+    repetitions tell nothing of position."""
+    older = {"outcome": "tie", "repetitions": [{"seed": "0" * 64, "side": "A", "winner": "A"}]}
+    row = build.pairwise_figures([older, None])
+    assert (row["ties"], row["invalid"], row["score"]["ppm"]) == (1, 1, 500_000)
+    assert row["position_consistency"] == {
+        "rate": {"numerator": 0, "denominator": 0, "ppm": None},
+        "interval": None,
+        "inconsistent": False,
+    }
+    line = render.pairwise_figures_text(row)
+    assert line.endswith("position-consistent - (none in both orders)")

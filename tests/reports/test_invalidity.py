@@ -335,9 +335,10 @@ def test_invalidating_failures_does_not_win_the_paired_comparison(disk_store):
     (comparison,) = report["comparisons"]
     # On valid attempts only the cheater's invalid cases drop out, and it "wins" 6 to 0.
     assert (comparison["only_first"], comparison["only_second"]) == (6, 0)
-    assert comparison["mcnemar_exact"]["p_numerator"] * 32 == comparison["mcnemar_exact"][
-        "p_denominator"
-    ]
+    assert (
+        comparison["mcnemar_exact"]["p_numerator"] * 32
+        == comparison["mcnemar_exact"]["p_denominator"]
+    )
     # On intent-to-treat outcomes (invalid is not resolved) every case pairs: 6 each, p = 1.
     itt = comparison["intent_to_treat"]
     assert (itt["cases_paired"], itt["cases_unpaired"]) == (12, 0)

@@ -3,6 +3,8 @@ written when the controller still copied the claim."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.reports.fabricate import Spec, fabricate
 from yyb.evidence import cost
 from yyb.reports import build, layer, render
@@ -58,3 +60,14 @@ def test_a_rejected_claim_above_the_ceiling_is_no_spend(disk_store):
     assert terminal["spend"]["over_ceiling_micros"] == 7_000_000  # as an older yyb flagged it
     assert [m["over_ceiling"] for m in report["models"]] == [0, 0]
     assert "spend ceiling" not in render.text(report, layer.unstored(None))
+
+
+def test_the_html_page_says_why_a_cost_is_unavailable(disk_store):
+    pytest.importorskip("matplotlib")
+    from yyb.reports import html
+
+    plan = fabricate(disk_store, Spec([HONEST, IMPOSTOR], ["c0", "c1"], outcome=claims_zero))
+    report, _ = build.build(disk_store, plan)
+    page = html.document(report, layer.unstored(None))
+    assert "<h2>Candidate costs not counted</h2>" in page
+    assert f"cost unavailable: envelope rejected ({REJECTED})" in page

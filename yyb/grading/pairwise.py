@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 
 from yyb.errors import UnsafeListing
+from yyb.evidence.records import PAIRWISE_BOTH_ORDERS
 from yyb.grading import judge
 from yyb.grading.outcome import Outcome
 
@@ -37,9 +38,6 @@ def side(seed: str, repetition: int) -> tuple[str, str]:
 
 # What one judgement is worth to the judged attempt, in half-points: a tie is half a win.
 HALF_POINTS = {"win": 2, "tie": 1, "loss": 0}
-# The design recorded in ``details.pairwise.design`` (results written before it have none:
-# one order per repetition).
-BOTH_ORDERS = "both_orders"
 
 
 def orders(seed: str, repetition: int) -> tuple[str, tuple[str, str]]:
@@ -120,13 +118,13 @@ def _scored(outcome: Outcome, partner: dict, repetitions: list, answers: list[di
         shown = []
         for ours, answer in zip(sides, answers[2 * n : 2 * n + 2], strict=True):
             winner = answer["verdict"]
-            result = "tie" if winner == "tie" else "win" if winner == ours else "loss"
-            tally[result] += 1
-            shown.append({"side": ours, "winner": winner, "result": result})
+            got = "tie" if winner == "tie" else "win" if winner == ours else "loss"
+            tally[got] += 1
+            shown.append({"side": ours, "winner": winner, "result": got})
         agreed = shown[0]["result"] == shown[1]["result"]
         consistent += agreed
         draws.append({"seed": digest, "orders": shown, "consistent": agreed})
-    points = sum(HALF_POINTS[result] * count for result, count in tally.items())
+    points = sum(HALF_POINTS[got] * count for got, count in tally.items())
     half = len(answers)  # half of all the half-points (2 per judgement)
     result = "win" if points > half else "loss" if points < half else "tie"
     outcome.details = {
@@ -135,7 +133,7 @@ def _scored(outcome: Outcome, partner: dict, repetitions: list, answers: list[di
             "baseline": partner["model"],
             "partner": partner["attempt"],
             "outcome": result,
-            "design": BOTH_ORDERS,
+            "design": PAIRWISE_BOTH_ORDERS,
             "half_points": points,
             "of_half_points": 2 * len(answers),
             "consistent_repetitions": consistent,

@@ -15,7 +15,13 @@ from dataclasses import dataclass, field
 from yyb.errors import UsageError, YybError
 from yyb.evidence import check as verify
 from yyb.evidence import cost, experiment, invalidity
-from yyb.evidence.records import COST_COMPLETENESS, INVALIDITY_CAUSES, PLAN, VALID_CLASSES
+from yyb.evidence.records import (
+    COST_COMPLETENESS,
+    INVALIDITY_CAUSES,
+    PAIRWISE_BOTH_ORDERS,
+    PLAN,
+    VALID_CLASSES,
+)
 from yyb.evidence.terminal import gradeable
 from yyb.evidence.verdict import conclude
 from yyb.reports import stats
@@ -552,7 +558,7 @@ def pairwise_figures(judged: list[dict | None]) -> dict:
         if pair is None:
             continue
         counts[pair["outcome"]] += 1
-        if pair.get("design") == "both_orders":
+        if pair.get("design") == PAIRWISE_BOTH_ORDERS:
             consistent += pair["consistent_repetitions"]
             shown += len(pair["repetitions"])
     decided = sum(counts.values())

@@ -201,6 +201,10 @@ def document(report: dict, layer: dict) -> str:
     parts.append('<div class="chart">' + runtime_chart(report) + "</div>")
     parts.append("<h2>Per model and case</h2>")
     parts.append(_table(render.HEADER, render._rows(report)))
+    notes = render.cost_notes(report)
+    if notes:
+        parts.append("<h2>Candidate costs not counted</h2>")
+        parts.append("<ul>" + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>")
     parts.append("<h2>Paired comparison</h2>")
     comparisons = [
         [c["first"], c["second"], counted]
