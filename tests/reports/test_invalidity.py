@@ -359,3 +359,14 @@ def test_invalidating_failures_does_not_win_the_paired_comparison(disk_store):
     value = disk_store.objects.get_record(stored["oid"])
     schema.validate(value, layer.LAYER)
     assert value["report"]["comparisons"][0]["intent_to_treat"]["only_second"] == 6
+
+
+def test_the_html_page_leads_with_the_intent_to_treat_pairing(disk_store):
+    pytest.importorskip("matplotlib")
+    from yyb.reports import html
+
+    spec = Spec([CHEATER, HONEST], MANY_CASES, outcome=trades_failures_for_invalidity)
+    report, _ = build.build(disk_store, fabricate(disk_store, spec))
+    page = html.document(report, layer.unstored(None))
+    first, second = page.index("<td>intent to treat</td>"), page.index("<td>valid only</td>")
+    assert first < second and "<td>1.000000 (1/1)</td>" in page[first:second]

@@ -181,6 +181,31 @@ def _pairings(comparison: dict) -> list[tuple[str, dict]]:
     return tests
 
 
+def _comparison_parts(report: dict) -> list[str]:
+    """The paired comparison section: a row per test of each pair of models, the
+    intent-to-treat one first, and the invalidity warnings."""
+    parts = ["<h2>Paired comparison</h2>"]
+    comparisons = [
+        [c["first"], c["second"], counted]
+        + [str(test[key]) for key in PAIRED_COUNTS]
+        + [
+            f"{p_text(test['mcnemar_exact'])} "
+            f"({test['mcnemar_exact']['p_numerator']}/{test['mcnemar_exact']['p_denominator']})",
+            p_text(c["invalidity_fisher_exact"]),
+        ]
+        for c in report["comparisons"]
+        for counted, test in _pairings(c)
+    ]
+    header = ["first", "second", "attempts counted", "paired", "unpaired", "both"]
+    header += ["only first", "only second", "neither", "exact McNemar p"]
+    header += ["invalidity: exact Fisher p"]
+    parts.append(_table(header, comparisons) if comparisons else "<p>one model: no pair</p>")
+    warnings = render.invalidity_warnings(report)
+    if warnings:
+        parts.append('<p class="banner">' + "<br>".join(escape(w) for w in warnings) + "</p>")
+    return parts
+
+
 def document(report: dict, layer: dict) -> str:
     banner = render._banner(report)
     parts = [
@@ -205,25 +230,7 @@ def document(report: dict, layer: dict) -> str:
     if notes:
         parts.append("<h2>Candidate costs not counted</h2>")
         parts.append("<ul>" + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>")
-    parts.append("<h2>Paired comparison</h2>")
-    comparisons = [
-        [c["first"], c["second"], counted]
-        + [str(test[key]) for key in PAIRED_COUNTS]
-        + [
-            f"{p_text(test['mcnemar_exact'])} "
-            f"({test['mcnemar_exact']['p_numerator']}/{test['mcnemar_exact']['p_denominator']})",
-            p_text(c["invalidity_fisher_exact"]),
-        ]
-        for c in report["comparisons"]
-        for counted, test in _pairings(c)
-    ]
-    header = ["first", "second", "attempts counted", "paired", "unpaired", "both"]
-    header += ["only first", "only second", "neither", "exact McNemar p"]
-    header += ["invalidity: exact Fisher p"]
-    parts.append(_table(header, comparisons) if comparisons else "<p>one model: no pair</p>")
-    warnings = render.invalidity_warnings(report)
-    if warnings:
-        parts.append('<p class="banner">' + "<br>".join(escape(w) for w in warnings) + "</p>")
+    parts += _comparison_parts(report)
     if report.get("pairwise"):
         parts.append("<h2>Pairwise judging</h2>")
         rows = [
