@@ -458,3 +458,16 @@ def test_a_hostile_listing_is_refused_before_the_judge_reads_it(store, path, rea
     harness = {"kind": "command", "argv": ["/bin/false"]}
     outcome = judge.run(store, spec, harness, truth, b"task", ["m/x"], [], None)
     assert outcome.verdict == "invalid" and "cannot be shown to the judge" in outcome.reason
+
+
+def test_a_judge_envelope_naming_another_model_claims_no_cost(bench):
+    """The cost a refused judge envelope claims (a genuine zero from another model) is not
+    the judge's cost: it is unavailable."""
+    zero = '{"completeness": "genuine_zero", "currency": "USD", "micros": 0}'
+    answer = 'echo \'{"verdict": "pass"}\''
+    script = JUDGE_HEAD + f"envelope succeeded '{zero}' judges j2\n{answer}\n"
+    with_judge(bench, script)
+    plan, (fixer,) = bench.run(["zz/fixer"])
+    e = bench.evaluation(plan, fixer, "judge")
+    assert e["verdict"] == "invalid" and "not judges/j1" in e["_result"]["reason"]
+    assert e["judge_cost"] == {"completeness": "unavailable", "currency": "USD", "micros": None}

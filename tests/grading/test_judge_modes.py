@@ -255,12 +255,17 @@ def test_pairwise_judges_each_attempt_against_its_baseline_partner(bench):
         by_model["zz/idler"].attempt,
         "win",
     )
-    # Each repetition's side is drawn from a seed anyone can derive again.
+    # Each repetition shows both orders, the first drawn from a seed anyone can derive again.
     seed = "/".join([plan.oid, by_model["zz/fixer"].attempt, "pairwise", "1"])
-    assert [(r["seed"], r["side"]) for r in pair["repetitions"]] == [
-        pairwise.side(seed, n) for n in range(3)
-    ]
-    assert all(r["result"] == "win" for r in pair["repetitions"])
+    shown = [(r["seed"], tuple(o["side"] for o in r["orders"])) for r in pair["repetitions"]]
+    assert shown == [pairwise.orders(seed, n) for n in range(3)]
+    assert all(o["result"] == "win" for r in pair["repetitions"] for o in r["orders"])
+    # The stand-in judge reads the work, not the position: consistent in every repetition.
+    assert (pair["half_points"], pair["of_half_points"], pair["consistent_repetitions"]) == (
+        12,
+        12,
+        3,
+    )
     assert b"# Candidate A" in fixer["_input"] and b"fixer" not in fixer["_input"]
     baseline = bench.evaluation(plan, by_model["zz/idler"], "pairwise")
     assert (
@@ -288,6 +293,7 @@ def test_pairwise_judges_each_attempt_against_its_baseline_partner(bench):
         1_000_000,
         "wilson",
     )
+    assert (row["score"]["ppm"], row["position_consistency"]["rate"]["ppm"]) == (10**6, 10**6)
 
 
 def test_a_partner_not_yet_concluded_is_judged_on_rejudge(bench):

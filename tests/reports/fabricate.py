@@ -157,6 +157,9 @@ def fabricate(store, spec: Spec) -> str:
 def _attempt(store, plan_oid, attempt_oid, attempt, result, grader) -> None:
     cls, verdict, wall_ms, *rest = result
     problem = rest[0] if rest else None
+    # A fifth item is the cost a refused envelope claimed, kept on the terminal as yyb did
+    # before it stopped copying such claims.
+    claimed = rest[1] if len(rest) > 1 else None
     envelope_problem = problem if verdict is None else None
     ordinal, model = attempt["ordinal"], attempt["model"]["resolved"]
     start = T0 + ordinal * 100_000
@@ -211,13 +214,14 @@ def _attempt(store, plan_oid, attempt_oid, attempt, result, grader) -> None:
         )
         cost = {"completeness": "complete", "currency": "USD", "micros": 1000 + ordinal}
         runtime = {"wall_ms": wall_ms, "started_ms": start + 10, "ended_ms": start + 10 + wall_ms}
-        if envelope_problem is None:
+        if envelope_problem is None or claimed is not None:
+            cost = cost if claimed is None else claimed
             links["envelope"] = _put(
                 store,
                 {
                     "schema_version": "juno_execution_envelope.v1",
                     "provider": model.partition("/")[0] or "bench",
-                    "model": model,
+                    "model": model if claimed is None else "someone-else",
                     "status": "succeeded",
                     "cost": cost,
                     "started_ms": runtime["started_ms"],
@@ -331,6 +335,10 @@ def _attempt(store, plan_oid, attempt_oid, attempt, result, grader) -> None:
         "candidate_cost": cost,
         "links": links,
     }
+    if claimed is not None and claimed["micros"]:  # flagged as the claim stood, then
+        ceiling = attempt["budget"]["ceiling_micros"]
+        over = claimed["micros"] - ceiling if claimed["micros"] > ceiling else None
+        terminal["spend"] = {"ceiling_micros": ceiling, "over_ceiling_micros": over}
     terminal_oid = _put(store, terminal)
     _ref(store, attempt_ref(plan_oid, attempt_oid, "terminal"), terminal_oid, f"terminal {cls}")
     evidence_links = {"terminal": terminal_oid}

@@ -114,7 +114,7 @@ def _as_v2(report: dict) -> dict:
     del old["doctor"]["gate"]
     old.pop("unprotected", None)
     for comparison in old["comparisons"]:
-        del comparison["invalidity_fisher_exact"]
+        del comparison["invalidity_fisher_exact"], comparison["intent_to_treat"]
     for summary in [old["totals"], *old["models"], *[c for m in old["models"] for c in m["cases"]]]:
         del summary["intent_to_treat"], summary["invalidity"]
         for name in ("candidate", "evaluator", "combined"):
@@ -123,6 +123,7 @@ def _as_v2(report: dict) -> dict:
             d["ids"] = ids
     for row in old["attempts"]:
         del row["evaluator_ms"]
+        row.pop("cost_note", None)
     return old
 
 

@@ -10,7 +10,7 @@ import pytest
 from tests.reports.fabricate import Spec, fabricate
 from yyb.evidence import invalidity
 from yyb.evidence.records import EVALUATION, EVALUATION_PROBLEMS
-from yyb.reports import build, layer, render
+from yyb.reports import build, layer, render, stats
 from yyb.reports.stats import fisher_exact, wilson
 from yyb.store import schema
 
@@ -163,7 +163,7 @@ def test_a_v3_layer_written_before_these_figures_still_verifies(cheated, disk_st
     plan, report = cheated
     older = json.loads(json.dumps(report))
     for comparison in older["comparisons"]:
-        del comparison["invalidity_fisher_exact"]
+        del comparison["invalidity_fisher_exact"], comparison["intent_to_treat"]
     models = older["models"]
     for summary in [older["totals"], *models, *[c for m in models for c in m["cases"]]]:
         del summary["intent_to_treat"], summary["invalidity"]
@@ -307,3 +307,66 @@ def test_the_html_page_shows_the_invalidity_test_and_its_warning(cheated):
     assert "invalidity: exact Fisher p" in page and "<td>0.000345</td>" in page
     assert "invalidity differs: m/cheater 10/18 55.6%" in page
     assert "intent-to-treat rate [95% Wilson]" in page
+
+
+# --- the paired comparison on intent-to-treat outcomes ------------------------------------
+
+MANY_CASES = [f"c{i:02d}" for i in range(12)]
+
+
+def trades_failures_for_invalidity(ordinal: int):
+    """One attempt per case, the cheater's first. The honest model resolves cases 0-5 and
+    fails 6-11; the cheater resolves cases 6-11 and withholds its envelope on 0-5, where it
+    would have failed. Both resolve 6 of 12."""
+    case, model = divmod(ordinal, 2)
+    if model == 1:
+        return ("resolved", "pass", 1000) if case < 6 else ("grader_failure", "fail", 1000)
+    if case >= 6:
+        return "resolved", "pass", 1000
+    return "harness_failure", None, 1000, NO_ENVELOPE
+
+
+def test_invalidating_failures_does_not_win_the_paired_comparison(disk_store):
+    spec = Spec([CHEATER, HONEST], MANY_CASES, outcome=trades_failures_for_invalidity)
+    plan = fabricate(disk_store, spec)
+    report, _ = build.build(disk_store, plan)
+    cheater, honest = _model(report, CHEATER), _model(report, HONEST)
+    assert cheater["intent_to_treat"]["rate"] == honest["intent_to_treat"]["rate"]
+    (comparison,) = report["comparisons"]
+    # On valid attempts only the cheater's invalid cases drop out, and it "wins" 6 to 0.
+    assert (comparison["only_first"], comparison["only_second"]) == (6, 0)
+    assert (
+        comparison["mcnemar_exact"]["p_numerator"] * 32
+        == comparison["mcnemar_exact"]["p_denominator"]
+    )
+    # On intent-to-treat outcomes (invalid is not resolved) every case pairs: 6 each, p = 1.
+    itt = comparison["intent_to_treat"]
+    assert (itt["cases_paired"], itt["cases_unpaired"]) == (12, 0)
+    assert (itt["only_first"], itt["only_second"], itt["both_resolved"], itt["neither"]) == (
+        6,
+        6,
+        0,
+        0,
+    )
+    assert itt["mcnemar_exact"] == stats.mcnemar_exact(6, 6)
+    assert (itt["mcnemar_exact"]["p_numerator"], itt["mcnemar_exact"]["p_denominator"]) == (1, 1)
+    # The text leads with the intent-to-treat test.
+    text = render.text(report, layer.unstored(None)).splitlines()
+    first = next(i for i, line in enumerate(text) if f"{CHEATER} vs {HONEST}" in line)
+    assert "intent to treat" in text[first] and "p = 1.000000" in text[first]
+    assert "valid attempts only" in text[first + 1] and "p = 0.031250" in text[first + 1]
+    stored = layer.store_layer(disk_store, plan, report)
+    value = disk_store.objects.get_record(stored["oid"])
+    schema.validate(value, layer.LAYER)
+    assert value["report"]["comparisons"][0]["intent_to_treat"]["only_second"] == 6
+
+
+def test_the_html_page_leads_with_the_intent_to_treat_pairing(disk_store):
+    pytest.importorskip("matplotlib")
+    from yyb.reports import html
+
+    spec = Spec([CHEATER, HONEST], MANY_CASES, outcome=trades_failures_for_invalidity)
+    report, _ = build.build(disk_store, fabricate(disk_store, spec))
+    page = html.document(report, layer.unstored(None))
+    first, second = page.index("<td>intent to treat</td>"), page.index("<td>valid only</td>")
+    assert first < second and "<td>1.000000 (1/1)</td>" in page[first:second]

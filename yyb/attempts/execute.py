@@ -187,11 +187,13 @@ def execute(
 
 
 def _envelope(ctx, written: bytes | None, outcome, model: str, facts: Facts, links, redactor):
-    """Read and retain what the harness wrote to its envelope channel: (the envelope's value
-    or None, the observed identity).
+    """Read and retain what the harness wrote to its envelope channel: (the envelope's value,
+    the observed identity), both None unless the envelope was accepted.
 
     Every key and value is redacted; an envelope that its schema refuses once redacted (a
     secret in a field of bounded length) is unusable, and so is retained as raw bytes only.
+    One that names another model is retained as the record of what it claimed, but nothing
+    it says (identity, status, cost, usage) is evidence: the caller gets None for it.
     """
     store = ctx.store
     value, problem = envelope.read(written, outcome.started_ms, outcome.ended_ms)
@@ -202,11 +204,13 @@ def _envelope(ctx, written: bytes | None, outcome, model: str, facts: Facts, lin
             value = None
             problem = "the execution envelope holds a configured secret where it cannot be redacted"
     if value is not None:
-        observed = envelope.observed(value)
-        if observed != model.lower():
-            problem = f"the envelope observed {observed}, not the planned {model}"
         links["envelope"] = store.objects.put_record(value)
-        facts.envelope_status = value["status"]
+        claimed = envelope.observed(value)
+        if claimed != model.lower():
+            problem = f"the envelope observed {claimed}, not the planned {model}"
+            value = None
+        else:
+            observed, facts.envelope_status = claimed, value["status"]
     elif written:
         retained = redactor.redact(written[: envelope.MAX_ENVELOPE])
         if _escaped_secret(retained, redactor):

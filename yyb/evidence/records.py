@@ -152,6 +152,10 @@ AUTHORITATIVE: tuple[Purpose, ...] = ("correctness", "safety")
 
 EnvelopeStatus = Literal["succeeded", "failed"]
 
+# A pairwise evaluation's ``details.pairwise.design`` (docs/grading.md): every repetition shown
+# in both orders. Results written before it have no design (one order per repetition).
+PAIRWISE_BOTH_ORDERS = "both_orders"
+
 # The six leakage checks of ``yyb release-readiness`` (docs/readiness.md), each a real attempt
 # of a probing stand-in looking for a canary planted where a candidate must never see it.
 LeakageCheck = Literal["store", "history", "graders", "sibling", "home", "environment"]

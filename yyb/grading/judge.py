@@ -338,12 +338,12 @@ def _judge_once(
         if not value.get("session_id"):
             answer["problem"] = "judge identity or session missing: the envelope names no session"
             return answer
-        answer["cost"] = dict(value["cost"])
         if envelope.observed(value) != spec["model"].lower():
             answer["problem"] = (
                 f"the judge envelope observed {envelope.observed(value)}, not {spec['model']}"
             )
             return answer
+        answer["cost"] = dict(value["cost"])  # an envelope refused above claims no cost
         if ran.exit_code != 0 or value["status"] != "succeeded":
             answer["problem"] = f"the judge harness failed (exit {ran.exit_code})"
             return answer

@@ -16,7 +16,13 @@ from yyb.errors import UsageError, YybError
 from yyb.evidence import check as verify
 from yyb.evidence import cost, experiment, invalidity
 from yyb.evidence import plan as planned
-from yyb.evidence.records import COST_COMPLETENESS, INVALIDITY_CAUSES, PLAN, VALID_CLASSES
+from yyb.evidence.records import (
+    COST_COMPLETENESS,
+    INVALIDITY_CAUSES,
+    PAIRWISE_BOTH_ORDERS,
+    PLAN,
+    VALID_CLASSES,
+)
 from yyb.evidence.terminal import gradeable
 from yyb.evidence.verdict import conclude
 from yyb.reports import stats
@@ -46,6 +52,7 @@ class Facts:
     generations: dict[str, int] = field(default_factory=dict)
     pinned_out: bool = False
     over_ceiling: bool = False  # its reported cost exceeded the attempt's spend ceiling
+    cost_note: str | None = None  # why its candidate cost is unavailable, when it is
 
     @property
     def evaluator_ms(self) -> int | None:
@@ -84,8 +91,11 @@ def collect(plan: dict, attempt: dict, check: verify.AttemptCheck, version: str 
         return facts
     facts.terminal, terminal = check.terminal
     facts.terminal_class = terminal["class"]
-    facts.candidate_cost = terminal["candidate_cost"]
-    facts.over_ceiling = bool((terminal.get("spend") or {}).get("over_ceiling_micros"))
+    facts.candidate_cost, facts.cost_note = candidate_cost(terminal, check.execution)
+    # A refused envelope's claim is no spend either (terminals written before it was refused
+    # may flag one).
+    spend = (terminal.get("spend") or {}).get("over_ceiling_micros")
+    facts.over_ceiling = bool(spend) and facts.cost_note is None
     if "execution" in terminal["links"]:  # measured by the supervisor, not filled in
         facts.wall_ms = terminal["runtime"]["wall_ms"]
     graded = bool(histories) and gradeable(terminal) is None
@@ -106,6 +116,21 @@ def collect(plan: dict, attempt: dict, check: verify.AttemptCheck, version: str 
         execution = check.execution and check.execution["facts"]
         facts.invalid_cause = invalidity.of_terminal(terminal["class"], execution)
     return facts
+
+
+def candidate_cost(terminal: dict, execution: dict | None) -> tuple[dict, str | None]:
+    """(the candidate cost the figures count, why it is unavailable or None).
+
+    An envelope the controller refused (the execution's ``facts.envelope_problem``) is no
+    evidence, whatever cost it claims: the cost is unavailable, never the claimed amount,
+    also for terminals written before the controller stopped copying such a claim.
+    """
+    problem = execution and execution["facts"].get("envelope_problem")
+    if not problem:
+        return terminal["candidate_cost"], None
+    if "envelope" in terminal["links"]:
+        return cost.UNAVAILABLE, f"envelope rejected ({problem})"
+    return cost.UNAVAILABLE, f"no usable envelope ({problem})"
 
 
 def _distribution(pairs: list[tuple[int, str]]) -> dict:
@@ -263,10 +288,15 @@ def summarize(group: list[Facts]) -> dict:
     return Tally.of(group).summary()
 
 
-def case_outcome(group: list[Facts]) -> str | None:
+def case_outcome(group: list[Facts], intent_to_treat: bool = False) -> str | None:
     """A model's outcome on one case: ``resolved`` when a strict majority of its valid
-    attempts resolved, ``failed`` otherwise (a tie fails), None with no valid attempt."""
-    valid = [f for f in group if not f.pinned_out and f.outcome in ("resolved", "failed")]
+    attempts resolved, ``failed`` otherwise (a tie fails), None with no valid attempt.
+
+    With ``intent_to_treat`` the attempts counted are the valid and the invalid ones (an
+    invalid attempt is not resolved), as in the intent-to-treat rate.
+    """
+    counted = ("resolved", "failed", "invalid") if intent_to_treat else ("resolved", "failed")
+    valid = [f for f in group if not f.pinned_out and f.outcome in counted]
     if not valid:
         return None
     resolved = sum(1 for f in valid if f.outcome == "resolved")
@@ -436,11 +466,12 @@ def build(
             cells[f.model].setdefault(f.case_id or "-", []).append(f)
     by_model = {}
     outcomes: dict[str, dict[str, str | None]] = {}
+    treated: dict[str, dict[str, str | None]] = {}  # intent-to-treat outcomes
     totals = Tally.of([f for f in facts if f.model not in cells])
     for model in models:
         tally = Tally()
         rows = []
-        outcomes[model] = {}
+        outcomes[model], treated[model] = {}, {}
         for case_id, cell in sorted(cells[model].items()):
             cell_tally = Tally.of(cell)
             tally.merge(cell_tally)
@@ -449,16 +480,20 @@ def build(
             row["outcome"] = case_outcome(cell)
             rows.append(row)
             outcomes[model][case_id] = row["outcome"]
+            treated[model][case_id] = case_outcome(cell, intent_to_treat=True)
         by_model[model] = {**tally.summary(), "model": model, "cases": rows}
         totals.merge(tally)
-    comparisons = []
-    for i, first in enumerate(models):
-        for second in models[i + 1 :]:
-            comparison = paired(outcomes[first], outcomes[second])
-            test = invalidity_test(by_model[first], by_model[second])
-            comparisons.append(
-                {"first": first, "second": second, **comparison, "invalidity_fisher_exact": test}
-            )
+    comparisons = [
+        {
+            "first": first,
+            "second": second,
+            **paired(outcomes[first], outcomes[second]),
+            "invalidity_fisher_exact": invalidity_test(by_model[first], by_model[second]),
+            "intent_to_treat": paired(treated[first], treated[second]),
+        }
+        for i, first in enumerate(models)
+        for second in models[i + 1 :]
+    ]
     pairs = pairwise_table(store, plan, facts, models)
     complete = doctor["status"] == "complete"
     report = {
@@ -489,14 +524,15 @@ def build(
 def pairwise_table(store, plan: dict, facts: list[Facts], models: list[str]) -> list[dict]:
     """For every pairwise judge profile (docs/grading.md) and every model but its baseline:
     the newest pairwise evaluation of each of the model's attempts counted as a win, tie, loss
-    or invalid (no pair, or the judge gave no answer), and the win rate over the decided ones
-    with its Wilson interval. Attempts with no evaluation of the profile are not counted."""
+    or invalid (no pair, or the judge gave no answer), the score over the decided ones (a tie
+    is half a win) and the win rate, each with its Wilson interval, and how many repetitions
+    were position-consistent. Attempts with no evaluation of the profile are not counted."""
     rows = []
     for profile, spec in sorted(plan["evaluators"]["catalog"].items()):
         if spec.get("kind") != "llm_judge" or spec.get("mode") != "pairwise":
             continue
         for model in [m for m in models if m != spec["baseline"]]:
-            counts = {"win": 0, "tie": 0, "loss": 0, "invalid": 0}
+            judged = []  # each evaluation's details.pairwise, None when invalid
             for f in facts:
                 if f.model != model:
                     continue
@@ -505,30 +541,51 @@ def pairwise_table(store, plan: dict, facts: list[Facts], models: list[str]) -> 
                     continue
                 oid, receipt = newest[-1]
                 if receipt["verdict"] == "invalid":
-                    counts["invalid"] += 1
+                    judged.append(None)
                     continue
                 result_oid = store.objects.get_record(oid)["links"]["result"]
-                outcome = store.objects.get_record(result_oid)["details"]["pairwise"]["outcome"]
-                counts[outcome] += 1
-            decided = counts["win"] + counts["tie"] + counts["loss"]
+                judged.append(store.objects.get_record(result_oid)["details"]["pairwise"])
             rows.append(
-                {
-                    "profile": profile,
-                    "baseline": spec["baseline"],
-                    "model": model,
-                    "wins": counts["win"],
-                    "ties": counts["tie"],
-                    "losses": counts["loss"],
-                    "invalid": counts["invalid"],
-                    "win_rate": _rate(counts["win"], decided),
-                    "interval": stats.wilson(counts["win"], decided),
-                }
+                {"profile": profile, "baseline": spec["baseline"], "model": model}
+                | pairwise_figures(judged)
             )
     return rows
 
 
-def _row(f: Facts) -> dict:
+def pairwise_figures(judged: list[dict | None]) -> dict:
+    """The figures of one pairwise row from its evaluations' ``details.pairwise`` (None: an
+    invalid evaluation). Repetitions judged in one order only (results written before both
+    orders were shown) count in no position-consistency figure."""
+    counts = {"win": 0, "tie": 0, "loss": 0}
+    consistent = shown = 0
+    for pair in judged:
+        if pair is None:
+            continue
+        counts[pair["outcome"]] += 1
+        if pair.get("design") == PAIRWISE_BOTH_ORDERS:
+            consistent += pair["consistent_repetitions"]
+            shown += len(pair["repetitions"])
+    decided = sum(counts.values())
+    points = 2 * counts["win"] + counts["tie"]
     return {
+        "wins": counts["win"],
+        "ties": counts["tie"],
+        "losses": counts["loss"],
+        "invalid": len(judged) - decided,
+        "win_rate": _rate(counts["win"], decided),
+        "interval": stats.wilson(counts["win"], decided),
+        "score": _rate(points, 2 * decided),
+        "score_interval": stats.wilson_halves(points, decided),
+        "position_consistency": {
+            "rate": _rate(consistent, shown),
+            "interval": stats.wilson(consistent, shown),
+            "inconsistent": 2 * consistent < shown,
+        },
+    }
+
+
+def _row(f: Facts) -> dict:
+    row = {
         "ordinal": f.ordinal,
         "attempt": f.attempt,
         "model": f.model,
@@ -543,3 +600,6 @@ def _row(f: Facts) -> dict:
         "evaluations": [oid for oid, _ in f.evaluations],
         "displaced": None,
     }
+    if f.cost_note is not None:  # only then: rows of every other attempt keep their bytes
+        row["cost_note"] = f.cost_note
+    return row

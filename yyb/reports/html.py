@@ -163,6 +163,49 @@ def _ids(*oids) -> str:
     return "<br>".join(_oid(o) for o in oids if o) or "-"
 
 
+PAIRED_COUNTS = (
+    "cases_paired",
+    "cases_unpaired",
+    "both_resolved",
+    "only_first",
+    "only_second",
+    "neither",
+)
+
+
+def _pairings(comparison: dict) -> list[tuple[str, dict]]:
+    """The comparison's tests, the intent-to-treat one first (absent in older layers)."""
+    tests = [("valid only", comparison)]
+    if "intent_to_treat" in comparison:
+        tests.insert(0, ("intent to treat", comparison["intent_to_treat"]))
+    return tests
+
+
+def _comparison_parts(report: dict) -> list[str]:
+    """The paired comparison section: a row per test of each pair of models, the
+    intent-to-treat one first, and the invalidity warnings."""
+    parts = ["<h2>Paired comparison</h2>"]
+    comparisons = [
+        [c["first"], c["second"], counted]
+        + [str(test[key]) for key in PAIRED_COUNTS]
+        + [
+            f"{p_text(test['mcnemar_exact'])} "
+            f"({test['mcnemar_exact']['p_numerator']}/{test['mcnemar_exact']['p_denominator']})",
+            p_text(c["invalidity_fisher_exact"]),
+        ]
+        for c in report["comparisons"]
+        for counted, test in _pairings(c)
+    ]
+    header = ["first", "second", "attempts counted", "paired", "unpaired", "both"]
+    header += ["only first", "only second", "neither", "exact McNemar p"]
+    header += ["invalidity: exact Fisher p"]
+    parts.append(_table(header, comparisons) if comparisons else "<p>one model: no pair</p>")
+    warnings = render.invalidity_warnings(report)
+    if warnings:
+        parts.append('<p class="banner">' + "<br>".join(escape(w) for w in warnings) + "</p>")
+    return parts
+
+
 def document(report: dict, layer: dict) -> str:
     banner = render._banner(report)
     parts = [
@@ -186,29 +229,11 @@ def document(report: dict, layer: dict) -> str:
     parts.append('<div class="chart">' + runtime_chart(report) + "</div>")
     parts.append("<h2>Per model and case</h2>")
     parts.append(_table(render.HEADER, render._rows(report)))
-    parts.append("<h2>Paired comparison</h2>")
-    comparisons = [
-        [
-            c["first"],
-            c["second"],
-            str(c["cases_paired"]),
-            str(c["cases_unpaired"]),
-            str(c["both_resolved"]),
-            str(c["only_first"]),
-            str(c["only_second"]),
-            str(c["neither"]),
-            f"{p_text(c['mcnemar_exact'])} "
-            f"({c['mcnemar_exact']['p_numerator']}/{c['mcnemar_exact']['p_denominator']})",
-            p_text(c["invalidity_fisher_exact"]),
-        ]
-        for c in report["comparisons"]
-    ]
-    header = ["first", "second", "paired", "unpaired", "both", "only first", "only second"]
-    header += ["neither", "exact McNemar p", "invalidity: exact Fisher p"]
-    parts.append(_table(header, comparisons) if comparisons else "<p>one model: no pair</p>")
-    warnings = render.invalidity_warnings(report)
-    if warnings:
-        parts.append('<p class="banner">' + "<br>".join(escape(w) for w in warnings) + "</p>")
+    notes = render.cost_notes(report)
+    if notes:
+        parts.append("<h2>Candidate costs not counted</h2>")
+        parts.append("<ul>" + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>")
+    parts += _comparison_parts(report)
     if report.get("pairwise"):
         parts.append("<h2>Pairwise judging</h2>")
         rows = [
@@ -220,12 +245,12 @@ def document(report: dict, layer: dict) -> str:
                 str(row["ties"]),
                 str(row["losses"]),
                 str(row["invalid"]),
-                render.win_rate_text(row),
+                render.pairwise_figures_text(row),
             ]
             for row in report["pairwise"]
         ]
         header = ["model", "baseline", "profile", "wins", "ties", "losses", "invalid"]
-        parts.append(_table([*header, "win rate [95% interval]"], rows))
+        parts.append(_table([*header, "score, position consistency [95% Wilson]"], rows))
     parts.append("<h2>Attempts</h2>")
     rows = [
         [

@@ -141,6 +141,25 @@ def unprotected_warnings(report: dict) -> list[str]:
     ]
 
 
+# How many attempts whose cost is unavailable the text and markdown name one by one.
+COST_NOTES_SHOWN = 5
+
+
+def cost_notes(report: dict) -> list[str]:
+    """A line for each attempt whose candidate cost the figures count as unavailable because
+    of its envelope (the first ``COST_NOTES_SHOWN``, then how many more there are)."""
+    noted = [row for row in report["attempts"] if row.get("cost_note")]
+    lines = [
+        f"attempt {row['ordinal']} ({row['model']}, {row['case_id'] or '-'}): "
+        f"cost unavailable: {row['cost_note']}"
+        for row in noted[:COST_NOTES_SHOWN]
+    ]
+    if len(noted) > COST_NOTES_SHOWN:
+        more = len(noted) - COST_NOTES_SHOWN
+        lines.append(f"... and {more} more (each has its cost_note in the JSON rows)")
+    return lines
+
+
 def _rate_of(report: dict, model: str) -> str:
     entry = next(m for m in report["models"] if m["model"] == model)
     return rate_text(entry["invalidity"], "- (no attempt)")
@@ -161,16 +180,28 @@ def invalidity_warnings(report: dict) -> list[str]:
     return lines
 
 
+def _paired_text(c: dict) -> str:
+    test = c["mcnemar_exact"]
+    return (
+        f"{c['cases_paired']} paired case(s) ({c['cases_unpaired']} unpaired), both "
+        f"{c['both_resolved']}, only first {c['only_first']}, only second {c['only_second']}, "
+        f"neither {c['neither']}; exact McNemar p = {p_text(test)} "
+        f"({test['p_numerator']}/{test['p_denominator']})"
+    )
+
+
 def _comparisons(report: dict) -> list[str]:
+    """Per pair of models, the intent-to-treat test first (it cannot be raised by making
+    failures invalid), then the one on valid attempts only; a layer written before the
+    intent-to-treat test existed shows the latter alone."""
     lines = []
     for c in report["comparisons"]:
-        test = c["mcnemar_exact"]
-        lines.append(
-            f"{c['first']} vs {c['second']}: {c['cases_paired']} paired case(s) "
-            f"({c['cases_unpaired']} unpaired), both {c['both_resolved']}, only first "
-            f"{c['only_first']}, only second {c['only_second']}, neither {c['neither']}; "
-            f"exact McNemar p = {p_text(test)} ({test['p_numerator']}/{test['p_denominator']})"
-        )
+        pair = f"{c['first']} vs {c['second']}"
+        if "intent_to_treat" in c:
+            lines.append(f"{pair} (intent to treat): {_paired_text(c['intent_to_treat'])}")
+            lines.append(f"{pair} (valid attempts only): {_paired_text(c)}")
+        else:
+            lines.append(f"{pair}: {_paired_text(c)}")
     return lines
 
 
@@ -179,15 +210,24 @@ def win_rate_text(row: dict) -> str:
     return rate_text({"rate": row["win_rate"], "interval": row["interval"]}, "- (none decided)")
 
 
-def _pairwise(report: dict) -> list[str]:
-    lines = []
-    for row in report.get("pairwise", []):
-        rate = win_rate_text(row)
-        lines.append(
-            f"{row['model']} vs {row['baseline']} ({row['profile']}): {row['wins']} win, "
-            f"{row['ties']} tie, {row['losses']} loss, {row['invalid']} invalid; win rate {rate}"
-        )
-    return lines
+def pairwise_figures_text(row: dict) -> str:
+    """A pairwise row's score (in half-points: a tie is half a win) and position
+    consistency; the win rate of a layer written before they were reported."""
+    if "score" not in row:
+        return f"win rate {win_rate_text(row)}"
+    score = rate_text({"rate": row["score"], "interval": row["score_interval"]}, "-")
+    position = row["position_consistency"]
+    text = f"score {score}; position-consistent {rate_text(position, '- (none in both orders)')}"
+    return text + (" POSITION-INCONSISTENT" if position["inconsistent"] else "")
+
+
+def pairwise_lines(report: dict) -> list[str]:
+    return [
+        f"{row['model']} vs {row['baseline']} ({row['profile']}): {row['wins']} win, "
+        f"{row['ties']} tie, {row['losses']} loss, {row['invalid']} invalid; "
+        + pairwise_figures_text(row)
+        for row in report.get("pairwise", [])
+    ]
 
 
 def _changes(report: dict) -> list[str]:
@@ -222,13 +262,16 @@ def text(report: dict, layer: dict) -> str:
         line = "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
         lines.append(line + ("  (incomplete)" if mark else ""))
     lines += _spend(report) + unprotected_warnings(report)
+    notes = cost_notes(report)
+    if notes:
+        lines += ["", "candidate costs not counted"] + ["  " + line for line in notes]
     if report["comparisons"]:
-        lines += ["", "paired comparison (per case: majority of valid attempts resolved)"]
+        lines += ["", "paired comparison (per case: a strict majority of its attempts resolved)"]
         lines += ["  " + line for line in _comparisons(report)]
         lines += invalidity_warnings(report)
     if report.get("pairwise"):
         lines += ["", "pairwise judging (each attempt against its baseline's attempt)"]
-        lines += ["  " + line for line in _pairwise(report)]
+        lines += ["  " + line for line in pairwise_lines(report)]
     changes = _changes(report)
     if changes:
         lines += ["", "verdicts changed by a regrade since an earlier layer"]
@@ -250,14 +293,18 @@ def markdown(report: dict, layer: dict) -> str:
             cells[5] += " (incomplete)"
         lines.append("| " + " | ".join(cells) + " |")
     lines += [f"> **{line.strip('! ')}**" for line in _spend(report) + unprotected_warnings(report)]
+    notes = cost_notes(report)
+    if notes:
+        lines += ["", "**Candidate costs not counted**", ""] + [f"- {line}" for line in notes]
     if report["comparisons"]:
-        lines += ["", "**Paired comparison** (per case: majority of valid attempts resolved)", ""]
+        heading = "**Paired comparison** (per case: a strict majority of its attempts resolved)"
+        lines += ["", heading, ""]
         lines += [f"- {line}" for line in _comparisons(report)]
         warnings = [f"> **{line.strip('! ')}**" for line in invalidity_warnings(report)]
         lines += [""] + warnings if warnings else []
     if report.get("pairwise"):
         lines += ["", "**Pairwise judging** (each attempt against its baseline's attempt)", ""]
-        lines += [f"- {line}" for line in _pairwise(report)]
+        lines += [f"- {line}" for line in pairwise_lines(report)]
     changes = _changes(report)
     if changes:
         lines += ["", "**Verdicts changed by a regrade**", ""] + [f"- {c}" for c in changes]

@@ -30,11 +30,23 @@ def wilson(successes: int, trials: int) -> dict | None:
     """
     if trials < 0 or successes < 0 or successes > trials:
         raise ValueError(f"wilson({successes}, {trials}): counts out of range")
+    return wilson_halves(2 * successes, trials)
+
+
+def wilson_halves(half_successes: int, trials: int) -> dict | None:
+    """``wilson`` of ``half_successes / 2`` successes out of ``trials``: a count in halves, for
+    outcomes where a tie is half a success.
+
+    Raises:
+        ValueError: counts out of range.
+    """
+    if trials < 0 or half_successes < 0 or half_successes > 2 * trials:
+        raise ValueError(f"wilson_halves({half_successes}, {trials}): counts out of range")
     if trials == 0:
         return None
     with localcontext() as ctx:
         ctx.prec = 50
-        n, x, z2 = Decimal(trials), Decimal(successes), Z95 * Z95
+        n, x, z2 = Decimal(trials), Decimal(half_successes) / 2, Z95 * Z95
         centre = (x + z2 / 2) / (n + z2)
         half = Z95 / (n + z2) * (x * (n - x) / n + z2 / 4).sqrt()
         low = max(Decimal(0), centre - half) * PPM
