@@ -118,6 +118,12 @@ class Disk:
             args += ["--user", "--preserve-credentials"]
         return [*args, "--"]
 
+    def user_namespace(self) -> str | None:
+        """The holder's user namespace (``user:[inode]``), or None when it made none (root)."""
+        if os.geteuid() == 0:
+            return None
+        return os.readlink(f"/proc/{self.holder.pid}/ns/user")
+
     def usage(self) -> dict:
         """How full the disk is: bytes and files used, and whether no block or no inode is
         left (``disk_full``): a candidate that wrote until the kernel refused leaves it so."""

@@ -58,26 +58,34 @@ def hit_by(signal_number: int | None, exit_code: int | None, limits: dict) -> st
     return None
 
 
-def _processes_of(uid: int) -> int:
+def _processes_of(uid: int, namespace: str | None = None) -> int:
+    """Processes of ``uid`` (those in the user namespace ``namespace`` only, when given)."""
     count = 0
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                if os.stat(f"/proc/{entry}").st_uid == uid:
+                if os.stat(f"/proc/{entry}").st_uid != uid:
+                    continue
+                if namespace is None or os.readlink(f"/proc/{entry}/ns/user") == namespace:
                     count += 1
             except OSError:
                 continue
     return count
 
 
-def prefix(limits: dict, uid: int, group=None) -> list[str]:
+def prefix(limits: dict, uid: int, group=None, namespace: str | None = None) -> list[str]:
     """The argv prefix that puts ``limits`` on a sandbox whose processes run as ``uid``:
     joining ``group`` (a cgroups.Group holding memory and processes) when there is one, and
-    ``prlimit`` with the rest."""
+    ``prlimit`` with the rest.
+
+    ``namespace``: the user namespace the sandbox is started in, when it is not the
+    controller's (an unprivileged controller's disk, yyb/harness/disk.py). The kernel counts
+    ``RLIMIT_NPROC`` in each user namespace against the limit its creator had, so the limit
+    is then what that namespace already runs plus ``processes``."""
     found = shutil.which("prlimit") or "/usr/bin/prlimit"
     args = [f"--fsize={limits['file_mib'] * MIB}", f"--nofile={limits['open_files']}"]
     if group is None:
-        processes = _processes_of(uid) + limits["processes"]
+        processes = _processes_of(uid, namespace) + limits["processes"]
         args = [f"--data={limits['memory_mib'] * MIB}", f"--nproc={processes}", *args]
     return [*(group.join_prefix() if group is not None else []), found, *args, "--"]
 

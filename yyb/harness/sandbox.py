@@ -268,7 +268,10 @@ class Sandbox:
         if self.limits is not None:
             from yyb.harness import limits
 
-            args += limits.prefix(self.limits, os.getuid() if uid is None else uid, group)
+            namespace = self.disk.user_namespace() if self.disk is not None else None
+            args += limits.prefix(
+                self.limits, os.getuid() if uid is None else uid, group, namespace
+            )
         if self.overlay is not None:
             args += self.overlay.prefix(mark_fd)
         if self.disk is not None:
