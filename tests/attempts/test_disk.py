@@ -82,3 +82,21 @@ envelope succeeded
     stdout = limited.linked(result, "stdout").decode(errors="replace")
     sizes = [int(line.split()[1]) for line in stdout.splitlines() if line.startswith("tmpfs")]
     assert len(sizes) == 3 and all(size <= 64 * 1024 for size in sizes), stdout
+
+
+def test_a_kept_workspace_is_rebuilt_on_the_host_from_its_listing(limited, tmp_path, monkeypatch):
+    # The disk goes with its holder; --keep-workspaces leaves the final files where a person
+    # can look, rebuilt from what the store retained (never more than the disk held).
+    import tempfile
+
+    from yyb.attempts import run as attempts_run
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    model = limited.behaviour("keeper", "echo kept > note.txt\nenvelope succeeded\n")
+    plan = limited.plan([model])
+    ctx = limited.context(plan)
+    ctx.keep_workspaces = True
+    [result] = attempts_run.run_plan(ctx, 1)
+    kept = [p for p in tmp_path.glob("yyb-attempt-*/workspace/note.txt")]
+    assert [p.read_text() for p in kept] == ["kept\n"]
+    assert limited.terminal(result)["class"] != "environment_failure"
