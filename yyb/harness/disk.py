@@ -44,7 +44,7 @@ libc.mount.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_ulong, ctypes.c_char_p]
 def check(result, what):
     if result != 0:
         sys.stderr.write(f"{what}: {os.strerror(ctypes.get_errno())}\n")
-        sys.exit(1)
+        raise SystemExit(1)
 uid, gid = os.getuid(), os.getgid()
 check(libc.unshare(0x00020000 | (0x10000000 if uid else 0)), "unshare")
 if uid:
