@@ -58,6 +58,17 @@ def hermetic(tmp_path_factory, monkeypatch):
 
 
 @pytest.fixture
+def open_folder():
+    """A folder any user may pass through (pytest's own is private to its user)."""
+    import shutil
+
+    folder = Path(tempfile.mkdtemp(prefix="yyb-open-", dir="/var/tmp"))
+    os.chmod(folder, 0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
 def disk_store(tmp_path: Path) -> Store:
     store, _ = Store.init(str(tmp_path / "store"))
     return store

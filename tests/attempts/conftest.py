@@ -140,6 +140,14 @@ class Bench(RunBench):
     markers: dict[str, str] = field(default_factory=dict)  # what must never leak -> its text
     grader_text: str = field(default_factory=grader)
 
+    def limited(self, limits: dict) -> Bench:
+        """Configured, with ``limits`` as the tool policy's resource limits."""
+        self.configure()
+        data = json.loads(self.config_path.read_text())
+        data["tool_policy"]["limits"] = limits
+        self.config_path.write_text(json.dumps(data, indent=2))
+        return self
+
     def behaviour(self, name: str, script: str) -> str:
         """Add a stand-in behaviour; its model is ``stand/<name>``."""
         _write(self.tools / "behaviours" / name, script)

@@ -232,15 +232,6 @@ def test_the_probe_refuses_a_sandbox_with_privileges():
     assert sandbox.probe() == sandbox.version()  # this host provides it all
 
 
-@pytest.fixture
-def open_folder():
-    """A folder any user may pass through (pytest's own is private to its user)."""
-    folder = Path(tempfile.mkdtemp(prefix="yyb-open-", dir="/var/tmp"))
-    os.chmod(folder, 0o755)
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
-
-
 def test_the_sandbox_holds_for_an_unprivileged_controller(open_folder, monkeypatch):
     """The construction a non-root yyb uses (a user namespace, every capability dropped, no
     further user namespace, the seccomp filter), started for real by an unprivileged user: no

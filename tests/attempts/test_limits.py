@@ -6,20 +6,14 @@ kernel, leave nothing running, and have its limits on record in the workspace re
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-SMALL = {"memory_mib": 64, "processes": 32, "file_mib": 8, "open_files": 64}
+SMALL = {"memory_mib": 64, "processes": 32, "file_mib": 8, "open_files": 64, "disk_mib": 64}
 
 
 @pytest.fixture
 def limited(bench):
-    bench.configure()
-    data = json.loads(bench.config_path.read_text())
-    data["tool_policy"]["limits"] = SMALL
-    bench.config_path.write_text(json.dumps(data, indent=2))
-    return bench
+    return bench.limited(SMALL)
 
 
 def run_one(bench, name: str, script: str):
@@ -115,13 +109,15 @@ def test_without_a_control_group_rlimits_hold(limited, monkeypatch):
     monkeypatch.setattr(cgroups, "create", lambda limits: None)
     result, stdout = run_one(limited, "hog", HOG)
     assert "hog: refused" in stdout and "hog: allocated" not in stdout
-    assert resources(limited, result) == {
+    used = resources(limited, result)
+    assert {name: used[name] for name in used if not name.startswith("disk_")} == {
         "enforced_by": "rlimit",
         "oom_kills": None,
         "refused_processes": None,
         "peak_memory_bytes": None,
         "peak_processes": None,
     }
+    assert used["disk_full"] is False  # the disk is a tmpfs, with or without a group
     assert "resource limits" not in limited.terminal(result)["reason"]
 
 

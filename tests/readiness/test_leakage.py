@@ -6,7 +6,9 @@ only that one, fails, naming what its probe saw."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import tempfile
 
 import pytest
 
@@ -96,11 +98,18 @@ def test_a_snapshot_that_carries_the_history_fails_the_history_check(readiness, 
 
     def create(source_path, base_commit, excluded, dest):
         made = original(source_path, base_commit, excluded, dest)
+        # Fetched on the host, then copied in: Git resolves the path of a workspace on the
+        # attempt's disk (/proc/<holder>/root/...) to the host's folder under the mount.
+        staging = tempfile.mkdtemp(prefix="yyb-leak-")
+        subprocess.run(["git", "init", "-q", "--bare", staging], check=True)
         subprocess.run(
-            ["git", "-C", dest, "fetch", "-q", source_path, "+refs/*:refs/leaked/*"],
+            ["git", "-C", staging, "fetch", "-q", source_path, "+refs/*:refs/leaked/*"],
             check=True,
             capture_output=True,
         )
+        for part in ("objects", "refs"):
+            shutil.copytree(f"{staging}/{part}", f"{dest}/.git/{part}", dirs_exist_ok=True)
+        shutil.rmtree(staging)
         return made
 
     monkeypatch.setattr(snapshot, "create", create)

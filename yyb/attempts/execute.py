@@ -7,6 +7,7 @@ from the execution record instead of dispatching again.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from yyb.attempts.dispatch import inputs
@@ -17,6 +18,7 @@ from yyb.evidence.records import EXECUTION, MANIFEST, RECEIPT
 from yyb.evidence.terminal import Facts
 from yyb.harness import (
     adapters,
+    disk,
     envelope,
     gitstate,
     limits,
@@ -62,34 +64,75 @@ def confinement(plan: dict) -> tuple[bool, dict]:
 def execute(
     ctx, attempt_oid: str, intent_oid: str, folders: Folders, shipped=None, retain: bool = True
 ) -> Early | tuple[str, dict]:
-    """Prepare the workspace, run the candidate in the sandbox, retain what it left.
+    """Prepare the workspace on the attempt's disk, run the candidate in the sandbox, retain
+    what it left.
 
     Returns the execution record's (oid, record), its ref created unless not ``retain`` (a
     worker's, whose controller creates it); or ``Early`` when the workspace could not be
     prepared. ``shipped`` (``snapshot.Shipped``): the base as a controller shipped it, made
     into the snapshot here instead of from a configured repository.
     """
-    store, attempt = ctx.store, ctx.attempts[attempt_oid]
-    case, prompt, workflow = inputs(ctx, attempt)
+    _, bounds = confinement(ctx.plan)
+    try:
+        os.makedirs(folders.root, exist_ok=True)
+        held = disk.Disk.mount(folders.root, bounds["disk_mib"])
+    except (OSError, YybError) as exc:
+        return unprepared(exc, intent_oid, "the attempt's disk could not be mounted")
+    with held:
+        # The controller reaches the folders on the disk through the holder; the candidate
+        # sees them at their own paths.
+        mine = Folders(held.reach(folders.root))
+        snap = _prepare(ctx, ctx.attempts[attempt_oid], mine, shipped)
+        if not isinstance(snap, snapshot.Snapshot):
+            return unprepared(snap, intent_oid, "the attempt workspace could not be prepared")
+        executed = _run(ctx, attempt_oid, intent_oid, folders, mine, held, snap, bounds)
+    if ctx.keep_workspaces:
+        _keep(ctx.store, executed[1]["links"]["listing"], folders.workspace)
+    if retain:
+        ctx.store.refs.update(
+            ctx.ref(attempt_oid, "execution"), executed[0], old=None, reason="execution retained"
+        )
+    return executed
+
+
+def _keep(store, listing_oid: str, dest: str) -> None:
+    """Rebuild the final workspace's files at ``dest`` on the host, from its retained listing
+    (what the attempt's disk held went with it): an aid to a person, so a refusal leaves it."""
+    try:
+        manifest.rebuild(store, store.objects.get_record(listing_oid), dest)
+    except (OSError, YybError):
+        pass
+
+
+def _prepare(ctx, attempt: dict, folders: Folders, shipped) -> snapshot.Snapshot | Exception:
+    """The attempt's private folders and its workspace at the case's base (or an empty one);
+    the error when that failed."""
+    case, _, _ = inputs(ctx, attempt)
     try:
         folders.create()
         if case is not None and shipped is not None:
-            snap = snapshot.create_shipped(shipped, folders.workspace)
-        elif case is not None:
+            return snapshot.create_shipped(shipped, folders.workspace)
+        if case is not None:
             repo = ctx.config.repository_path(case["repository"])
             if repo is None:
                 raise UsageError(f"repository {case['repository']!r} is not configured")
-            snap = snapshot.create(
+            return snapshot.create(
                 repo, case["base_commit"], ctx.plan["excluded_paths"], folders.workspace
             )
-        else:
-            snap = snapshot.empty(folders.workspace)
+        return snapshot.empty(folders.workspace)
     except (OSError, YybError) as exc:
-        return unprepared(exc, intent_oid, "the attempt workspace could not be prepared")
+        return exc
 
+
+def _run(ctx, attempt_oid, intent_oid, folders, mine, held, snap, bounds) -> tuple[str, dict]:
+    """Run the candidate on its prepared workspace and retain what it proved: ``folders`` as
+    the candidate sees them, ``mine`` the same as the controller reaches them on the disk
+    ``held``. Returns the execution record's (oid, record)."""
+    store, attempt = ctx.store, ctx.attempts[attempt_oid]
+    _, prompt, workflow = inputs(ctx, attempt)
     links = {"intent": intent_oid}
     redactor = Redactor(ctx.secrets)
-    base = manifest.scan(store, folders.workspace, redactor, known=snap.known)
+    base = manifest.scan(store, mine.workspace, redactor, known=snap.known)
     base_listing = store.objects.put_record(manifest.listing_record(base))
     model = attempt["model"]["resolved"]
     workflow_plan = ctx.plan.get("workflow", {})
@@ -105,6 +148,7 @@ def execute(
             workflow,
             workflow_plan.get("variables"),
             workflow_plan.get("controlled_model_variable"),
+            written=mine.control,
         )
         read_only = ctx.plan["tool_policy"]["read_only_paths"]
         env, policy = build(folders, read_only, sorted(ctx.secrets), ctx.secrets)
@@ -113,26 +157,8 @@ def execute(
         if ceiling is not None:
             env[CEILING_ENV] = str(ceiling)
         policy["variables"] = sorted(env)
-        network, bounds = confinement(ctx.plan)
-        receipt = {
-            "schema_version": RECEIPT,
-            "base_commit": snap.base_commit,
-            "snapshot_commit": snap.commit,
-            "snapshot_tree": snap.tree,
-            "excluded_paths": list(ctx.plan["excluded_paths"]),
-            "excluded": snap.excluded,
-            "file_count": snap.file_count,
-            "sandbox": {
-                "kind": "bubblewrap",
-                "version": sandbox.version(),
-                "network": "allowed" if network else "denied",
-                "limits": bounds,
-                "verified": list(ctx.sandbox_verified),
-            },
-            "executor": dict(ctx.executor),
-            "environment": policy,
-            "links": {"intent": intent_oid, "listing": base_listing},
-        }
+        network, _ = confinement(ctx.plan)  # the limits are bounds, resolved above
+        receipt = _receipt(ctx, snap, network, bounds, policy, intent_oid, base_listing)
         links["receipt"] = store.objects.put_record(receipt)
         box = sandbox.Sandbox(
             writable=[folders.workspace, *folders.private()],
@@ -141,9 +167,10 @@ def execute(
             network=network,
             cwd=folders.workspace,
             limits=bounds,
+            disk=held,
         )
         outcome, resources = box.run(
-            argv, env, ctx.plan["timeout_ms"], ctx.cancel, folders.root, pass_fds=(channel.fd,)
+            argv, env, ctx.plan["timeout_ms"], ctx.cancel, mine.root, pass_fds=(channel.fd,)
         )
     finally:
         written = channel.collect()
@@ -162,13 +189,43 @@ def execute(
     links["stdout"] = store.objects.put("blob", redactor.redact(outcome.stdout.data))
     links["stderr"] = store.objects.put("blob", redactor.redact(outcome.stderr.data))
     value, observed = _envelope(ctx, written, outcome, model, facts, links, redactor)
+    _retain_final(store, mine.workspace, base, links, redactor)
+    execution = _record(ctx, attempt_oid, attempt, facts, links, outcome, value, observed)
+    execution["runtime"]["resources"] = resources
+    return store.objects.put_record(execution), execution
 
-    final = manifest.scan(store, folders.workspace, redactor)
+
+def _receipt(ctx, snap, network: bool, bounds, policy, intent_oid, base_listing) -> dict:
+    return {
+        "schema_version": RECEIPT,
+        "base_commit": snap.base_commit,
+        "snapshot_commit": snap.commit,
+        "snapshot_tree": snap.tree,
+        "excluded_paths": list(ctx.plan["excluded_paths"]),
+        "excluded": snap.excluded,
+        "file_count": snap.file_count,
+        "sandbox": {
+            "kind": "bubblewrap",
+            "version": sandbox.version(),
+            "network": "allowed" if network else "denied",
+            "limits": bounds,
+            "verified": list(ctx.sandbox_verified),
+        },
+        "executor": dict(ctx.executor),
+        "environment": policy,
+        "links": {"intent": intent_oid, "listing": base_listing},
+    }
+
+
+def _retain_final(store, workspace: str, base, links: dict, redactor) -> None:
+    """Retain the final workspace (its listing, the patch from the base, its Git state) and
+    the post-execution manifest, linked from ``links``."""
+    final = manifest.scan(store, workspace, redactor)
     final_listing = store.objects.put_record(manifest.listing_record(final))
     links["patch"] = store.objects.put("blob", patch.diff(store, base.entries, final.entries))
     post = {
         "schema_version": MANIFEST,
-        "git": redactor.value(gitstate.read(folders.workspace)),
+        "git": redactor.value(gitstate.read(workspace)),
         "file_count": len(final.entries),
         **manifest.changes(base.entries, final.entries),
         "omitted": final.omitted,
@@ -176,14 +233,6 @@ def execute(
     }
     links["manifest"] = store.objects.put_record(post)
     links["listing"] = final_listing
-    execution = _record(ctx, attempt_oid, attempt, facts, links, outcome, value, observed)
-    execution["runtime"]["resources"] = resources
-    execution_oid = store.objects.put_record(execution)
-    if retain:
-        store.refs.update(
-            ctx.ref(attempt_oid, "execution"), execution_oid, old=None, reason="execution retained"
-        )
-    return execution_oid, execution
 
 
 def _envelope(ctx, written: bytes | None, outcome, model: str, facts: Facts, links, redactor):

@@ -70,14 +70,21 @@ def invocation(
     variables: dict | None = None,
     model_variable: str | None = None,
     extra: dict[str, str] | None = None,
+    written: str | None = None,
 ) -> tuple[list[str], str]:
     """The argv of one attempt, ``envelope`` the path of its envelope channel; writes the
-    prompt and workflow files into control. ``extra`` fills further placeholders (a judge's
+    prompt and workflow files into control (through ``written``, the path by which the
+    controller reaches that folder, when it is not the one the process sees: on the attempt's
+    disk, yyb/harness/disk.py). ``extra`` fills further placeholders (a judge's
     ``settings_file`` and ``judge``)."""
     values = {"workspace": workspace, "model": model, "envelope": envelope, **(extra or {})}
+
+    def mine(path: str) -> str:
+        return path if written is None else os.path.join(written, os.path.relpath(path, control))
+
     if prompt is not None:
         values["prompt_file"] = os.path.join(control, "prompt.md")
-        with open(values["prompt_file"], "wb") as handle:
+        with open(mine(values["prompt_file"]), "wb") as handle:
             handle.write(prompt)
     kind = harness["kind"]
     if kind == "yylo_pi":
@@ -94,7 +101,7 @@ def invocation(
         return argv
     if kind == "workflow_runner":
         values["workflow_file"] = os.path.join(control, "workflow.yaml")
-        with open(values["workflow_file"], "wb") as handle:
+        with open(mine(values["workflow_file"]), "wb") as handle:
             handle.write(workflow or b"")
         resolved = {
             name: (spec["value"] if spec["type"] == "string" else json.loads(spec["value"]))
@@ -104,7 +111,7 @@ def invocation(
             resolved[model_variable] = model
             values["model_variable"] = model_variable
         values["variables_file"] = os.path.join(control, "variables.json")
-        with open(values["variables_file"], "w") as handle:
+        with open(mine(values["variables_file"]), "w") as handle:
             json.dump(resolved, handle, sort_keys=True)
     argv = _fill(harness["argv"], values)
     argv[0] = executable({**harness, "argv": argv})  # a placeholder program: as filled in

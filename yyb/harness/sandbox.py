@@ -32,7 +32,7 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from yyb.errors import UsageError, YybError
-from yyb.harness import cgroups, seccomp, supervise
+from yyb.harness import cgroups, disk, seccomp, supervise
 
 if TYPE_CHECKING:
     from yyb.harness import layers
@@ -45,6 +45,9 @@ OS_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 SYSTEM_FOLDERS = (*OS_FOLDERS, *OS_LINKS)
 SANDBOX_UID_ENV = "YYB_SANDBOX_UID"
 DEFAULT_SANDBOX_UID = 65534  # nobody
+# The size of each of /tmp, /run and /dev/shm inside the sandbox, in MiB (Docker's /dev/shm):
+# TMPDIR, HOME and the caches are the process's own folders, bounded with them.
+SCRATCH_MIB = 64
 
 
 class SandboxUnavailable(YybError):
@@ -184,6 +187,9 @@ class Sandbox:
     # An overlay (harness/layers.py) mounted at its target, in a mount namespace of the
     # command's own, before bubblewrap starts: the target is then bound like any writable.
     overlay: layers.Mount | None = None
+    # The attempt's disk (harness/disk.py): a sized tmpfs holding the writable folders, in
+    # the namespaces of a holder process, where bubblewrap is then started.
+    disk: disk.Disk | None = None
 
     @contextmanager
     def launch(self, command: list[str]) -> Iterator[Launch]:
@@ -238,6 +244,8 @@ class Sandbox:
                     pass_fds=(*pass_fds, *launch.pass_fds),
                 )
                 resources = launch.resources()
+                if self.disk is not None:
+                    resources.update(self.disk.usage())
                 if self.overlay is not None:
                     resources["workspace_mounted"] = launch.mounted()
         finally:
@@ -260,9 +268,14 @@ class Sandbox:
         if self.limits is not None:
             from yyb.harness import limits
 
-            args += limits.prefix(self.limits, os.getuid() if uid is None else uid, group)
+            namespace = self.disk.user_namespace() if self.disk is not None else None
+            args += limits.prefix(
+                self.limits, os.getuid() if uid is None else uid, group, namespace
+            )
         if self.overlay is not None:
             args += self.overlay.prefix(mark_fd)
+        if self.disk is not None:
+            args += self.disk.prefix()
         args += [bwrap_path(), "--die-with-parent", "--new-session"]
         args += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
         if uid is None:  # unprivileged: a user namespace, every capability in it dropped,
@@ -283,7 +296,13 @@ class Sandbox:
             elif os.path.isdir(name):
                 args += ["--ro-bind", name, name]
                 visible.append(name)
-        args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/run"]
+        # The file systems bubblewrap makes are memory: each is bounded (its own tmpfs size),
+        # and /dev, which a user namespace would let its owner write, is read-only.
+        scratch = str(SCRATCH_MIB << 20)
+        args += ["--dev", "/dev", "--proc", "/proc"]
+        for folder in ("/tmp", "/run", "/dev/shm"):
+            args += ["--size", scratch, "--tmpfs", folder]
+        args += ["--remount-ro", "/dev"]
         # bubblewrap gives the folders it makes on the way to a mount point the host folders'
         # modes, which a dropped uid may not pass (a 0700 temp folder): make them 0755 first.
         for folder in _ancestors([*self.read_only, *self.writable], visible):
@@ -388,8 +407,11 @@ PROBE_SCRIPT = """
 grep -E '^(Uid|CapEff|CapPrm|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status
 [ -e "$1" ] && echo canary-visible
 if [ -x /usr/bin/unshare ]; then /usr/bin/unshare --user true 2>/dev/null && echo userns-made; fi
+head -c 2097152 /dev/zero > filler 2>/dev/null && echo disk-unbounded
+rm -f filler
 echo ok > probe
 """
+PROBE_DISK_MIB = 1  # the probe's disk, which a 2 MiB file must not fit
 
 
 def probe() -> str:
@@ -404,7 +426,8 @@ def verify() -> tuple[str, list[str]]:
     Checked for real inside: no effective, permitted or bounding capability; no_new_privs; not
     uid 0 when yyb runs as root; a seccomp filter in force, and no user namespace can be made
     (when ``/usr/bin/unshare`` is there to try); a file outside its view (a canary next to its
-    folder) is invisible; its writable folder is writable.
+    folder) is invisible; its writable folder is writable, and lies on a disk
+    (yyb/harness/disk.py) that the kernel holds to its size.
 
     Raises:
         SandboxUnavailable: naming the first property the host cannot provide.
@@ -417,20 +440,25 @@ def verify() -> tuple[str, list[str]]:
         os.mkdir(folder)
         with open(canary, "w") as handle:
             handle.write("must not be visible\n")
-        hand_over(folder)
-        box = Sandbox(writable=[folder], hidden=[top], cwd=folder)
         try:
-            with box.launch(["/bin/sh", "-c", PROBE_SCRIPT, "probe", canary]) as launch:
-                done = subprocess.run(
-                    launch.argv,
-                    capture_output=True,
-                    timeout=30,
-                    env={"PATH": "/usr/bin:/bin"},
-                    pass_fds=launch.pass_fds,
-                )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise SandboxUnavailable(f"bwrap did not start ({exc})") from None
-        wrote = os.path.exists(os.path.join(folder, "probe"))
+            held = disk.Disk.mount(folder, PROBE_DISK_MIB)
+        except disk.DiskUnavailable as exc:
+            raise SandboxUnavailable(exc.reason, None) from None
+        with held:
+            hand_over(held.reach(folder))
+            box = Sandbox(writable=[folder], hidden=[top], cwd=folder, disk=held)
+            try:
+                with box.launch(["/bin/sh", "-c", PROBE_SCRIPT, "probe", canary]) as launch:
+                    done = subprocess.run(
+                        launch.argv,
+                        capture_output=True,
+                        timeout=30,
+                        env={"PATH": "/usr/bin:/bin"},
+                        pass_fds=launch.pass_fds,
+                    )
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                raise SandboxUnavailable(f"bwrap did not start ({exc})") from None
+            wrote = os.path.exists(os.path.join(held.reach(folder), "probe"))
         if done.returncode != 0 or not wrote:
             detail = done.stderr.decode(errors="replace").strip().splitlines()
             raise SandboxUnavailable(f"bwrap failed: {detail[-1] if detail else done.returncode}")
@@ -460,6 +488,8 @@ def _check(report: str) -> list[str]:
         raise SandboxUnavailable("a sandboxed process can make a user namespace", None)
     if "canary-visible" in report:
         raise SandboxUnavailable("a file outside the sandbox's view is visible inside", None)
+    if "disk-unbounded" in report:
+        raise SandboxUnavailable("a file larger than its disk was written inside", None)
     verified = [
         "no effective, permitted or bounding capability",
         "no_new_privs is set",
@@ -470,6 +500,7 @@ def _check(report: str) -> list[str]:
     if os.path.exists("/usr/bin/unshare"):
         verified.append("no user namespace can be made")
     verified.append("a file outside its view is invisible")
+    verified.append(f"its folders are a {PROBE_DISK_MIB} MiB disk that a larger file does not fit")
     return verified
 
 

@@ -265,15 +265,30 @@ def _write_file(parent: int, name: str, mode: int, data: bytes) -> os.stat_resul
         os.close(fd)
 
 
-def _scrub(gitdir: str) -> None:
-    """Remove what ``git init`` leaves that a snapshot must not hold (hook samples and such)."""
-    for name in ("hooks", "info", "description", "logs"):
-        target = os.path.join(gitdir, name)
-        if os.path.isdir(target):
-            shutil.rmtree(target)
-        elif os.path.exists(target):
-            os.unlink(target)
+# What ``git init`` writes that a snapshot keeps (no hook samples, description or logs).
+GIT_CONFIG = (
+    "[core]\n\tbare = false\n\trepositoryformatversion = 0\n\tfilemode = true\n"
+    "\tlogallrefupdates = true\n"
+)
+
+
+def _init(dest: str) -> str:
+    """A new, empty repository at ``dest`` with ``main`` as its unborn HEAD; return its .git.
+
+    Written here rather than by libgit2, which resolves the path with ``realpath``: through
+    the ``/proc/<pid>/root`` path of an attempt's disk (yyb/harness/disk.py) that names the
+    host's folder under the mount, not the disk.
+    """
+    gitdir = os.path.join(dest, ".git")
+    os.makedirs(dest, exist_ok=True)
+    os.mkdir(gitdir)
+    for folder in ("objects", "objects/info", "objects/pack", "refs", "refs/heads", "refs/tags"):
+        os.mkdir(os.path.join(gitdir, folder))
     os.mkdir(os.path.join(gitdir, "hooks"))
+    for name, text in (("HEAD", "ref: refs/heads/main\n"), ("config", GIT_CONFIG)):
+        with open(os.path.join(gitdir, name), "x") as handle:
+            handle.write(text)
+    return gitdir
 
 
 def create(source_path: str, base_commit: str, excluded_paths: list[str], dest: str) -> Snapshot:
@@ -382,11 +397,8 @@ def create_shipped(shipped: Shipped, dest: str) -> Snapshot:
 def _materialize(export, pack: int, index: int, base_commit: str, excluded, dest) -> Snapshot:
     """Write the snapshot repository of ``export`` at ``dest`` (closing ``pack`` and ``index``,
     its descriptors)."""
-    import pygit2
-
     try:
-        gitdir = pygit2.init_repository(dest, bare=False, initial_head="main").path
-        _scrub(gitdir)
+        gitdir = _init(dest)
         packs = os.path.join(gitdir, "objects", "pack", f"pack-{export.checksum}")
         _copy(index, packs + ".idx")
         _copy(pack, packs + ".pack")
@@ -416,8 +428,5 @@ def _materialize(export, pack: int, index: int, base_commit: str, excluded, dest
 
 def empty(dest: str) -> Snapshot:
     """A workspace with an empty repository and no base commit (a workflow attempt's)."""
-    import pygit2
-
-    repo = pygit2.init_repository(dest, bare=False, initial_head="main")
-    _scrub(repo.path)
+    _init(dest)
     return Snapshot(dest, "", "", "", 0, [])
