@@ -10,23 +10,24 @@
    its log check, and the check alone (``experiment.check_log``: the log searched for the
    experiment's refs, their leaves replayed), best of --repeat.
 fsync is skipped while the stores are made (they are read, never written, when timed).
+--keep leaves the stores in place and prints their folder, so that another checkout's audit
+can be timed on the same stores (``--audit-only DIR``, run with that checkout first on
+``PYTHONPATH``: part 1 only, on the stores ``DIR`` holds).
 Usage: python tools/bench_logaudit.py [--sizes 10000,40000,160000] [--attempts 2000]
-       [--noise 100000] [--repeat 3]
+       [--noise 100000] [--repeat 3] [--keep] [--audit-only DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tests.reports.fabricate import Spec, fabricate  # noqa: E402
-from yyb.evidence import experiment  # noqa: E402
-from yyb.reports import build  # noqa: E402
 from yyb.store import logaudit  # noqa: E402
 from yyb.store.refs import REF_UPDATE  # noqa: E402
 from yyb.store.repo import Store  # noqa: E402
@@ -55,10 +56,9 @@ def logged_store(path: str, updates: int, prefix: str = "refs/bench") -> Store:
             previous, value = store.objects.put_record(record), target
             leaves.append((previous, name))
         store.refs._write_log_head(name, previous)
-        with open(store.refs.path(name) + ".new", "w") as handle:
-            handle.write(value + "\n")
         os.makedirs(os.path.dirname(store.refs.path(name)), exist_ok=True)
-        os.rename(store.refs.path(name) + ".new", store.refs.path(name))
+        with open(store.refs.path(name), "w") as handle:
+            handle.write(value + "\n")
         if len(leaves) >= 10_000:
             _append(store, leaves)
     _append(store, leaves)
@@ -86,18 +86,39 @@ def main() -> None:
     parser.add_argument("--attempts", type=int, default=2000)
     parser.add_argument("--noise", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--audit-only", metavar="DIR")
     args = parser.parse_args()
-    real_fsync, os.fsync = os.fsync, lambda fd: None
-    root = tempfile.mkdtemp(prefix="bench-logaudit-")
+    real_fsync = os.fsync
+    root = args.audit_only or tempfile.mkdtemp(prefix="bench-logaudit-")
     print("| leaves | audit (s) | per leaf (us) |\n|---|---|---|")
     for size in (int(s) for s in args.sizes.split(",")):
-        os.fsync = lambda fd: None
-        store = logged_store(os.path.join(root, f"s{size}"), size)
-        os.fsync = real_fsync
+        path = os.path.join(root, f"s{size}")
+        if args.audit_only:
+            store = Store.open(path)
+        else:
+            os.fsync = lambda fd: None
+            store = logged_store(path, size)
+            os.fsync = real_fsync
         assert [f for f in logaudit.audit(store) if f.level == "error"] == []
         took = best(args.repeat, lambda store=store: logaudit.audit(store))
         print(f"| {size:,} | {took:.3f} | {took / size * 1e6:.1f} |")
-    os.fsync = lambda fd: None
+    if args.audit_only:
+        return
+    gate(args, root)
+    if args.keep:
+        print(f"stores kept in {root}")
+    else:
+        shutil.rmtree(root)
+
+
+def gate(args, root: str) -> None:
+    """Part 2: a report's build timed, and its log check alone."""
+    from tests.reports.fabricate import Spec, fabricate
+    from yyb.evidence import experiment
+    from yyb.reports import build
+
+    real_fsync, os.fsync = os.fsync, lambda fd: None
     store = Store.init(os.path.join(root, "report"))[0]
     models = ["m/a", "m/b"]
     cases = [f"c{i}" for i in range(args.attempts // len(models))]
@@ -106,8 +127,8 @@ def main() -> None:
     os.fsync = real_fsync
     with store.refs.transparency.reading() as log:
         leaves = log.size()
-    report, _ = build.build(store, plan)
-    assert report["status"] == "complete", report["doctor"]
+    document, _ = build.build(store, plan)
+    assert document["status"] == "complete", document["doctor"]
     whole = best(args.repeat, lambda: build.build(store, plan))
     check = best(args.repeat, lambda: experiment.check_log(store, plan))
     print(

@@ -46,6 +46,9 @@ def test_a_run_rewritten_below_the_plumbing_and_logged_by_hand_is_caught(forged)
     audit = yyb("verify-log", "--checkpoint", str(old), "--trusted-key", public)
     assert audit.exit_code == 1
     assert all(f"log-recreated {name}" in audit.stdout for name in refs), audit.stdout
+    for name in refs:  # signed, and its own chain a clean one of one update: the log tells
+        checked = yyb("verify-chain", "--trusted-key", public, name)
+        assert checked.exit_code == 1 and f"error log-recreated {name}:" in checked.stdout
     plan = yyb("doctor", "--plan", plan_file)
     assert plan.exit_code == 1 and "log-recreated" in plan.stdout, plan.stdout
     report = yyb("report", "--plan", plan_file, "--no-layer")

@@ -136,8 +136,8 @@ def replay(store, entries: Iterable[tuple[str, str]], own: bool) -> tuple[list, 
             continue  # a repeat: changes nothing
         logged.add(oid)
         record = None
-        try:
-            record = store.objects.get_record(oid)
+        try:  # proved by its hash; fsck proves its form
+            record = store.objects.read_record(oid)
         except YybError as exc:
             if own:
                 findings.append(error("log-leaf", oid, f"a leaf of the log ({ref}): {exc}"))

@@ -285,8 +285,9 @@ def _refuse(entries) -> None:
 
 class _Snapshot(View):
     """The log read from its files, for reading only: the whole lines of ``leaves`` (a torn
-    last line is not one), read as a stream; the subtree hashes computed from them when a
-    proof or an audit first asks, the stored ones read as they are."""
+    last line is not one), read once into memory (a check reads every line anyway, or
+    searches them all); the subtree hashes computed from them when a proof or an audit first
+    asks, the stored ones read as they are."""
 
     def __init__(self, log: DiskLog) -> None:
         self.log = log
