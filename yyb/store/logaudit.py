@@ -215,22 +215,40 @@ def audit_leaves(
     findings, newest, logged = replay(store, entries, own)
     if last is None and entries:
         last = entries[-1]
-    refs = store.refs
+    heads = _Heads(store.refs)
     for ref, latest in sorted(newest.items()):
-        findings += _agreement(store, ref, latest, own, logged, last)
+        findings += _agreement(store, ref, latest, heads, own, logged, last)
     if names is None:
-        names = refs.log_names() if own else [r for r in sorted(newest) if refs.log_head(r)]
+        names = store.refs.log_names() if own else [r for r in sorted(newest) if heads[r]]
     for ref in names:
         stop = newest[ref].oid if not own and ref in newest else None
-        findings += _chain(store, ref, logged, stop)
+        findings += _chain(store, ref, heads[ref], logged, stop)
     return findings
 
 
-def _agreement(store, ref: str, latest: _Logged, own: bool, logged: set, last) -> list[Finding]:
+class _Heads(dict):
+    """Each ref's log head, read once (None also when it cannot be read: fsck reports it)."""
+
+    def __init__(self, refs) -> None:
+        super().__init__()
+        self.refs = refs
+
+    def __missing__(self, ref: str) -> str | None:
+        try:
+            head = self.refs.log_head(ref)
+        except YybError:
+            head = None
+        self[ref] = head
+        return head
+
+
+def _agreement(
+    store, ref: str, latest: _Logged, heads: _Heads, own: bool, logged: set, last
+) -> list[Finding]:
     """The ref's log head and value against its newest logged update ``latest``."""
     oid = latest.oid
     try:
-        head, value = store.refs.log_head(ref), store.refs.read(ref)
+        head, value = heads[ref], store.refs.read(ref)
     except YybError:
         return []  # fsck reports a ref file that cannot be read
     if head == oid:
@@ -273,17 +291,13 @@ def _completable(store, oid: str, head: str | None) -> bool:
     return head == (links.get("discarded") or links.get("previous"))
 
 
-def _chain(store, ref: str, logged: set[str], stop: str | None) -> list[Finding]:
-    """Every update of ``ref``'s chain down to the logged ones must be logged; with ``stop``
-    (another store's log: the ref may have moved on since), the chain must reach that log's
-    newest update of the ref before any other logged one."""
+def _chain(store, ref: str, head: str | None, logged: set[str], stop: str | None) -> list:
+    """Every update of ``ref``'s chain, from its log ``head`` down to the logged ones, must be
+    logged; with ``stop`` (another store's log: the ref may have moved on since), the chain
+    must reach that log's newest update of the ref before any other logged one."""
     findings = []
-    try:
-        stack = [store.refs.log_head(ref)]
-    except YybError:
-        return []
     seen: set[str] = set()
-    for oid in _unlogged(store, stack, logged, seen):
+    for oid in _unlogged(store, [head], logged, seen):
         if stop is None:
             findings.append(error("log-unlogged", ref, f"its update {oid} is not in the log"))
     if stop is not None and stop not in seen:
