@@ -3,14 +3,22 @@ its log head (consistent, so its own chain is clean) makes the report incomplete
 
 from __future__ import annotations
 
+import pytest
+
 from tests.doctor.forge import set_back
 from tests.reports.fabricate import Spec, fabricate
 from yyb.evidence.experiment import verify_experiment
 from yyb.reports import build
-from yyb.store import logaudit
+from yyb.store import fanout, logaudit
 
 
-def test_a_run_ref_set_back_with_its_log_head_makes_the_report_incomplete(disk_store):
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_run_ref_set_back_with_its_log_head_makes_the_report_incomplete(
+    disk_store, monkeypatch, workers
+):
+    monkeypatch.setattr(fanout, "MINIMUM", 1)  # with "2": the refs audited in worker processes
+    monkeypatch.setattr(fanout, "CHUNK", 1)
+    monkeypatch.setenv("YYB_WORKERS", workers)
     plan = fabricate(disk_store, Spec(["m/a", "m/b"], ["c1", "c2"]))
     ref = next(n for n in disk_store.refs.names(under=f"refs/runs/{plan}") if "/evaluations/" in n)
     first = disk_store.refs.log_head(ref)

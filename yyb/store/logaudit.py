@@ -35,7 +35,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from yyb.errors import YybError
-from yyb.store import file, translog
+from yyb.store import fanout, file, translog
 from yyb.store.fsck import Finding, error, info
 from yyb.store.refs import REF_UPDATE
 
@@ -67,7 +67,19 @@ def audit_refs(store, folders: Iterable[str]) -> list[Finding]:
         names.update(store.refs.names(under=top))
         if store.refs.log_head(top) is not None or store.refs.read(top) is not None:
             names.add(top)
-    return audit_leaves(store, entries, own=True, names=sorted(names), last=last)
+    by_ref: dict[str, list[tuple[str, str]]] = {}
+    for oid, ref in entries:
+        by_ref.setdefault(ref, []).append((oid, ref))
+    refs = sorted(names | set(by_ref))
+    parts = fanout.map_chunks(_audit_part, (store, by_ref, last), refs, scale=5)
+    return [finding for part in parts for finding in part]
+
+
+def _audit_part(store, by_ref: dict, last, refs: list[str]) -> list[Finding]:
+    """``audit_leaves`` for some refs (each ref's replay needs only its own leaves), so that
+    a large experiment's refs are audited by worker processes."""
+    entries = [entry for ref in refs for entry in by_ref.get(ref, ())]
+    return audit_leaves(store, entries, own=True, names=refs, last=last)
 
 
 def _levels(log: translog.View) -> list[Finding]:
