@@ -98,3 +98,18 @@ def test_checks_write_nothing_to_a_store_with_no_log_or_a_log_behind(tmp_path):
     done = yyb("doctor")
     assert done.exit_code == 0 and "info log-levels-behind transparency/level-00" in done.stdout
     assert tree(yyb.store_path) == before
+
+
+def test_the_forgery_checkpointed_again_and_bundled_is_caught_by_its_auditor(forged, tmp_path):
+    """The forger signs a fresh checkpoint of the log holding the forged leaves and sends a
+    bundle of the experiment: the auditor replays the carried log."""
+    yyb, refs, public, old, plan_file = forged
+    assert yyb("checkpoint").exit_code == 0
+    path = str(tmp_path / "evidence.bundle")
+    assert yyb("bundle", "create", path, "--plan", plan_file).exit_code == 0
+    auditor = Yyb(str(tmp_path / "auditor"))
+    Store.init(auditor.store_path)
+    assert auditor("bundle", "unbundle", path).exit_code == 0
+    audit = auditor("verify-log", "--checkpoint", str(old), "--trusted-key", public)
+    assert audit.exit_code == 1 and "the carried checkpoint" in audit.stderr
+    assert all(f"log-recreated {name}" in audit.stdout for name in refs), audit.stdout
