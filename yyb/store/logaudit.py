@@ -62,11 +62,9 @@ def audit_refs(store, folders: Iterable[str]) -> list[Finding]:
     with store.refs.transparency.reading() as log:
         entries = list(log.under(tops))
         last = log.last()
-    names: set[str] = set()
+    names: set[str] = set(tops)  # a top that is no ref has no head: nothing to walk
     for top in tops:
         names.update(store.refs.names(under=top))
-        if store.refs.log_head(top) is not None or store.refs.read(top) is not None:
-            names.add(top)
     by_ref: dict[str, list[tuple[str, str]]] = {}
     for oid, ref in entries:
         by_ref.setdefault(ref, []).append((oid, ref))
