@@ -13,6 +13,7 @@ import binascii
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -370,8 +371,13 @@ def signed_note(body: bytes, records: list[dict]) -> bytes:
 def verify_note(text: bytes, trusted: list[Any]):
     """The checkpoint a signed note states, once a trusted key's signature verifies over it.
 
+    The grammar is docs/format.md's ("Checkpoints"): the three body lines, an empty line, then
+    signature lines only, ``— <name> <base64>``, each ending in a newline, the last included.
+    The name and key hint are hints: each signature is tried with each trusted key, and one
+    that verifies with none (another signer) is passed over.
+
     Raises:
-        UsageError: it is not a note; BadSignature: no signature verifies.
+        UsageError: it is not a note of that grammar; BadSignature: no signature verifies.
     """
     from cryptography.exceptions import InvalidSignature
 
@@ -384,17 +390,7 @@ def verify_note(text: bytes, trusted: list[Any]):
     body = head + b"\n"
     note = parse_body(body)
     message = pae(PAYLOAD_TYPE, statement(hash_object("blob", body)))
-    try:
-        lines = tail.decode("utf-8").splitlines()
-    except UnicodeDecodeError:
-        raise UsageError("not a signed note: its signature lines are not UTF-8") from None
-    for line in lines:
-        if not line.startswith(NOTE_MARK):
-            raise UsageError(f"not a signed note: {line[:40]!r} is not a signature line")
-        try:
-            raw = base64.b64decode(line[len(NOTE_MARK) :].split(" ")[-1], validate=True)
-        except binascii.Error:
-            continue
+    for raw in _note_signatures(tail):
         for key in trusted:
             try:
                 key.verify(raw[4:], message)
@@ -402,6 +398,34 @@ def verify_note(text: bytes, trusted: list[Any]):
             except InvalidSignature:
                 continue
     raise BadSignature(None, "no signature of the checkpoint verifies with a trusted key")
+
+
+_SIGNATURE_LINE = re.compile(f"{NOTE_MARK}[^ \n+]+ ([A-Za-z0-9+/]+={{0,2}})")
+
+
+def _note_signatures(tail: bytes) -> list[bytes]:
+    """The decoded signatures (key hint and signature) of a note's signature lines.
+
+    Raises:
+        UsageError: a line that is not a signature line, or no final newline.
+    """
+    if tail and not tail.endswith(b"\n"):
+        raise UsageError("not a signed note: its last line does not end with a newline")
+    try:
+        lines = tail.decode("utf-8").split("\n")[:-1]
+    except UnicodeDecodeError:
+        raise UsageError("not a signed note: its signature lines are not UTF-8") from None
+    found = []
+    for line in lines:
+        match = _SIGNATURE_LINE.fullmatch(line)
+        try:
+            raw = base64.b64decode(match.group(1), validate=True) if match else b""
+        except binascii.Error:
+            raw = b""
+        if len(raw) < 5:
+            raise UsageError(f"not a signed note: {line[:40]!r} is not a signature line")
+        found.append(raw)
+    return found
 
 
 def verify_log(store: Store, held: list[bytes], trusted: list[Any]) -> tuple[str, list]:
@@ -425,7 +449,7 @@ def verify_log(store: Store, held: list[bytes], trusted: list[Any]) -> tuple[str
     if len(origins) != 1:
         raise UsageError("--checkpoint: give checkpoints of one log (one origin)")
     [origin] = origins
-    with store.refs.transparency.locked() as log:
+    with store.refs.transparency.reading() as log:
         own = log.size() and log.origin() == origin
         entries = list(log.entries()) if own else []
     if own:

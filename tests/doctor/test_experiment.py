@@ -7,6 +7,7 @@ import os
 import pytest
 
 from tests.conftest import Yyb, flip_byte
+from tests.doctor.forge import drop_derived
 from yyb.attempts import run as attempts
 from yyb.evidence.experiment import verify_experiment
 
@@ -85,12 +86,21 @@ def test_evaluation_spliced_from_another_plan(copy):
 
 
 def _lose(store, plan_oid, attempt_oid, leaves):
-    """The state a crash leaves before these refs were ever written: no ref file, no log.
-    (Deleting them with an update would leave the deletion on record, as it must.)"""
+    """The state a crash leaves before these refs were ever written: no ref file, no log
+    head, no leaf in the transparency log. (Deleting them with an update would leave the
+    deletion on record, as it must.)"""
+    gone = set()
     for leaf in leaves:
         name = f"refs/runs/{plan_oid}/{attempt_oid}/{leaf}"
         os.unlink(store.refs.path(name))
         os.unlink(store.refs.log_path(name))
+        gone.add(name)
+    path = os.path.join(store.path, "transparency", "leaves")
+    with open(path, "rb") as handle:
+        lines = handle.read().splitlines(keepends=True)
+    with open(path, "wb") as handle:
+        handle.writelines(line for line in lines if line[65:-1].decode() not in gone)
+    drop_derived(store)
 
 
 def test_retained_execution_is_converted_into_its_terminal(copy):

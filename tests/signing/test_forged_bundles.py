@@ -15,7 +15,7 @@ import shutil
 import pytest
 
 from tests.conftest import Yyb
-from tests.doctor.forge import attempt_of, forge, leaf, plant
+from tests.doctor.forge import attempt_of, consistent_pass, forge, leaf, plant
 from yyb import signing
 from yyb.store.repo import Store
 
@@ -59,30 +59,11 @@ def test_the_genuine_bundle_passes(source, tmp_path):
 
 
 def forged_pass(store, plan_oid):
-    """The idler's failure as a pass, consistent all the way down (doctor --plan alone
-    cannot tell): evaluation and its result, terminal, evidence."""
-    attempt_oid, terminal = attempt_of(store, plan_oid, "example/idler")
-    [receipt_oid] = terminal["links"]["evaluations"]
-    receipt = store.objects.get_record(receipt_oid)
-    result = forge(store, receipt["links"]["result"], verdict="pass", quality="pass", exit_code=0)
-    evaluation = forge(store, receipt_oid, verdict="pass", links={"result": result})
-    name = leaf(store, plan_oid, attempt_oid, "terminal")
-    forged = forge(
-        store,
-        store.refs.read(name),
-        reason="the candidate succeeded and the grader passed its result",
-        links={"evaluations": [evaluation]},
-        **{"class": "resolved"},
-    )
-    evidence = forge(
-        store,
-        store.refs.read(leaf(store, plan_oid, attempt_oid, "evidence")),
-        links={"terminal": forged, "evaluations": [evaluation]},
-        **{"class": "resolved"},
-    )
-    plant(store, f"refs/runs/{plan_oid}/{attempt_oid}/evaluations/{receipt['profile']}", evaluation)
-    plant(store, name, forged)
-    plant(store, leaf(store, plan_oid, attempt_oid, "evidence"), evidence)
+    """The idler's failure as a pass, consistent all the way down, each ref planted."""
+    attempt_oid, refs = consistent_pass(store, plan_oid)
+    for name, oid in refs.items():
+        plant(store, name, oid)
+    evaluation, forged, _ = refs.values()
     return attempt_oid, evaluation, forged
 
 

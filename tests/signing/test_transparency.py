@@ -9,6 +9,7 @@ import os
 import pytest
 
 from tests.conftest import Yyb, forged_update, note
+from tests.doctor.forge import drop_derived, set_back
 from yyb import signing
 from yyb.store import checkpoint, merkle
 from yyb.store.repo import Store
@@ -42,15 +43,6 @@ def audit(yyb, public, old) -> tuple[int, str]:
     return done.exit_code, done.stdout + done.stderr
 
 
-def set_back(store, ref: str, head: str) -> None:
-    """Point a ref and its log head at an earlier update, as someone with the files can."""
-    record = store.objects.get_record(head)
-    with open(store.refs.log_path(ref), "w") as handle:
-        handle.write(head + "\n")
-    with open(store.refs.path(ref), "w") as handle:
-        handle.write(record["new"] + "\n")
-
-
 def received(yyb, tmp_path) -> Yyb:
     """The auditor's store, holding a bundle of every ref of the source (``--all``)."""
     path = tmp_path / "evidence.bundle"
@@ -69,9 +61,7 @@ def erase_leaf(store, index: int) -> None:
     del lines[index]
     with open(os.path.join(folder, "leaves"), "wb") as handle:
         handle.writelines(lines)
-    for name in os.listdir(folder):
-        if name.startswith("level-") or name == "state":
-            os.remove(os.path.join(folder, name))
+    drop_derived(store)
 
 
 def test_an_honest_store_and_its_bundle_pass(source, tmp_path):
@@ -202,3 +192,26 @@ def test_a_rewritten_grant_in_a_bundle_is_caught_by_its_auditor(source, tmp_path
     auditor = received(yyb, tmp_path)
     code, out = audit(auditor, public, old)
     assert code == 1 and f"log-rolled-back {GRANT}" in out and "does not hold" in out
+
+
+def test_a_held_note_is_read_to_its_grammar(source, tmp_path):
+    """Signature lines of other signers are passed over; a note without its final newline,
+    with a line after its signatures, or with a carriage return is malformed (exit 2)."""
+    yyb, store, public, old = source
+    body, signatures = old.read_bytes().split(b"\n\n")
+    body += b"\n"
+    signing.generate_key(str(tmp_path / "other.key"))
+    other = signing.load_private(str(tmp_path / "other.key"))
+    blob = store.objects.put("blob", body)
+    stranger = signing.signed_note(body, [signing.envelope(blob, other)]).split(b"\n\n")[1]
+    cases = {
+        "another signer first": (stranger.replace(b"yyb", b"other", 1) + signatures, 0),
+        "no final newline": (signatures[:-1], 2),
+        "a line after the signatures": (signatures + b"\n", 2),
+        "a carriage return": (signatures.replace(b"\n", b"\r\n"), 2),
+        "only another signer": (stranger, 1),
+    }
+    for what, (lines, code) in cases.items():
+        held = tmp_path / "held.txt"
+        held.write_bytes(body + b"\n" + lines)
+        assert audit(yyb, public, held)[0] == code, what

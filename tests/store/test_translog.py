@@ -236,3 +236,88 @@ def test_a_kill_at_any_durable_write_leaves_the_log_and_the_refs_agreeing(tmp_pa
         assert done.returncode == -9, done.returncode
     assert points > 20
     assert cut_short >= 6  # the window between a leaf and its log head, once per update
+
+
+# --- the replay ---------------------------------------------------------------------------
+
+
+def logged_by_hand(store, ref: str, update: str) -> None:
+    """Point ``ref`` and its log head at ``update`` and append its leaf, below the plumbing."""
+    rewrite_head(store, ref, update)
+    with store.refs.transparency.locked() as log:
+        log.append([(update, ref)])
+
+
+def test_a_second_creation_of_a_logged_ref_is_found(store):
+    ref = "refs/grants/x"
+    store.refs.update(ref, store.objects.put_record(note("grant 1")))
+    forged = forged_update(store, ref, store.objects.put_record(note("a grant nobody made")))
+    logged_by_hand(store, ref, forged)
+    assert codes(store) == [("log-recreated", ref)]
+
+
+def test_an_update_that_skips_a_logged_one_is_unchained(store):
+    ref = "refs/grants/x"
+    first = store.refs.update(ref, store.objects.put_record(note("grant 1")))
+    store.refs.update(ref, store.objects.put_record(note("grant 2")))
+    skip = forged_update(store, ref, store.objects.put_record(note("grant 3")), first)
+    logged_by_hand(store, ref, skip)
+    assert codes(store) == [("log-unchained", ref)]
+
+
+def test_a_ref_deleted_and_made_again_replays_clean(store):
+    ref = "refs/notes/again"
+    store.refs.update(ref, store.objects.put_record(note("one")))
+    store.refs.update(ref, None)
+    store.refs.update(ref, store.objects.put_record(note("two")), old=None)
+    assert codes(store) == []
+
+
+def test_a_repeated_leaf_does_not_make_a_rollback_look_current(store):
+    ref = "refs/grants/x"
+    first = store.refs.update(ref, store.objects.put_record(note("grant 1")))
+    store.refs.update(ref, store.objects.put_record(note("grant 2")))
+    logged_by_hand(store, ref, first)  # set back, and the old update's leaf repeated
+    assert codes(store) == [("log-rolled-back", ref)]
+
+
+def test_a_backfilled_log_replays_clean_whatever_the_times(disk_store):
+    for i in range(6):  # one millisecond for all: the chains, not the times, give the order
+        target = disk_store.objects.put_record(note(f"n{i}"))
+        disk_store.refs.update(f"refs/notes/{'ab'[i % 2]}", target, time_ms=7)
+    folder = os.path.join(disk_store.path, translog.FOLDER)
+    for name in os.listdir(folder):
+        os.remove(os.path.join(folder, name))
+    store = Store.open(disk_store.path)
+    fill(store, 1, "refs/notes/new")
+    assert len(lines(store)) == 7 and codes(store) == []
+
+
+def test_a_check_reads_the_levels_as_they_are(disk_store):
+    """Hashes missing from a level are noted (the next writer adds them); hashes beyond the
+    leaves are an error; the audit changes neither."""
+    fill(disk_store, 9)
+    path = os.path.join(disk_store.path, translog.FOLDER, "level-00")
+    with open(path, "ab") as handle:
+        handle.write(b"\x01" * 32)
+    assert ("log-levels", "transparency") in codes(disk_store)
+    assert os.path.getsize(path) == 10 * 32
+    with open(path, "r+b") as handle:
+        handle.truncate(5 * 32)
+    found = [(f.level, f.code) for f in logaudit.audit(disk_store)]
+    assert found == [("info", "log-levels-behind")] and os.path.getsize(path) == 5 * 32
+
+
+def test_a_stray_file_in_the_log_folder_is_found(disk_store):
+    fill(disk_store, 2)
+    folder = os.path.join(disk_store.path, translog.FOLDER)
+    for name in ("leaves.old", "level-0"):
+        with open(os.path.join(folder, name), "wb") as handle:
+            handle.write(b"x")
+    os.mkdir(os.path.join(folder, "level-05"))
+    found = {(f.code, f.subject) for f in logaudit.audit(disk_store) if f.level == "error"}
+    assert found == {
+        ("log-stray-file", "transparency/leaves.old"),
+        ("log-stray-file", "transparency/level-0"),
+        ("log-stray-file", "transparency/level-05"),
+    }

@@ -142,7 +142,7 @@ def _checkpoint(store):
         return []
     try:
         record, _ = checkpoint.check(store, oid)
-        with store.refs.transparency.locked() as log:
+        with store.refs.transparency.reading() as log:
             if log.origin() == record["origin"]:
                 checkpoint.extends(
                     checkpoint.parse_body(store.objects.get(record["links"]["note"]).body),

@@ -2,8 +2,9 @@
 
 Each attempt's chain is checked by ``check.check_attempt``; then every object reachable from
 the plan and its run refs is checked as fsck checks it (hash, canonical form, schema), the
-refs' update chains included. A plan with no attempt or with any attempt short of a complete
-chain is incomplete, never complete.
+refs' update chains included, and those refs are held to the transparency log (``check_log``).
+A plan with no attempt or with any attempt short of a complete chain is incomplete, never
+complete.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from yyb.errors import YybError
 from yyb.evidence import names
 from yyb.evidence.check import check_attempt
 from yyb.evidence.records import PLAN
-from yyb.store import fanout, heap
+from yyb.store import fanout, heap, logaudit
 from yyb.store.chain import verify_many
 from yyb.store.fsck import Finding, error
 
@@ -34,18 +35,38 @@ def check_plan(store, plan_oid: str, plan: dict | None = None) -> tuple[dict | N
     return plan, findings
 
 
+def check_log(store, plan_oid: str) -> list[Finding]:
+    """The refs an experiment's checks read (its plan ref and its run refs) replayed from the
+    transparency log: each logged update chains from the one before, the log heads and values
+    are the newest logged ones, every update of their chains is logged (logaudit.audit_refs).
+    One search of the log, whatever else it holds."""
+    return logaudit.audit_refs(store, [names.plan(plan_oid), names.runs(plan_oid)])
+
+
+def refused(plan_oid: str, findings: list[Finding]) -> set[str]:
+    """The attempts whose run refs ``findings`` (of ``check_log``) fault: whatever their
+    chains say, the log does not bear those refs out, so no such chain is complete."""
+    folder = names.runs(plan_oid) + "/"
+    return {
+        f.subject[len(folder) :].split("/", 1)[0]
+        for f in findings
+        if f.level == "error" and f.subject.startswith(folder)
+    }
+
+
 def summary(plan_oid: str, attempts: int, complete: int, findings: list[Finding]) -> dict:
     errors = any(f.level == "error" for f in findings)
     status = "complete" if attempts and complete == attempts and not errors else "incomplete"
     return {"plan": plan_oid, "attempts": attempts, "complete": complete, "status": status}
 
 
-def _check_chunk(store, plan_oid: str, plan: dict, attempts: list[str]) -> tuple[list, int]:
-    findings, complete = [], 0
+def _check_chunk(store, plan_oid: str, plan: dict, attempts: list[str]) -> tuple[list, list]:
+    findings, complete = [], []
     for attempt_oid in attempts:
         check = check_attempt(store, plan_oid, plan, attempt_oid)
         findings += check.findings
-        complete += check.complete
+        if check.complete:
+            complete.append(attempt_oid)
     return findings, complete
 
 
@@ -56,12 +77,15 @@ def verify_experiment(store, plan_oid: str) -> tuple[list[Finding], dict]:
     if plan is None:
         return findings, summary(plan_oid, 0, 0, findings)
     attempts = plan["links"]["attempts"]
-    complete = 0
-    for part, count in fanout.map_chunks(_check_chunk, (store, plan_oid, plan), attempts):
+    complete: list[str] = []
+    for part, done in fanout.map_chunks(_check_chunk, (store, plan_oid, plan), attempts):
         findings += part
-        complete += count
-    findings += verify_objects(store, plan_oid)
-    return findings, summary(plan_oid, len(attempts), complete, findings)
+        complete += done
+    logged = check_log(store, plan_oid)
+    faulted = refused(plan_oid, logged)
+    findings += logged + verify_objects(store, plan_oid)
+    count = sum(1 for oid in complete if oid not in faulted)
+    return findings, summary(plan_oid, len(attempts), count, findings)
 
 
 def _walk_chunk(store, seen: set[str], refs: list[str]) -> list[Finding]:

@@ -453,7 +453,9 @@ def build(
         raise UsageError(f"{plan_oid} is not an experiment plan")
     plan, findings = experiment.check_plan(store, plan_oid, plan)
     facts, more, complete = gather(store, plan_oid, plan, version, thorough=verify_objects)
-    findings += more
+    logged = experiment.check_log(store, plan_oid)
+    facts, complete = _refuse(facts, complete, experiment.refused(plan_oid, logged))
+    findings += more + logged
     if verify_objects:
         findings += list(experiment.verify_objects(store, plan_oid))
     doctor = experiment.summary(plan_oid, len(facts), complete, findings)
@@ -519,6 +521,20 @@ def build(
     if exposed:
         report["unprotected"] = exposed
     return report, facts
+
+
+def _refuse(facts: list[Facts], complete: int, attempts: set[str]) -> tuple[list[Facts], int]:
+    """``facts`` with each of ``attempts`` (whose run refs the log does not bear out) counted
+    as missing, as the gate counts a chain it refuses; the complete chains less those."""
+    if not attempts:
+        return facts, complete
+    kept = []
+    for f in facts:
+        if f.attempt in attempts and f.terminal is not None:
+            f = Facts(f.attempt, f.ordinal, f.model, f.case_id)
+            complete -= 1
+        kept.append(f)
+    return kept, complete
 
 
 def pairwise_table(store, plan: dict, facts: list[Facts], models: list[str]) -> list[dict]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from yyb.errors import CorruptRef, UsageError
+from yyb.store import logaudit
 from yyb.store.fsck import Finding, check_ref_chain, error, inspect
 from yyb.store.objects import OID_HEX, is_oid
 from yyb.store.refs import check_ref_name
@@ -31,12 +32,17 @@ def _as_ref(store: Store, name: str) -> str | None:
 def verify_chain(store: Store, name: str) -> Iterator[Finding]:
     """Yield every problem found walking links from ``name`` (an oid, an abbreviation or a ref).
 
-    For a ref, its update chain is checked and walked too.
+    For a ref, its update chain is checked and walked too, and held to the store's
+    transparency log (``logaudit.audit_refs``: its logged updates replayed, its log head the
+    newest of them, every update of its chain logged).
 
     Raises:
         InvalidOid, AmbiguousOid, InvalidRefName, RefNotFound: ``name`` names nothing.
     """
-    return verify_many(store, [name])
+    yield from verify_many(store, [name])
+    ref = None if is_oid(name) else _as_ref(store, name)
+    if ref is not None:
+        yield from logaudit.audit_refs(store, [ref])
 
 
 def verify_many(store: Store, names: list[str], seen: set[str] | None = None) -> Iterator[Finding]:

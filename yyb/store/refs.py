@@ -280,7 +280,7 @@ class RefStore(ABC):
         if last is None:
             names = self.log_names()
             if names:
-                log.append(translog.ordered(self._all_updates(names)))
+                log.append(translog.ordered(self._chains(names)))
             return
         oid, ref = last
         head = self._read_log_head(ref)
@@ -293,20 +293,12 @@ class RefStore(ABC):
         if head == (links.get("discarded") or links.get("previous")):
             self._write_log_head(ref, oid)
 
-    def _all_updates(self, names: list[str]) -> Iterator[tuple[str, dict]]:
-        """Every update record of every chain (each once): what a log that starts late owes."""
-        seen: set[str] = set()
+    def _chains(self, names: list[str]) -> Iterator[list[tuple[int, str, str]]]:
+        """Each ref's chain, oldest first, as (time, oid, ref): what a log that starts late
+        owes, in the order a replay of it expects."""
         for name in names:
-            stack = [self._read_log_head(name)]
-            while stack:
-                oid = stack.pop()
-                if oid is None or oid in seen:
-                    continue
-                seen.add(oid)
-                record = self.objects.get_record(oid)
-                links = record.get("links", {})
-                stack += [links.get("previous"), links.get("discarded")]
-                yield oid, record
+            chain = self._imported(self._read_log_head(name), None)
+            yield [(self.objects.get_record(oid).get("time_ms", 0), oid, ref) for oid, ref in chain]
 
     def _chain_parent(self, name: str, current: str | None) -> tuple[str | None, str | None]:
         """(the update the next record links as previous, a log head it discards or None).

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import heapq
 import os
 import threading
 from abc import ABC, abstractmethod
@@ -86,6 +87,20 @@ class View(ABC):
     @abstractmethod
     def last(self) -> tuple[str, str] | None: ...
 
+    def stored_level(self, level: int) -> bytes:
+        """The hashes of one level as the log holds them (an audit compares them with
+        ``level``, computed); the same as ``level`` where nothing is stored apart."""
+        return self.level(level)
+
+    def under(self, folders: Iterable[str]) -> Iterator[tuple[str, str]]:
+        """(update oid, ref name) of each leaf, in order, whose ref is one of ``folders`` or
+        lies below one of them."""
+        tops = tuple(folders)
+        below = tuple(f"{top}/" for top in tops)
+        for oid, ref in self.entries():
+            if ref in tops or ref.startswith(below):
+                yield oid, ref
+
     # --- shared -------------------------------------------------------------------------
 
     def nodes(self, lo: int, hi: int) -> bytes:
@@ -131,6 +146,10 @@ class TransparencyLog(ABC):
     @abstractmethod
     def locked(self) -> contextlib.AbstractContextManager[View]:
         """The log under its lock, for as long as the context lasts."""
+
+    def reading(self) -> contextlib.AbstractContextManager[View]:
+        """The log as it stands, for checks: nothing is created, repaired or appended."""
+        return self.locked()
 
 
 # --- in memory ----------------------------------------------------------------------------
@@ -226,24 +245,121 @@ class DiskLog(TransparencyLog):
         finally:
             os.close(fd)  # releases the flock
 
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[View]:
+        """The log as it stands, under a shared lock when its lock file exists, read from
+        its files without writing any: a store without a log stays without one, and derived
+        files that lag behind the leaves are left for the next writer to rebuild."""
+        import fcntl
+
+        try:
+            fd: int | None = os.open(self.path("lock"), os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            fd = None  # no writer ever held it: there is nothing to wait for
+        except OSError as exc:
+            raise file.io_error(self.path("lock"), exc) from exc
+        try:
+            if fd is not None:
+                fcntl.flock(fd, fcntl.LOCK_SH)
+            yield self._read_only()
+        finally:
+            if fd is not None:
+                os.close(fd)
+
     def _read_only(self) -> View:
-        view = MemoryLog()
-        view._origin = self._read("origin").decode("ascii").strip()
-        lines = self._read("leaves").split(b"\n")[:-1]  # whole lines only
-        view.append([parse_line(line) for line in lines])
-        view.append = _refuse  # type: ignore[method-assign]
-        return view
+        return _Snapshot(self)
 
     def _read(self, name: str) -> bytes:
+        """The bytes of one of the log's files; none when it is absent or not a file (a
+        folder in its place is the audit's ``log-stray-file``)."""
         try:
             with open(self.path(name), "rb") as handle:
                 return handle.read()
-        except FileNotFoundError:
+        except (FileNotFoundError, IsADirectoryError):
             return b""
 
 
 def _refuse(entries) -> None:
     raise file.io_error(FOLDER, OSError(errno.EROFS, "the log cannot be written here"))
+
+
+class _Snapshot(View):
+    """The log read from its files, for reading only: the whole lines of ``leaves`` (a torn
+    last line is not one), read once into memory (a check reads every line anyway, or
+    searches them all); the subtree hashes computed from them when a proof or an audit first
+    asks, the stored ones read as they are."""
+
+    def __init__(self, log: DiskLog) -> None:
+        self.log = log
+        try:
+            with open(log.path("origin"), "rb") as handle:
+                self._origin = handle.read(200).decode("ascii", "replace").strip()
+        except FileNotFoundError:
+            self._origin = ""
+        self._data = log._read("leaves")
+        self._end = self._data.rfind(b"\n") + 1  # whole lines only
+        self._count = self._data.count(b"\n", 0, self._end)
+        self._levels: list[list[bytes]] | None = None
+
+    def size(self) -> int:
+        return self._count
+
+    def origin(self) -> str:
+        return self._origin
+
+    def entries(self, start: int = 0) -> Iterator[tuple[str, str]]:
+        data, at = self._data, 0
+        for _ in range(start):
+            at = data.index(b"\n", at) + 1
+        while at < self._end:
+            end = data.index(b"\n", at)
+            yield parse_line(data[at:end])
+            at = end + 1
+
+    def under(self, folders: Iterable[str]) -> Iterator[tuple[str, str]]:
+        """As ``View.under``, found by searching the bytes for each folder: only the lines
+        that name one are parsed. A leaf line is 64 hex digits, a space and a ref name, so
+        ``" <folder>"`` can only start at a line's 65th byte."""
+        data, found = self._data, []
+        for top in dict.fromkeys(folders):
+            needle = f" {top}".encode("ascii")
+            at = data.find(needle, 0, self._end)
+            while at >= 0:
+                end = data.index(b"\n", at)
+                start = at - 64
+                rest = data[at + len(needle) : at + len(needle) + 1]
+                if (start == 0 or (start > 0 and data[start - 1] == 10)) and rest in (
+                    b"/",
+                    b"\n",
+                ):
+                    found.append((start, data[start:at].decode("ascii"), data[at + 1 : end]))
+                at = data.find(needle, end, self._end)
+        for _, oid, ref in sorted(found):
+            yield oid, ref.decode("ascii")
+
+    def last(self) -> tuple[str, str] | None:
+        if not self._count:
+            return None
+        start = self._data.rfind(b"\n", 0, self._end - 1) + 1
+        return parse_line(self._data[start : self._end - 1])
+
+    def _computed(self) -> list[list[bytes]]:
+        if self._levels is None:
+            self._levels = levels_of(self.entries())
+        return self._levels
+
+    def node(self, level: int, index: int) -> bytes:
+        return self._computed()[level][index]
+
+    def level(self, level: int) -> bytes:
+        levels = self._computed()
+        return b"".join(levels[level]) if level < len(levels) else b""
+
+    def stored_level(self, level: int) -> bytes:
+        return self.log._read(f"level-{level:02d}")
+
+    def append(self, entries: list[tuple[str, str]]) -> None:
+        _refuse(entries)
 
 
 class _DiskView(View):
@@ -448,8 +564,8 @@ class _DiskView(View):
             level, lo, hi = level + 1, lo >> 1, hi >> 1
 
 
-def ordered(records: Iterable[tuple[str, dict]]) -> list[tuple[str, str]]:
-    """(oid, ref) of update records in the order a log that never had them appends them:
-    by time, then oid (backfilling a store made before its log)."""
-    keyed = sorted((r.get("time_ms", 0), oid, r.get("ref", "")) for oid, r in records)
-    return [(oid, ref) for _, oid, ref in keyed]
+def ordered(chains: Iterable[list[tuple[int, str, str]]]) -> list[tuple[str, str]]:
+    """(oid, ref) of the updates of whole chains (each (time, oid, ref), oldest first) in the
+    order a log that never had them appends them: each chain in its own order, the chains
+    merged by time, then oid (backfilling a store made before its log)."""
+    return [(oid, ref) for _, oid, ref in heapq.merge(*chains)]
