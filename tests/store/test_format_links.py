@@ -44,7 +44,6 @@ def _expand(path: str) -> list[str]:
 
 def _hex_fields(document: dict) -> set[str]:
     """JSON paths outside ``$.links`` at which a schema declares a 64-hex string."""
-    defs = document.get("$defs", {})
     found: set[str] = set()
 
     def walk(node, path: str, seen: frozenset) -> None:
@@ -55,8 +54,11 @@ def _hex_fields(document: dict) -> set[str]:
         if not isinstance(node, dict):
             return
         ref = node.get("$ref", "")
-        if ref.startswith("#/$defs/") and ref not in seen:
-            walk(defs[ref.rsplit("/", 1)[1]], path, seen | {ref})
+        if ref.startswith("#/") and ref not in seen:
+            target = document  # a JSON pointer into this schema (RFC 6901)
+            for step in ref[2:].split("/"):
+                target = target[step.replace("~1", "/").replace("~0", "~")]
+            walk(target, path, seen | {ref})
         if node.get("pattern") == HEX64:
             found.add(path)
         for key, value in node.items():
