@@ -264,18 +264,7 @@ class Sandbox:
         (a descriptor the process inherits), joins ``group`` first, if any, and mounts the
         overlay first, if any, saying so on ``mark_fd``; ``launch`` provides them."""
         uid = sandbox_uid()
-        args = []
-        if self.limits is not None:
-            from yyb.harness import limits
-
-            namespace = self.disk.user_namespace() if self.disk is not None else None
-            args += limits.prefix(
-                self.limits, os.getuid() if uid is None else uid, group, namespace
-            )
-        if self.overlay is not None:
-            args += self.overlay.prefix(mark_fd)
-        if self.disk is not None:
-            args += self.disk.prefix()
+        args = self._wrappers(uid, group, mark_fd)
         args += [bwrap_path(), "--die-with-parent", "--new-session"]
         args += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
         if uid is None:  # unprivileged: a user namespace, every capability in it dropped,
@@ -285,24 +274,8 @@ class Sandbox:
         if not self.network:
             args.append("--unshare-net")
         args += ["--seccomp", str(seccomp_fd)]
-        visible = []  # real paths shown at the same path
-        for folder in OS_FOLDERS:
-            if os.path.isdir(folder):
-                args += ["--ro-bind", folder, folder]
-                visible.append(folder)
-        for name in OS_LINKS:
-            if os.path.islink(name):
-                args += ["--symlink", os.readlink(name), name]
-            elif os.path.isdir(name):
-                args += ["--ro-bind", name, name]
-                visible.append(name)
-        # The file systems bubblewrap makes are memory: each is bounded (its own tmpfs size),
-        # and /dev, which a user namespace would let its owner write, is read-only.
-        scratch = str(SCRATCH_MIB << 20)
-        args += ["--dev", "/dev", "--proc", "/proc"]
-        for folder in ("/tmp", "/run", "/dev/shm"):
-            args += ["--size", scratch, "--tmpfs", folder]
-        args += ["--remount-ro", "/dev"]
+        os_args, visible = _os_view()
+        args += os_args
         # bubblewrap gives the folders it makes on the way to a mount point the host folders'
         # modes, which a dropped uid may not pass (a 0700 temp folder): make them 0755 first.
         for folder in _ancestors([*self.read_only, *self.writable], visible):
@@ -311,17 +284,7 @@ class Sandbox:
         for path, real in sorted(self.read_only.items(), key=lambda item: len(item[0])):
             args += ["--ro-bind", real, path]
             seen[real] = path
-        # A protected root inside something visible stays hidden: masked where it shows.
-        masks = set()
-        for root in set(self.hidden):
-            for real, shown in seen.items():
-                if inside(root, real):
-                    masks.add((shown + root[len(real) :], root))
-        for shown, root in sorted(masks, key=lambda mask: len(mask[0])):
-            if os.path.isdir(root):
-                args += ["--tmpfs", shown]
-            elif os.path.lexists(root):
-                args += ["--ro-bind", "/dev/null", shown]
+        args += _masks(self.hidden, seen)
         for path in sorted(set(self.writable), key=len):
             args += ["--bind", path, path]
         # The root bubblewrap made (and the folders on the way to each mount) becomes
@@ -342,6 +305,64 @@ class Sandbox:
                 "--",
             ]
         return [*args, *command]
+
+    def _wrappers(self, uid: int | None, group, mark_fd: int | None) -> list[str]:
+        """What runs ahead of bubblewrap: the limits (joining ``group``), the overlay's mount
+        (saying so on ``mark_fd``) and the way into the attempt's disk, each when present."""
+        args = []
+        if self.limits is not None:
+            from yyb.harness import limits
+
+            namespace = self.disk.user_namespace() if self.disk is not None else None
+            args += limits.prefix(
+                self.limits, os.getuid() if uid is None else uid, group, namespace
+            )
+        if self.overlay is not None:
+            args += self.overlay.prefix(mark_fd)
+        if self.disk is not None:
+            args += self.disk.prefix()
+        return args
+
+
+def _os_view() -> tuple[list[str], list[str]]:
+    """The OS folders and links shown read-only at their own paths, and the bounded file
+    systems bubblewrap makes; with the real paths shown (for masks and ancestors)."""
+    args, visible = [], []
+    for folder in OS_FOLDERS:
+        if os.path.isdir(folder):
+            args += ["--ro-bind", folder, folder]
+            visible.append(folder)
+    for name in OS_LINKS:
+        if os.path.islink(name):
+            args += ["--symlink", os.readlink(name), name]
+        elif os.path.isdir(name):
+            args += ["--ro-bind", name, name]
+            visible.append(name)
+    # The file systems bubblewrap makes are memory: each is bounded (its own tmpfs size),
+    # and /dev, which a user namespace would let its owner write, is read-only.
+    scratch = str(SCRATCH_MIB << 20)
+    args += ["--dev", "/dev", "--proc", "/proc"]
+    for folder in ("/tmp", "/run", "/dev/shm"):
+        args += ["--size", scratch, "--tmpfs", folder]
+    args += ["--remount-ro", "/dev"]
+    return args, visible
+
+
+def _masks(hidden, seen: dict[str, str]) -> list[str]:
+    """A protected root inside something visible stays hidden: masked where it shows
+    (``seen``: each visible real path, and where it shows)."""
+    masks = set()
+    for root in set(hidden):
+        for real, shown in seen.items():
+            if inside(root, real):
+                masks.add((shown + root[len(real) :], root))
+    args = []
+    for shown, root in sorted(masks, key=lambda mask: len(mask[0])):
+        if os.path.isdir(root):
+            args += ["--tmpfs", shown]
+        elif os.path.lexists(root):
+            args += ["--ro-bind", "/dev/null", shown]
+    return args
 
 
 def _ancestors(paths, visible: list[str]) -> list[str]:

@@ -462,29 +462,7 @@ def build(
     errors = [f for f in findings if f.level == "error"]
     facts.sort(key=lambda f: f.ordinal)
     models = [m["resolved"] for m in plan["models"]]
-    cells: dict[str, dict[str, list[Facts]]] = {model: {} for model in models}
-    for f in facts:
-        if f.model in cells:
-            cells[f.model].setdefault(f.case_id or "-", []).append(f)
-    by_model = {}
-    outcomes: dict[str, dict[str, str | None]] = {}
-    treated: dict[str, dict[str, str | None]] = {}  # intent-to-treat outcomes
-    totals = Tally.of([f for f in facts if f.model not in cells])
-    for model in models:
-        tally = Tally()
-        rows = []
-        outcomes[model], treated[model] = {}, {}
-        for case_id, cell in sorted(cells[model].items()):
-            cell_tally = Tally.of(cell)
-            tally.merge(cell_tally)
-            row = cell_tally.summary()
-            row["case_id"] = case_id
-            row["outcome"] = case_outcome(cell)
-            rows.append(row)
-            outcomes[model][case_id] = row["outcome"]
-            treated[model][case_id] = case_outcome(cell, intent_to_treat=True)
-        by_model[model] = {**tally.summary(), "model": model, "cases": rows}
-        totals.merge(tally)
+    by_model, outcomes, treated, totals = _tally(facts, models)
     comparisons = [
         {
             "first": first,
@@ -521,6 +499,35 @@ def build(
     if exposed:
         report["unprotected"] = exposed
     return report, facts
+
+
+def _tally(facts: list[Facts], models: list[str]) -> tuple[dict, dict, dict, Tally]:
+    """Per model: its summary with a row per case, each case's outcome over its valid
+    attempts and its intent-to-treat outcome; and the totals (attempts of other models too)."""
+    cells: dict[str, dict[str, list[Facts]]] = {model: {} for model in models}
+    for f in facts:
+        if f.model in cells:
+            cells[f.model].setdefault(f.case_id or "-", []).append(f)
+    by_model = {}
+    outcomes: dict[str, dict[str, str | None]] = {}
+    treated: dict[str, dict[str, str | None]] = {}  # intent-to-treat outcomes
+    totals = Tally.of([f for f in facts if f.model not in cells])
+    for model in models:
+        tally = Tally()
+        rows = []
+        outcomes[model], treated[model] = {}, {}
+        for case_id, cell in sorted(cells[model].items()):
+            cell_tally = Tally.of(cell)
+            tally.merge(cell_tally)
+            row = cell_tally.summary()
+            row["case_id"] = case_id
+            row["outcome"] = case_outcome(cell)
+            rows.append(row)
+            outcomes[model][case_id] = row["outcome"]
+            treated[model][case_id] = case_outcome(cell, intent_to_treat=True)
+        by_model[model] = {**tally.summary(), "model": model, "cases": rows}
+        totals.merge(tally)
+    return by_model, outcomes, treated, totals
 
 
 def _refuse(facts: list[Facts], complete: int, attempts: set[str]) -> tuple[list[Facts], int]:
