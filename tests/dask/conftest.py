@@ -28,9 +28,16 @@ from tests.attempts.conftest import build_bench  # noqa: E402
 # Reports its start, then behaves as the fixer (or sleeps first: ``SLEEP``, in seconds).
 REPORTER = """
 python3 - "$WORKSPACE" <<'EOF'
-import os, socket, sys
-with socket.create_connection(("127.0.0.1", {port}), timeout=5) as s:
-    s.sendall(("start " + sys.argv[1] + "\\n").encode())
+import socket, sys, time
+# A loaded machine may refuse or time out a connection: try again rather than lose the count.
+for _ in range(40):
+    try:
+        with socket.create_connection(("127.0.0.1", {port}), timeout=10) as s:
+            s.sendall(("start " + sys.argv[1] + "\\n").encode())
+        break
+    except OSError as exc:
+        print("start report not sent:", exc, file=sys.stderr)
+        time.sleep(0.5)
 EOF
 {sleep}
 sed -i 's/\\$1 - \\$2/$1 + $2/' calc.sh
@@ -55,12 +62,20 @@ class Starts:
                 conn, _ = self.sock.accept()
             except OSError:
                 return
-            with conn:
-                data = b""
+            # One reader per connection, so a slow sender never holds up the next one.
+            threading.Thread(target=self._read, args=(conn,), daemon=True).start()
+
+    def _read(self, conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(60)
+            data = b""
+            try:
                 while chunk := conn.recv(4096):
                     data += chunk
-            with self.lock:
-                self.lines.extend(data.decode(errors="replace").splitlines())
+            except OSError:
+                pass
+        with self.lock:
+            self.lines.extend(data.decode(errors="replace").splitlines())
 
     @property
     def count(self) -> int:

@@ -152,7 +152,12 @@ def started_run(bench, address: str, plan: str, starts, count: int = 1, env=None
         env=env,
         start_new_session=True,
     )
-    if not wait_for(lambda: starts.count >= count or proc.poll() is not None, timeout=120):
+    # A sleeping candidate in flight is seen two ways: its start report and its process (the
+    # report comes first, but on a loaded machine it may be late; a lost one fails the counts).
+    def started() -> bool:
+        return max(starts.count, len(bench.alive())) >= count or proc.poll() is not None
+
+    if not wait_for(started, timeout=120):
         proc.kill()
         raise AssertionError("no candidate started")
     assert proc.poll() is None, proc.communicate()
