@@ -8,7 +8,8 @@ import importlib
 import click
 
 from yyb import __version__
-from yyb.cli import COMMANDS, fail
+from yyb.cli.commands import COMMANDS
+from yyb.cli.failure import fail
 from yyb.cli.locate import OPTION_ENV
 from yyb.errors import YybError
 
