@@ -8,6 +8,7 @@ module names it last, under ``yyb.`` (tests/test_errors.py compares the drawing 
     │   ├── FieldError              exit 2  an input document refused for one of its fields
     │   │   ├── CaseError           exit 2  a task that is not a valid case  [cases]
     │   │   └── InstanceError       exit 2  an unimportable SWE-bench instance  [swebench.instances]
+    │   ├── InvalidArgument         exit 2  a value passed that a parameter refuses
     │   ├── InvalidOid              exit 2  not a (possibly abbreviated) hex object id
     │   ├── AmbiguousOid            exit 2  an abbreviation matches several objects
     │   ├── InvalidRefName          exit 2  a ref name that the rules in docs/format.md refuse
@@ -100,6 +101,17 @@ class FieldError(UsageError):
         self.where = where
         self.field = field
         self.reason = reason
+
+
+class InvalidArgument(UsageError):
+    """A value a caller passed refused: ``argument`` names the parameter (the CLI words it as
+    the option that gave it), ``reason`` what it must be, ``value`` what was given."""
+
+    def __init__(self, argument: str, reason: str, value: object = None):
+        super().__init__(f"{argument}: {reason}")
+        self.argument = argument
+        self.reason = reason
+        self.value = value
 
 
 class InvalidOid(UsageError):
@@ -297,8 +309,7 @@ class RefConflict(RefError):
 class NotFastForward(RefError):
     def __init__(self, ref: str, current: str, new: str):
         super().__init__(
-            f"ref {ref} is at {current}, which is not in the history of {new} "
-            "(not a fast-forward; --force moves it anyway)"
+            f"ref {ref} is at {current}, which is not in the history of {new} (not a fast-forward)"
         )
         self.ref = ref
         self.current = current

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from yyb.errors import BadSignature, UsageError, YybError
+from yyb.errors import BadSignature, InvalidArgument, UsageError, YybError
 from yyb.evidence import names, records
 from yyb.store import checkpoint as checkpoints
 from yyb.store.objects import check_links, is_oid
@@ -478,7 +478,7 @@ def verify_log(store: Store, held: list[bytes], trusted: list[Any]) -> tuple[str
     notes = [verify_note(text, trusted) for text in held]
     origins = {note.origin for note in notes}
     if len(origins) != 1:
-        raise UsageError("--checkpoint: give checkpoints of one log (one origin)")
+        raise InvalidArgument("held", "give checkpoints of one log (one origin)", sorted(origins))
     [origin] = origins
     with store.refs.transparency.reading() as log:
         own = log.size() and log.origin() == origin

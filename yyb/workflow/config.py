@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal
 
-from yyb.errors import UsageError
+from yyb.errors import InvalidArgument, UsageError
 from yyb.evidence.records import CONFIG, GOVERNED_CONFIG
 from yyb.store import file, schema
 from yyb.store.codec import json_path
@@ -225,9 +225,11 @@ def migrate(input_path: str, output_path: str | None) -> dict:
         report["lacks"] = [f"schema_version {version!r} is neither {CONFIG} nor {GOVERNED_CONFIG}"]
     if output_path is not None:
         if report["kind"] != "isolated":
-            raise UsageError(
-                f"--output writes a governed template from an isolated {CONFIG} "
-                f"configuration; {input_path} is {report['kind']}"
+            raise InvalidArgument(
+                "output_path",
+                f"writes a governed template from an isolated {CONFIG} configuration; "
+                f"{input_path} is {report['kind']}",
+                output_path,
             )
         body = (json.dumps(template(data), indent=2) + "\n").encode()
         file.write_new(output_path, body)

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 from yyb import __version__
-from yyb.errors import UsageError
+from yyb.errors import InvalidArgument, UsageError
 from yyb.evidence import names
 from yyb.evidence.records import GOVERNED_PLAN, GOVERNED_STEP, GOVERNED_WORKFLOW
 from yyb.plans import planfile
@@ -80,9 +80,9 @@ def build(
 ) -> Plan:
     """The plan (UsageError naming the first thing that keeps one from being made)."""
     if attempts < 1:
-        raise UsageError("--attempts must be at least 1")
+        raise InvalidArgument("attempts", "must be at least 1", attempts)
     if not models or len(set(models)) != len(models):
-        raise UsageError("--models must name each model once")
+        raise InvalidArgument("models", "must name each model once", models)
     for model in models:
         if not MODEL.match(model):
             raise UsageError(f"model {model!r} is not provider/model")
@@ -92,7 +92,7 @@ def build(
     order = [s["id"] for s in steps]
     rules = files.policy_steps(policy_path, policy, order)
     if not selected or len(set(selected)) != len(selected):
-        raise UsageError("--steps must name each step once")
+        raise InvalidArgument("steps", "must name each step once", selected)
     by_id = {s["id"]: s for s in steps}
     for step in selected:
         if step not in by_id:
