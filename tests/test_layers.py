@@ -1,4 +1,5 @@
-"""The layer diagram of DESIGN.md, enforced on every import (lazy ones included)."""
+"""The layer diagram of DESIGN.md, enforced on every import (lazy ones included), and no import
+cycle between modules."""
 
 from __future__ import annotations
 
