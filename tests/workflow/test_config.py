@@ -1,4 +1,5 @@
-"""The governed configuration checked by its schema, each problem worded at its JSON path."""
+"""The governed configuration checked by its schema, each problem worded at its JSON path; a
+plan argument the library refuses, worded by the command line as its option."""
 
 from __future__ import annotations
 
@@ -92,3 +93,17 @@ def test_load_names_the_path_at_fault_as_a_field(tmp_path):
     assert str(caught.value) == (
         f"governed configuration {path}: $.judges.j.timeout_ms: must be a positive integer"
     )
+
+
+@pytest.mark.parametrize(
+    "options, words",
+    [
+        (("--steps", "first,first", "--models", "zz/good"), "--steps: must name each step once"),
+        (("--steps", "first", "--models", "zz/a,zz/a"), "--models: must name each model once"),
+        (("--steps", "first", "--models", "zz/a", "--attempts", "0"), "--attempts: must be at"),
+    ],
+)
+def test_a_refused_plan_argument_is_worded_as_its_option(governed, tmp_path, options, words):
+    done = governed.make_plan(tmp_path / "plan.json", *options)
+    assert done.exit_code == 2 and f"yyb: error: {words}" in done.stderr, done.stderr
+    assert not (tmp_path / "plan.json").exists()

@@ -117,7 +117,7 @@ def read_sources(workflow_path: str, policy_path: str, selected: list[str]) -> S
     order = [s["id"] for s in steps]
     rules = files.policy_steps(policy_path, policy, order)
     if not selected or len(set(selected)) != len(selected):
-        raise InvalidArgument("steps", "must name each step once", selected)
+        raise InvalidArgument("selected", "must name each step once", selected)
     by_id = {s["id"]: s for s in steps}
     for step in selected:
         if step not in by_id:
