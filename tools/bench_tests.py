@@ -10,7 +10,7 @@ as `yyb regrade` runs it) of each profile on each kind of workspace:
               the graded listing stored, pytest in the sandbox, the JUnit report read) and
               command (a command evaluator running the same pytest with the same protected
               paths, its workspace carrying the base's .git)
-  workspaces: overlay (yyb/harness/layers.py: the pristine base, built once per process, under
+  workspaces: overlay (yyb/harness/overlay.py: the pristine base, built once per process, under
               an upper layer of the changed files; only where root can mount one) and rebuilt
               (every file written again for every evaluation)
 The overhead of one evaluation is its time minus the grader's own (the sandboxed process's
@@ -168,9 +168,9 @@ def time_the_files() -> None:
 def mount_step(store, rounds: int = 20) -> tuple[float, float] | None:
     """(mean seconds of a sandboxed `true` behind the overlay's mount step, of `true` alone),
     on the pristine base of the run's listings; None where no overlay can be mounted."""
-    from yyb.harness import layers, manifest, sandbox, scratch, worktree
+    from yyb.harness import manifest, overlay, sandbox, scratch, worktree
 
-    if not layers.usable():
+    if not overlay.usable():
         return None
     base = {}
     for oid in store.objects.iter_oids():
@@ -186,7 +186,7 @@ def mount_step(store, rounds: int = 20) -> tuple[float, float] | None:
             for mounted in (True, False):
                 folder = os.path.join(root, f"{n}{mounted}", "workspace")
                 os.makedirs(os.path.dirname(folder))
-                with layers.workspace(store, key, base, base, folder) as mount:
+                with overlay.workspace(store, key, base, base, folder) as mount:
                     if not mounted:
                         os.makedirs(folder, exist_ok=True)
                     box = sandbox.Sandbox(
@@ -281,22 +281,22 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=5000)
     parser.add_argument("--attempts", type=int, default=6)
     args = parser.parse_args()
-    from yyb.harness import layers, scratch
+    from yyb.harness import overlay, scratch
 
     with tempfile.TemporaryDirectory(prefix="yyb-bench-tests-") as root:
         config, store, plan = build(root, args.files, args.attempts)
         scratch.run_folder(store.path)
         time_the_files()
-        usable = layers.usable()
+        usable = overlay.usable()
         modes = ("overlay", "rebuilt") if usable else ("rebuilt",)
         found: dict[tuple[str, str], list] = {}
         for attempt_oid in plan.attempt_oids:
             for profile in ("tests", "command"):  # in turns: the same conditions for each
                 for mode in modes:
-                    layers.usable = (lambda: usable) if mode == "overlay" else (lambda: False)
+                    overlay.usable = (lambda: usable) if mode == "overlay" else (lambda: False)
                     row = evaluate_once(store, config, plan, attempt_oid, profile)
                     found.setdefault((profile, mode), []).append(row)
-        layers.usable = lambda: usable
+        overlay.usable = lambda: usable
         mount = mount_step(store)
         parts: dict[str, list[float]] = {}
         for attempt_oid in plan.attempt_oids:

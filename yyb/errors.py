@@ -1,34 +1,58 @@
 """Every error yyb raises, each with the exit code the CLI turns it into.
 
-The hierarchy::
+The hierarchy of every error class in yyb, each with its exit code; a class defined in another
+module names it last, under ``yyb.`` (tests/test_errors.py compares the drawing with the code)::
 
-    YybError                      exit 1  an operation or a check failed
-    ├── UsageError                exit 2  the request itself is malformed (bad input)
-    │   ├── InvalidOid                    not a (possibly abbreviated) hex object id
-    │   ├── AmbiguousOid                  an abbreviation matches several objects
-    │   ├── InvalidRefName                a ref name that the rules in docs/format.md refuse
-    │   ├── InvalidRecord                 a value that cannot become a canonical record
-    │   ├── SchemaViolation               a record its schema refuses (also read-side, see below)
-    │   ├── InvalidBundle                 not a bundle; unknown version or capability; bad header
-    │   ├── StoreNotFound                 no store where one was named or expected
-    │   └── StoreOverlapsRepository       a store inside, equal to or around a repository
-    ├── NotFound                          a named object or ref does not exist
-    │   ├── ObjectMissing
-    │   └── RefNotFound
-    ├── CorruptObject                     stored bytes that are not a valid object
-    │   ├── ChecksumMismatch              bytes that do not hash to their name
-    │   └── NonCanonical                  a record body with more than one possible encoding
-    ├── CorruptBundle                     a bundle whose bytes fail a check (hash, length, trailer)
-    ├── UnsafeListing                     a file listing naming a path outside its folder
-    ├── BadSignature                      a signature that does not verify, or no trusted one
-    ├── RefError
-    │   ├── RefLocked                     another writer holds (or a crash left) `<ref>.lock`
-    │   ├── RefMismatch                   compare-and-swap found another old value
-    │   ├── RefConflict                   a ref name that collides with a folder of refs (or v.v.)
-    │   ├── NotFastForward                an import that would move a ref off its own history
-    │   └── CorruptRef                    a ref file or ref log that does not hold what it must
-    ├── LockHeld                          another process holds a store-wide lock (locks/)
-    └── StoreIOError                      the file system refused a write (full, read-only, ...)
+    YybError                        exit 1  an operation or a check failed
+    ├── UsageError                  exit 2  the request itself is malformed (bad input)
+    │   ├── FieldError              exit 2  an input document refused for one of its fields
+    │   │   ├── CaseError           exit 2  a task that is not a valid case  [cases]
+    │   │   └── InstanceError       exit 2  an unimportable SWE-bench instance  [swebench.instances]
+    │   ├── InvalidArgument         exit 2  a value passed that a parameter refuses
+    │   ├── InvalidOid              exit 2  not a (possibly abbreviated) hex object id
+    │   ├── AmbiguousOid            exit 2  an abbreviation matches several objects
+    │   ├── InvalidRefName          exit 2  a ref name that the rules in docs/format.md refuse
+    │   ├── InvalidRecord           exit 2  a value that cannot become a canonical record
+    │   ├── SchemaViolation         exit 2  a record its schema refuses (also read-side, below)
+    │   ├── InvalidBundle           exit 2  not a bundle; unknown version or capability
+    │   ├── StoreNotFound           exit 2  no store where one was named or expected
+    │   ├── StoreOverlapsRepository exit 2  a store inside, equal to or around a repository
+    │   ├── UnsafeToolPath          exit 2  a tool path showing a protected root  [harness.sandbox]
+    │   ├── PatchError              exit 2  a patch unreadable or not applying  [harness.apply]
+    │   ├── ConfigError             exit 2  an invalid configuration file  [config]
+    │   ├── PlanFileError           exit 2  a plan file that is not one  [plans.planfile]
+    │   ├── DirtyCheckout           exit 2  a checkout with changes  [readiness.identity]
+    │   ├── UnboundBuild            exit 2  code running that the build lacks  [readiness.identity]
+    │   ├── GovernedConfigError     exit 2  an invalid governed configuration  [workflow.config]
+    │   ├── ResourceHeld            exit 2  a resource lock another holds  [workflow.locks]
+    │   ├── WorkflowFileError       exit 2  an invalid workflow or policy file  [workflow.files]
+    │   └── MissingCredential       exit 2  a boundary credential unset  [workflow.run]
+    ├── NotFound                    exit 1  a named object or ref does not exist
+    │   ├── ObjectMissing           exit 1  no object by that oid
+    │   └── RefNotFound             exit 1  no ref by that name
+    ├── CorruptObject               exit 1  stored bytes that are not a valid object
+    │   ├── ChecksumMismatch        exit 1  bytes that do not hash to their name
+    │   ├── NonCanonical            exit 1  a record body with more than one possible encoding
+    │   └── PackError               exit 1  a pack or index that does not verify  [store.pack]
+    ├── CorruptBundle               exit 1  a bundle whose bytes fail a check (hash, length, end)
+    ├── UnsafeListing               exit 1  a file listing naming a path outside its folder
+    ├── BadSignature                exit 1  a signature that does not verify, or no trusted one
+    ├── RefError                    exit 1  a ref that cannot be read or moved as asked
+    │   ├── RefLocked               exit 1  another writer holds (or a crash left) `<ref>.lock`
+    │   ├── RefMismatch             exit 1  compare-and-swap found another old value
+    │   ├── RefConflict             exit 1  a ref name colliding with a folder of refs (or v.v.)
+    │   ├── NotFastForward          exit 1  an import that would move a ref off its own history
+    │   └── CorruptRef              exit 1  a ref file or ref log that does not hold what it must
+    ├── LockHeld                    exit 1  another process holds a store-wide lock (locks/)
+    ├── StoreIOError                exit 1  the file system refused a write (full, read-only, ...)
+    ├── DiskUnavailable             exit 1  the host refused the attempt's disk  [harness.disk]
+    ├── SandboxUnavailable          exit 1  the host cannot start the sandbox  [harness.sandbox]
+    ├── GenerationError             exit 1  not exactly the next evaluation  [grading.evaluate]
+    ├── Refused                     exit 1  a worker's return that cannot stand  [attempts.remote]
+    ├── GrantError                  exit 1  a grant not authorizing the plan  [plans.grant]
+    ├── NotExtended                 exit 1  a log not extending a checkpoint  [store.checkpoint]
+    ├── NotInStore                  exit 1  what a page asked for is not there  [view.chain]
+    └── HistoricalRefused           exit 1  no verifiable historical v1 object  [workflow.history]
 
 Errors carry structured attributes (``oid``, ``path``, ``ref``, ``field``) so that callers
 never parse messages. The library raises; only ``yyb.cli`` prints or exits.
@@ -77,6 +101,17 @@ class FieldError(UsageError):
         self.where = where
         self.field = field
         self.reason = reason
+
+
+class InvalidArgument(UsageError):
+    """A value a caller passed refused: ``argument`` names the parameter (the CLI words it as
+    the option that gave it), ``reason`` what it must be, ``value`` what was given."""
+
+    def __init__(self, argument: str, reason: str, value: object = None):
+        super().__init__(f"{argument}: {reason}")
+        self.argument = argument
+        self.reason = reason
+        self.value = value
 
 
 class InvalidOid(UsageError):
@@ -274,8 +309,7 @@ class RefConflict(RefError):
 class NotFastForward(RefError):
     def __init__(self, ref: str, current: str, new: str):
         super().__init__(
-            f"ref {ref} is at {current}, which is not in the history of {new} "
-            "(not a fast-forward; --force moves it anyway)"
+            f"ref {ref} is at {current}, which is not in the history of {new} (not a fast-forward)"
         )
         self.ref = ref
         self.current = current

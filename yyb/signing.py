@@ -17,8 +17,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from yyb.errors import BadSignature, UsageError, YybError
+from yyb.errors import BadSignature, InvalidArgument, UsageError, YybError
 from yyb.evidence import names, records
+from yyb.store import checkpoint as checkpoints
 from yyb.store.objects import check_links, is_oid
 from yyb.store.repo import Store
 
@@ -218,6 +219,38 @@ def configured_signer(environ: dict | None = None) -> Any:
 # --- verifying ------------------------------------------------------------------------------
 
 
+def checkpoint(store: Store, key: Any) -> dict:
+    """Checkpoint the store's transparency log, sign the note with ``key`` (None: unsigned)
+    and point refs/transparency/checkpoint at it.
+
+    ``yyb checkpoint`` is this step; a run or a report that signs its evidence ends with it,
+    so signed evidence comes with a signed log. A checkpoint whose move a crash cut short
+    (signed or not) is finished first.
+
+    Args:
+        store: the store whose log is checkpointed.
+        key: the private key that signs the note, or None.
+
+    Returns:
+        The checkpoint record (``size``, ``root``, ``origin``, its ``note`` linked).
+    """
+    pending = store.refs.pending(checkpoints.REF)
+    if pending is not None and store.objects.contains(pending):
+        _publish_checkpoint(store, pending, store.objects.get_record(pending), key)
+    oid, record = checkpoints.make(store)
+    _publish_checkpoint(store, oid, record, key)
+    return record
+
+
+def _publish_checkpoint(store: Store, oid: str, record: dict, key: Any) -> None:
+    """Move refs/transparency/checkpoint to ``oid``, its note signed first: a crash while
+    signing leaves the move pending, and the next ``checkpoint`` finishes it."""
+    signed = (lambda: sign(store, record["links"]["note"], key)) if key else None
+    store.refs.update(
+        checkpoints.REF, oid, reason=f"checkpoint of {record['size']} leaves", before_move=signed
+    )
+
+
 def signatures_of(store: Store, oid: str) -> list[str]:
     """Every signature ever recorded for ``oid`` (its signature ref's chain), newest first."""
     name = signature_ref(oid)
@@ -381,14 +414,13 @@ def verify_note(text: bytes, trusted: list[Any]):
     """
     from cryptography.exceptions import InvalidSignature
 
-    from yyb.store.checkpoint import parse_body
     from yyb.store.objects import hash_object
 
     head, sep, tail = text.partition(b"\n\n")
     if not sep:
         raise UsageError("not a signed note: no empty line after the checkpoint")
     body = head + b"\n"
-    note = parse_body(body)
+    note = checkpoints.parse_body(body)
     message = pae(PAYLOAD_TYPE, statement(hash_object("blob", body)))
     for raw in _note_signatures(tail):
         for key in trusted:
@@ -441,13 +473,12 @@ def verify_log(store: Store, held: list[bytes], trusted: list[Any]) -> tuple[str
         logs, or no log of theirs here. CorruptObject / CorruptRef: a log that does not
         extend a held checkpoint, or a carried checkpoint that does not verify.
     """
-    from yyb.store import checkpoint as checkpoints
     from yyb.store import logaudit
 
     notes = [verify_note(text, trusted) for text in held]
     origins = {note.origin for note in notes}
     if len(origins) != 1:
-        raise UsageError("--checkpoint: give checkpoints of one log (one origin)")
+        raise InvalidArgument("held", "give checkpoints of one log (one origin)", sorted(origins))
     [origin] = origins
     with store.refs.transparency.reading() as log:
         own = log.size() and log.origin() == origin

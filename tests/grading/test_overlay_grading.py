@@ -1,4 +1,4 @@
-"""Grading on an overlay workspace (yyb/harness/layers.py), tried as an attacker would.
+"""Grading on an overlay workspace (yyb/harness/overlay.py), tried as an attacker would.
 
 Evaluations of one base share a pristine lower layer, so a grader (or the code under test in
 it) that defaces its workspace must not change what the next evaluation sees; the step that
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from yyb.harness import layers
+from yyb.harness import overlay as mounts
 
 PASSING = '{"schema_version": "yylo_benchmark_grader_output.v2", "passed": %s, "summary": "%s"}'
 
@@ -44,22 +44,22 @@ os.write(channel, json.dumps({"schema_version": "yylo_benchmark_grader_output.v2
 
 def count_mounts(monkeypatch) -> list:
     made = []
-    real = layers.Mount.prefix
+    real = mounts.Mount.prefix
 
     def prefix(self, mark_fd):
         made.append(self)
         return real(self, mark_fd)
 
-    monkeypatch.setattr(layers.Mount, "prefix", prefix)
+    monkeypatch.setattr(mounts.Mount, "prefix", prefix)
     return made
 
 
 @pytest.mark.parametrize("overlay", [True, False], ids=["overlay", "rebuilt"])
 def test_a_grader_that_defaces_its_workspace_cannot_reach_the_next_one(bench, monkeypatch, overlay):
-    if overlay and not layers.usable():
+    if overlay and not mounts.usable():
         pytest.skip("no overlay can be mounted here")
     if not overlay:
-        monkeypatch.setattr(layers, "usable", lambda: False)
+        monkeypatch.setattr(mounts, "usable", lambda: False)
     made = count_mounts(monkeypatch)
     bench.configure({"tests": bench.command("vandal", VANDAL)})
     plan, results = bench.run(["zz/fixer", "zz/idler"], attempts=2)
@@ -83,13 +83,13 @@ def test_the_grader_inherits_no_descriptor_but_its_channel(bench, monkeypatch):
     plan, (result,) = bench.run(["zz/fixer"])
     e = bench.evaluation(plan, result, "tests")
     assert e["verdict"] == "pass", e["_output"]
-    assert len(made) == (1 if layers.usable() else 0)
+    assert len(made) == (1 if mounts.usable() else 0)
 
 
 def test_a_mount_that_fails_is_the_infrastructures_not_the_candidates(bench, monkeypatch):
-    if not layers.usable():
+    if not mounts.usable():
         pytest.skip("no overlay can be mounted here")
-    monkeypatch.setattr(layers, "OPTIONS", "no_such_overlay_option=1")
+    monkeypatch.setattr(mounts, "OPTIONS", "no_such_overlay_option=1")
     bench.configure({"tests": bench.command("honest")})
     plan, (result,) = bench.run(["zz/fixer"])
     e = bench.evaluation(plan, result, "tests")

@@ -1,8 +1,8 @@
-"""Grading workspaces as an overlay (yyb/harness/layers.py): what the mount shows is exactly
+"""Grading workspaces as an overlay (yyb/harness/overlay.py): what the mount shows is exactly
 the graded listing, whatever the base had where, and nothing done inside reaches the pristine
 base the next evaluation starts from.
 
-The mount tests need what ``layers.usable`` needs (root, util-linux, an overlay with
+The mount tests need what ``overlay.usable`` needs (root, util-linux, an overlay with
 ``redirect_dir=on``); elsewhere they are skipped and the workspace is rebuilt whole, which
 the last tests check."""
 
@@ -18,11 +18,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from yyb.harness import layers, manifest, scratch, worktree
+from yyb.harness import manifest, overlay, scratch, worktree
 
 FILE, EXEC, LINK = 0o100644, 0o100755, 0o120000
 mounts = pytest.mark.skipif(
-    os.geteuid() != 0 or not layers.usable(), reason="no overlay can be mounted here"
+    os.geteuid() != 0 or not overlay.usable(), reason="no overlay can be mounted here"
 )
 
 # Run inside the mount namespace: every path below the target with its kind, mode and bytes.
@@ -47,7 +47,7 @@ print(json.dumps(seen))
 """
 
 
-def inside(mount: layers.Mount, *command: str) -> subprocess.CompletedProcess:
+def inside(mount: overlay.Mount, *command: str) -> subprocess.CompletedProcess:
     """Run ``command`` in a mount namespace where ``mount`` is mounted, as the sandbox does."""
     read, write = os.pipe()
     try:
@@ -64,7 +64,7 @@ def inside(mount: layers.Mount, *command: str) -> subprocess.CompletedProcess:
             os.close(write)
 
 
-def shown(mount: layers.Mount) -> dict:
+def shown(mount: overlay.Mount) -> dict:
     done = inside(mount, sys.executable, "-c", LISTER, mount.target)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
@@ -136,7 +136,7 @@ def test_the_overlay_shows_exactly_the_graded_listing(disk_store, base_drawn, gr
     root = scratch.folder("test")
     try:
         target = os.path.join(root, "workspace")
-        with layers.workspace(disk_store, key, base, graded, target) as mount:
+        with overlay.workspace(disk_store, key, base, graded, target) as mount:
             assert mount is not None
             assert shown(mount) == expected(disk_store, graded)
     finally:
@@ -174,7 +174,7 @@ def test_what_an_evaluation_does_never_reaches_the_pristine_base(disk_store):
     try:
         target = os.path.join(root, "one", "workspace")
         os.makedirs(os.path.dirname(target))
-        with layers.workspace(disk_store, key, base, base, target) as mount:
+        with overlay.workspace(disk_store, key, base, base, target) as mount:
             before = tree_digest(mount.lower)
             done = inside(mount, "/bin/sh", "-c", write_everywhere(target))
             # A base folder is renamed like any folder (redirect_dir), not refused with EXDEV.
@@ -184,7 +184,7 @@ def test_what_an_evaluation_does_never_reaches_the_pristine_base(disk_store):
         # The next evaluation of the same base shares the same lower and sees it as built.
         target = os.path.join(root, "two", "workspace")
         os.makedirs(os.path.dirname(target))
-        with layers.workspace(disk_store, key, base, base, target) as second:
+        with overlay.workspace(disk_store, key, base, base, target) as second:
             assert second.lower == mount.lower
             assert shown(second) == expected(disk_store, base)
     finally:
@@ -204,7 +204,7 @@ def test_a_command_evaluator_workspace_is_a_sound_git_repository(disk_store):
     root = scratch.folder("test")
     try:
         target = os.path.join(root, "workspace")
-        with layers.workspace(disk_store, key, base, graded, target, git=True) as mount:
+        with overlay.workspace(disk_store, key, base, graded, target, git=True) as mount:
             done = inside(mount, "git", "-C", target, "status", "--porcelain")
             assert done.returncode == 0, done.stderr
             assert sorted(done.stdout.splitlines()) == [" M calc.sh", "?? new.txt"]
@@ -214,24 +214,24 @@ def test_a_command_evaluator_workspace_is_a_sound_git_repository(disk_store):
 
 
 def test_only_unused_pristine_bases_are_dropped(disk_store, monkeypatch):
-    monkeypatch.setattr(layers, "MAX_KEPT", 1)
-    monkeypatch.setattr(layers, "_kept", type(layers._kept)())
+    monkeypatch.setattr(overlay, "MAX_KEPT", 1)
+    monkeypatch.setattr(overlay, "_kept", type(overlay._kept)())
     put = lambda data: disk_store.objects.put("blob", data)  # noqa: E731
     bases = [{"f": (FILE, put(bytes([n])))} for n in range(3)]
     keys = [disk_store.objects.put_record(manifest.listing_of(b)) for b in bases]
-    first = layers._acquire(disk_store, keys[0], bases[0], False)
-    second = layers._acquire(disk_store, keys[1], bases[1], False)
+    first = overlay._acquire(disk_store, keys[0], bases[0], False)
+    second = overlay._acquire(disk_store, keys[1], bases[1], False)
     assert os.path.isdir(first.folder), "a base in use was dropped"
-    layers._release(first)
-    layers._release(second)
-    third = layers._acquire(disk_store, keys[2], bases[2], False)
+    overlay._release(first)
+    overlay._release(second)
+    third = overlay._acquire(disk_store, keys[2], bases[2], False)
     assert not os.path.exists(first.folder) and not os.path.exists(second.folder)
     assert os.path.isdir(third.folder)
-    layers._release(third)
+    overlay._release(third)
 
 
 def test_without_an_overlay_the_workspace_is_rebuilt_whole(disk_store, monkeypatch):
-    monkeypatch.setattr(layers, "usable", lambda: False)
+    monkeypatch.setattr(overlay, "usable", lambda: False)
     put = lambda data: disk_store.objects.put("blob", data)  # noqa: E731
     base = {"a/b": (FILE, put(b"b\n")), "gone": (FILE, put(b"g\n"))}
     graded = {"a/b": base["a/b"], "c": (EXEC, put(b"c\n"))}
@@ -239,7 +239,7 @@ def test_without_an_overlay_the_workspace_is_rebuilt_whole(disk_store, monkeypat
     root = scratch.folder("test")
     try:
         target = os.path.join(root, "workspace")
-        with layers.workspace(disk_store, key, base, graded, target, git=True) as mount:
+        with overlay.workspace(disk_store, key, base, graded, target, git=True) as mount:
             assert mount is None
             assert sorted(os.listdir(target)) == [".git", "a", "c"]
             assert os.access(os.path.join(target, "c"), os.X_OK)

@@ -8,7 +8,8 @@ import importlib
 import click
 
 from yyb import __version__
-from yyb.cli import COMMANDS, fail
+from yyb.cli.commands import COMMANDS
+from yyb.cli.failure import fail, worded
 from yyb.cli.locate import OPTION_ENV
 from yyb.errors import YybError
 
@@ -58,7 +59,7 @@ def run(argv: list[str]) -> int:
         result = cli.main(args=argv, prog_name="yyb", standalone_mode=False)
         return result if isinstance(result, int) else 0
     except YybError as exc:
-        return fail(exc.message, exc.exit_code)
+        return fail(worded(exc), exc.exit_code)
     except click.exceptions.NoArgsIsHelpError as exc:
         click.echo(exc.ctx.get_help() if exc.ctx else "", err=True)
         return 2

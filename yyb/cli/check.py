@@ -41,20 +41,6 @@ def verify_chain(ctx, as_json, trusted, name):
     return 1 if errors else 0
 
 
-def _leftovers(store):
-    """Run folders (private folders of attempts and gradings) of yyb processes that are gone."""
-    from yyb.harness import scratch
-    from yyb.store.fsck import error
-
-    for path in scratch.leftovers(store.path):
-        yield error(
-            "leftover-run-folder",
-            path,
-            "private folders of a yyb process that is gone (workspaces, grader files); "
-            "the next 'yyb run' or 'yyb recover' removes them",
-        )
-
-
 @click.command("doctor")
 @click.option(
     "--plan",
@@ -91,19 +77,9 @@ def doctor(ctx, plan_name, as_json, experiment):
             err=True,
         )
         return 1 if errors or summary["status"] != "complete" else 0
-    import itertools
+    from yyb.readiness import doctor as checks
 
-    from yyb.readiness import verify as readiness
-    from yyb.store import logaudit
-    from yyb.store.fsck import fsck
-
-    findings = itertools.chain(
-        fsck(store),
-        _leftovers(store),
-        logaudit.audit(store),
-        _checkpoint(store),
-        readiness.doctor(store),
-    )
+    findings = checks.findings(store)
     errors, infos = emit_findings(findings, as_json)
     click.echo(f"doctor: {errors} problem(s), {infos} note(s) in {store.path}", err=True)
     return 1 if errors else 0
@@ -128,26 +104,3 @@ def _governed(store, experiment: str, plan_name, as_json: bool) -> int:
     errors, _ = emit_findings(findings, as_json)
     click.echo(f"doctor: governed experiment {oid}: {errors} problem(s)", err=True)
     return 1 if errors else 0
-
-
-def _checkpoint(store):
-    """The checkpoint under refs/transparency/checkpoint, if any: its note, root and leaves
-    agree, and when it is this store's own, its log still extends it."""
-    from yyb.errors import YybError
-    from yyb.store import checkpoint
-    from yyb.store.fsck import error
-
-    oid = store.refs.read(checkpoint.REF)
-    if oid is None:
-        return []
-    try:
-        record, _ = checkpoint.check(store, oid)
-        with store.refs.transparency.reading() as log:
-            if log.origin() == record["origin"]:
-                checkpoint.extends(
-                    checkpoint.parse_body(store.objects.get(record["links"]["note"]).body),
-                    list(log.entries()),
-                )
-    except YybError as exc:
-        return [error("log-checkpoint", oid, str(exc))]
-    return []

@@ -25,8 +25,9 @@ def example(ctx, directory, attempts, jobs):
     rebuild of each final workspace. Prints the outcome and where the evidence is.
     """
     from yyb import config as configuration
+    from yyb import signing
     from yyb.attempts import run as attempts_run
-    from yyb.cli.run import _summary
+    from yyb.cli.run import print_summary
     from yyb.evidence import names
     from yyb.example import build
     from yyb.plans import build as plans
@@ -66,14 +67,12 @@ def example(ctx, directory, attempts, jobs):
     )
     results = attempts_run.run_plan(run_ctx, jobs)
     click.echo()
-    _summary(results)
+    print_summary(results)
     problems = [f for f in fsck(store) if f.level == "error"]
     report, _ = report_build.build(store, plan.oid)
     stored = report_layer.store_layer(store, plan.oid, report, signer=run_ctx.signer)
     if run_ctx.signer is not None:  # signed evidence comes with a signed checkpoint of its log
-        from yyb.cli.translog import take
-
-        take(store, run_ctx.signer)
+        signing.checkpoint(store, run_ctx.signer)
     click.echo()
     click.echo(f"report ({report['status']}; layer {stored['oid'][:12]}):")
     for entry in report["models"]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from yyb.cli import fail
+from yyb.cli.failure import fail
 from yyb.cli.locate import OPTION_ENV
 from yyb.cli.objects import CAT_MODES
 from yyb.errors import YybError

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import BinaryIO, Literal
 
-from yyb.cli import fail
+from yyb.cli.failure import fail
 from yyb.errors import CorruptObject, NotFound, UsageError, YybError
 from yyb.store import codec, heap
 from yyb.store.object_store import STREAM_THRESHOLD, hash_stream, record_body, spool

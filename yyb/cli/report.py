@@ -151,9 +151,7 @@ def _stored(store_layer, *args, write: bool) -> dict:
             exc.path, f"{exc.reason} (--no-layer reports without storing a layer)"
         ) from None
     if signer is not None:  # a signed layer comes with a signed checkpoint of the log
-        from yyb.cli.translog import take
-
-        take(args[0], signer)
+        signing.checkpoint(args[0], signer)
     return stored
 
 

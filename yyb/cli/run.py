@@ -13,47 +13,22 @@ from yyb.cli.plans import load_plan
 from yyb.errors import UsageError
 
 
-def _ensure_in_store(store, records: dict[str, dict]) -> None:
-    """A plan loaded from its file must also be in this store, blobs included."""
-    missing = [oid for oid in records if not store.objects.contains(oid)]
-    for oid in missing:
-        if store.objects.put_record(records[oid]) != oid:  # pragma: no cover - load() checked
-            raise UsageError(f"record {oid} does not hash to its name")
-    for value in records.values():
-        for role in ("prompt", "task", "workflow"):
-            target = value.get("links", {}).get(role)
-            if isinstance(target, str) and not store.objects.contains(target):
-                raise UsageError(
-                    f"the plan's {role} blob {target} is not in the store "
-                    f"{store.path}; plan it against this store first"
-                )
-
-
-def _dry_run(ctx, plan_oid: str, plan: dict, records: dict[str, dict]) -> int:
+def _dry_run(ctx, plan_oid: str, records: dict[str, dict]) -> int:
     """What ``yyb run`` would dispatch; reads the store if there is one and writes nothing."""
+    from yyb.attempts import runner
     from yyb.errors import StoreNotFound
-    from yyb.evidence import names
 
     try:
         store = open_store(ctx)
     except StoreNotFound:
         store = None
-    chosen = {
-        oid: records.get(oid) or (store and store.objects.get_record(oid))
-        for oid in plan["links"]["attempts"]
-    }
-    pending = [
-        oid
-        for oid in chosen
-        if store is None or store.refs.read(names.attempt(plan_oid, oid, "intent")) is None
-    ]
-    for oid in sorted(pending, key=lambda o: chosen[o]["ordinal"]):
-        a = chosen[oid]
+    pending, dispatched = runner.undispatched(store, plan_oid, records)
+    for a in pending:
         click.echo(
             f"would dispatch {a['ordinal']:>4} {a.get('case_id') or '-'} "
             f"{a['model']['resolved']} attempt {a['attempt']}"
         )
-    click.echo(f"already dispatched: {len(chosen) - len(pending)}")
+    click.echo(f"already dispatched: {dispatched}")
     click.echo("dispatch_count: 0")
     return 0
 
@@ -93,10 +68,37 @@ def run(ctx, plan_name, dry_run, jobs, keep_workspaces, executor, scheduler):
     With --executor dask, candidates run on the workers of the Dask cluster at --scheduler;
     this process stays the only writer of the store (docs/dask.md).
     """
-    from yyb.attempts import run as attempts
+    from yyb.attempts import runner
     from yyb.store import gc
 
-    gc.auto_threshold(dict(os.environ))  # a bad setting is refused before anything runs
+    gc.auto_threshold(dict(os.environ))  # a bad setting is refused before anything is read
+    _check_executor(ctx, executor, scheduler, keep_workspaces)
+    plan_oid, records = load_plan(ctx, plan_name)
+    if dry_run:
+        return _dry_run(ctx, plan_oid, records)
+    store = open_store(ctx, create=True)
+    claim_scratch(store)
+    options = runner.RunOptions(jobs, keep_workspaces, executor, scheduler)
+
+    def stop(signum, frame):
+        options.cancel.set()
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        outcome = runner.run(
+            store, load_config(ctx), plan_oid, records, options, dict(os.environ), _shown()
+        )
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    print_summary(outcome.results)
+    if outcome.cancelled:
+        return 130
+    return 1 if outcome.lost is not None else 0
+
+
+def _check_executor(ctx, executor: str, scheduler: str | None, keep_workspaces: bool) -> None:
+    """The flags of ``yyb run`` that only make sense together."""
     if executor == "dask" and not scheduler:
         raise UsageError("--executor dask needs --scheduler ADDRESS (or YYB_DASK_SCHEDULER)")
     if (
@@ -107,108 +109,58 @@ def run(ctx, plan_name, dry_run, jobs, keep_workspaces, executor, scheduler):
         raise UsageError("--scheduler is for --executor dask")
     if keep_workspaces and executor == "dask":
         raise UsageError("--keep-workspaces keeps local folders; a dask worker keeps none")
-    if executor == "dask":  # distributed takes a quarter second to import: meanwhile, prepare
-        import threading
-
-        threading.Thread(target=_import_quietly, args=("distributed",), daemon=True).start()
-    plan_oid, records = load_plan(ctx, plan_name)
-    plan = records[plan_oid]
-    if dry_run:
-        return _dry_run(ctx, plan_oid, plan, records)
-    store = open_store(ctx, create=True)
-    claim_scratch(store)
-    _ensure_in_store(store, records)
-    chosen = {
-        oid: records.get(oid) or store.objects.get_record(oid) for oid in plan["links"]["attempts"]
-    }
-    config = load_config(ctx)
-    run_ctx = attempts.prepare(
-        store, config, plan_oid, plan, chosen, dict(os.environ), candidates_here=executor == "local"
-    )
-    run_ctx.keep_workspaces = keep_workspaces
-    if sys.stderr.isatty():
-        run_ctx.progress = lambda r: click.echo(
-            f"[{r.ordinal}] {r.case_id or '-'} {r.model}: {r.terminal_class} ({r.wall_ms} ms)",
-            err=True,
-        )
-
-    def stop(signum, frame):
-        run_ctx.cancel.set()
-
-    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        if executor == "dask":
-            results, lost = _run_on_dask(run_ctx, scheduler, jobs)
-        else:
-            lost = None
-            results = attempts.run_plan(run_ctx, jobs or 1)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    _summary(results)
-    if lost is not None:
-        left = sum(1 for r in results if r.reason == f"not dispatched: {lost}")
-        click.echo(
-            f"yyb: {lost}; {left} attempts not dispatched: run again to dispatch them", err=True
-        )
-    if run_ctx.signer is not None:  # signed evidence comes with a signed checkpoint of its log
-        from yyb.cli.translog import take
-
-        record = take(store, run_ctx.signer)
-        click.echo(f"checkpoint: {record['size']} updates, root {record['root']}", err=True)
-    packed = gc.auto(store, dict(os.environ))
-    if packed is not None:
-        merged = f", {packed.packs_removed} packs merged into one" if packed.packs_removed else ""
-        click.echo(
-            f"yyb: packed {packed.packed} objects{merged} (automatic gc; "
-            f"{gc.AUTO_ENV}=0 turns it off)",
-            err=True,
-        )
-    if run_ctx.cancel.is_set():
-        return 130
-    return 1 if lost is not None else 0
 
 
-def _import_quietly(name: str) -> None:
-    """Import ``name`` ahead of its use; a failure is left to the importer that needs it."""
-    import importlib
+def _shown():
+    """How the run's events reach stderr: attempts as they finish (on a terminal only) and,
+    always, the Dask workers probed, their tally and a lost cluster, the checkpoint and the
+    automatic gc."""
+    from yyb.attempts import runner
 
-    try:
-        importlib.import_module(name)
-    except ImportError:
-        pass
+    live = sys.stderr.isatty()
 
-
-def _run_on_dask(run_ctx, scheduler: str, jobs: int | None):
-    """Run the plan on the Dask cluster at ``scheduler``; say on stderr which workers were
-    probed and, at the end, what each did. Returns (results, why the cluster was lost or
-    None)."""
-    from yyb.attempts import run as attempts
-    from yyb.attempts.dask_run import DaskExecutor
-
-    with DaskExecutor(scheduler, dict(os.environ), quiet=True) as executor:
-        threads = executor.probe(run_ctx)
-        for _, found in sorted(executor.workers.items()):
+    def show(event) -> None:
+        if isinstance(event, runner.AttemptFinished):
+            if live:
+                r = event.result
+                click.echo(
+                    f"[{r.ordinal}] {r.case_id or '-'} {r.model}: {r.terminal_class} "
+                    f"({r.wall_ms} ms)",
+                    err=True,
+                )
+                if event.cluster is not None:
+                    click.echo(f"  dask: {event.cluster}", err=True)
+        elif isinstance(event, runner.WorkerVerified):
             click.echo(
-                f"dask worker {found.name} on {found.host}: {found.nthreads} threads, "
-                f"sandbox {found.bwrap} verified",
+                f"dask worker {event.name} on {event.host}: {event.threads} threads, "
+                f"sandbox {event.sandbox} verified",
                 err=True,
             )
-        shown = run_ctx.progress
-        if shown is not None:  # each attempt's line, then where the cluster stands
+        elif isinstance(event, runner.ClusterTally):
+            for line in event.lines:
+                click.echo(line, err=True)
+        elif isinstance(event, runner.ClusterLost):
+            click.echo(
+                f"yyb: {event.why}; {event.left} attempts not dispatched: run again to "
+                "dispatch them",
+                err=True,
+            )
+        elif isinstance(event, runner.LogCheckpointed):
+            click.echo(f"checkpoint: {event.size} updates, root {event.root}", err=True)
+        elif isinstance(event, runner.StorePacked):
+            merged = f", {event.packs_removed} packs merged into one" if event.packs_removed else ""
+            click.echo(
+                f"yyb: packed {event.packed} objects{merged} (automatic gc; "
+                f"{event.setting}=0 turns it off)",
+                err=True,
+            )
 
-            def progress(result) -> None:
-                shown(result)
-                click.echo(f"  dask: {executor.tally.brief()}", err=True)
-
-            run_ctx.progress = progress
-        results = attempts.run_plan(run_ctx, jobs or threads, executor)
-        for line in executor.tally.lines():
-            click.echo(line, err=True)
-        return results, executor.stopped()
+    return show
 
 
-def _summary(results) -> None:
+def print_summary(results) -> None:
+    """The run's table on stdout: one row per attempt in plan order, the terminals' tally
+    and the dispatch count (``yyb run`` and ``yyb example`` print it)."""
     out = sys.stdout
     width_case = max([len(r.case_id or "-") for r in results] + [4])
     width_model = max([len(r.model) for r in results] + [5])

@@ -32,7 +32,7 @@ def checkpoint(ctx, output):
     key = signing.configured_signer(os.environ)
     if key is None:
         click.echo("yyb: no signing key is configured: the checkpoint is unsigned", err=True)
-    record = take(store, key)
+    record = signing.checkpoint(store, key)
     note = record["links"]["note"]
     records = [store.objects.get_record(s) for s in signing.signatures_of(store, note)]
     text = signing.signed_note(store.objects.get(note).body, records)
@@ -40,32 +40,6 @@ def checkpoint(ctx, output):
         file.write_new(output, text)
     else:
         sys.stdout.buffer.write(text)
-
-
-def take(store, key) -> dict:
-    """Checkpoint the log, sign the note with ``key`` (None: unsigned), point
-    refs/transparency/checkpoint at it; return the record. ``yyb run`` and ``yyb report``
-    call it when a signing key is configured, so signed evidence comes with a signed log."""
-    from yyb.store import checkpoint as checkpoints
-
-    pending = store.refs.pending(checkpoints.REF)
-    if pending is not None and store.objects.contains(pending):
-        _publish(store, pending, store.objects.get_record(pending), key)  # one cut short
-    oid, record = checkpoints.make(store)
-    _publish(store, oid, record, key)
-    return record
-
-
-def _publish(store, oid: str, record: dict, key) -> None:
-    """Move refs/transparency/checkpoint to ``oid``, its note signed first: a crash while
-    signing leaves the move pending, and the next ``take`` finishes it."""
-    from yyb import signing
-    from yyb.store import checkpoint as checkpoints
-
-    sign = (lambda: signing.sign(store, record["links"]["note"], key)) if key else None
-    store.refs.update(
-        checkpoints.REF, oid, reason=f"checkpoint of {record['size']} leaves", before_move=sign
-    )
 
 
 @click.group("log-proof")

@@ -98,36 +98,6 @@ def migrate_config(input_path, output_path, as_json):
     _print(report, as_json, lines)
 
 
-def _setup_checks(cfg, environ, workflow_path=None, policy_path=None) -> list[tuple[str, str]]:
-    """(check, problem or "") for what a governed run needs in place."""
-    from yyb.workflow import boundary, plan
-
-    checks = []
-    try:
-        identity = boundary.identify(cfg.boundary, environ)
-        problem = (
-            ""
-            if identity == cfg.boundary.identity
-            else f"it says it is {identity!r}, not the reviewed {cfg.boundary.identity!r}"
-        )
-    except boundary.BoundaryFailure as exc:
-        problem = exc.reason
-    checks.append(("boundary", problem))
-    store = cfg.lock_store
-    checks.append(
-        ("lock store", "" if os.path.isdir(store) else f"{store} is not a folder (create it)")
-    )
-    journal = os.path.dirname(os.path.abspath(cfg.boundary.journal))
-    checks.append(("journal", "" if os.path.isdir(journal) else f"{journal} does not exist"))
-    tracked = [p for p in (workflow_path, policy_path) if p]
-    try:
-        plan.source(cfg.project, tracked)
-        checks.append(("project", ""))
-    except UsageError as exc:
-        checks.append(("project", exc.message))
-    return checks
-
-
 @workflow.command("setup")
 @click.option("--workflow", "workflow_path", metavar="W", help="Check this workflow is tracked.")
 @click.option("--steps-file", "policy_path", metavar="POLICY", help="And this policy.")
@@ -136,8 +106,10 @@ def _setup_checks(cfg, environ, workflow_path=None, policy_path=None) -> list[tu
 def setup(ctx, workflow_path, policy_path, as_json):
     """Check that the governed configuration, the boundary, the tracked files and the lock
     store are in place. Dispatches nothing."""
+    from yyb.workflow import setup as preflight
+
     cfg = _config(ctx)
-    checks = _setup_checks(cfg, dict(os.environ), workflow_path, policy_path)
+    checks = preflight.checks(cfg, dict(os.environ), workflow_path, policy_path)
     ok = all(not problem for _, problem in checks)
     lines = [f"{'ok  ' if not p else 'FAIL'} {name}{': ' + p if p else ''}" for name, p in checks]
     lines.append("dispatch_count: 0")
@@ -153,32 +125,13 @@ def setup(ctx, workflow_path, policy_path, as_json):
 def readiness(ctx, models, policy_path, as_json):
     """Per model: whether a live governed run could start now. Credentials are checked by
     name only; their values are never read into the output."""
-    from yyb.workflow import files, locks, plan
+    from yyb.workflow import setup as preflight
 
-    cfg = _config(ctx)
-    environ = dict(os.environ)
-    common = [p for name, p in _setup_checks(cfg, environ) if p and name != "project"]
-    missing = [n for n in cfg.boundary.credentials if not environ.get(n)]
-    if missing:
-        common.append(f"credentials not set: {', '.join(missing)}")
-    if policy_path:
-        _, value = files.read(policy_path)
-        rules = files.policy_steps(policy_path, value, list(value.get("steps") or {}))
-        for rule in rules.values():
-            for resource in rule["resources"]:
-                state = locks.state(cfg.lock_store, resource["type"], resource["name"])
-                if state in ("held", "unknown"):
-                    common.append(
-                        f"resource {resource['type']}:{resource['name']} is {state} by another"
-                    )
-    out, lines = {}, []
-    for model in [m for m in models.split(",") if m]:
-        problems = list(common)
-        if not plan.MODEL.match(model):
-            problems.append(f"{model!r} is not provider/model")
-        out[model] = {"ready": not problems, "problems": problems}
-        lines.append(f"{model}: {'ready' if not problems else 'not ready'}")
-        lines += [f"  {p}" for p in problems]
+    out = preflight.readiness(_config(ctx), dict(os.environ), models.split(","), policy_path)
+    lines = []
+    for model, verdict in out.items():
+        lines.append(f"{model}: {'ready' if verdict['ready'] else 'not ready'}")
+        lines += [f"  {p}" for p in verdict["problems"]]
     _print(out, as_json, lines)
     return 0 if all(v["ready"] for v in out.values()) else 1
 

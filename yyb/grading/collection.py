@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from yyb.evidence import testpatch
 from yyb.grading.outcome import evaluation_folders, run_sandboxed
-from yyb.harness import apply, layers, sandbox
+from yyb.harness import apply, overlay, sandbox
 from yyb.harness.channel import Channel
 from yyb.harness.environment import build
 
@@ -77,7 +77,7 @@ def collect(
     protected = box.get("protected", [])
     tools = sandbox.tool_paths(box.get("read_only", []), protected)
     with evaluation_folders() as (folders, held):
-        held.enter_context(layers.workspace(store, None, None, entries, folders.workspace))
+        held.enter_context(overlay.workspace(store, None, None, entries, folders.workspace))
         channel = Channel(1)  # nothing is read from it: the ids come on stdout
         held.callback(channel.collect)
         env, _ = build(folders, box.get("read_only", []), [], {})

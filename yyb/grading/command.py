@@ -24,7 +24,7 @@ from yyb.errors import UsageError
 from yyb.evidence import protect
 from yyb.evidence.records import GRADER_INPUT, GRADER_OUTPUT
 from yyb.grading.outcome import Outcome, evaluation_folders, run_sandboxed
-from yyb.harness import layers, manifest, sandbox
+from yyb.harness import manifest, overlay, sandbox
 from yyb.harness.channel import Channel
 from yyb.harness.environment import build
 from yyb.harness.pinned import verified_copy
@@ -88,7 +88,7 @@ def run(
         base = manifest.entries_at(store, base_listing) if base_listing else None
         graded, protected_record = _graded(store, spec, listing_oid, base)
         mount = held.enter_context(
-            layers.workspace(store, base_listing, base, graded, folders.workspace, git=True)
+            overlay.workspace(store, base_listing, base, graded, folders.workspace, git=True)
         )
         input_path = os.path.join(folders.control, "grader-input.json")
         channel = Channel(MAX_OUTPUT)

@@ -78,7 +78,7 @@ def run_sandboxed(
     """Run one evaluator process (a command evaluator, a test runner) in the sandbox: its
     workspace and private folders writable, the tool policy's ``tools`` read-only, resource
     limits on (the code under test runs in there), ``channel`` inherited and collected once
-    every holder is gone; ``overlay`` (harness/layers.py), when the workspace is one, mounted.
+    every holder is gone; ``overlay`` (harness/overlay.py), when the workspace is one, mounted.
 
     Returns (the supervised outcome, an ``Outcome`` with no verdict yet: what the channel
     received, the log, the exit status, and the signal that ended the process, which yyb did

@@ -30,7 +30,7 @@ from yyb.errors import UsageError
 from yyb.evidence import testpatch
 from yyb.grading import junit
 from yyb.grading.outcome import Outcome, evaluation_folders, run_sandboxed
-from yyb.harness import apply, layers, manifest, sandbox
+from yyb.harness import apply, manifest, overlay, sandbox
 from yyb.harness.channel import Channel
 from yyb.harness.environment import build
 
@@ -83,7 +83,7 @@ def run(
     protected_record = {"listing": store.objects.put_record(graded), "touched": touched}
     with evaluation_folders() as (folders, held):
         mount = held.enter_context(
-            layers.workspace(store, base_listing, base, entries, folders.workspace)
+            overlay.workspace(store, base_listing, base, entries, folders.workspace)
         )
         channel = Channel(junit.MAX_REPORT)
         held.callback(channel.collect)

@@ -29,13 +29,22 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from yyb.errors import UsageError, YybError
 from yyb.harness import cgroups, disk, seccomp, supervise
 
-if TYPE_CHECKING:
-    from yyb.harness import layers
+
+class Premount(Protocol):
+    """A mount made ahead of bubblewrap (``harness.overlay.Mount``), named here by what the
+    sandbox asks of it so that the overlay module, which uses the sandbox, is not imported
+    back."""
+
+    def prefix(self, mark_fd: int) -> list[str]:
+        """The argv that mounts it, writes one byte to ``mark_fd`` once mounted, then runs
+        the rest of the command line."""
+        ...
+
 
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap)"
 # OS folders bound read-only (when they exist), and the top-level names that are links into
@@ -184,9 +193,9 @@ class Sandbox:
     network: bool = False
     cwd: str | None = None
     limits: dict | None = None  # resource limits (harness/limits.py) of every process inside
-    # An overlay (harness/layers.py) mounted at its target, in a mount namespace of the
+    # An overlay (harness/overlay.py) mounted at its target, in a mount namespace of the
     # command's own, before bubblewrap starts: the target is then bound like any writable.
-    overlay: layers.Mount | None = None
+    overlay: Premount | None = None
     # The attempt's disk (harness/disk.py): a sized tmpfs holding the writable folders, in
     # the namespaces of a holder process, where bubblewrap is then started.
     disk: disk.Disk | None = None

@@ -11,43 +11,53 @@ import json
 import os
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 
-from yyb.errors import UsageError
+from yyb.errors import InvalidArgument, UsageError
 from yyb.evidence.records import CONFIG, GOVERNED_CONFIG
-from yyb.store import file
+from yyb.store import file, schema
+from yyb.store.codec import json_path
 
-IDENTITY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$")
-CREDENTIAL = re.compile(r"^[A-Z_][A-Z0-9_]{0,127}$")
-SHA256 = re.compile(r"^[0-9a-f]{64}$")
-FIELDS = {
-    "schema_version",
-    "yylo_version",
-    "project",
-    "boundary",
-    "lock_store",
-    "judges",
-    "tool_paths",
+# What each field must be, in words, by JSON path ("*" a judge's profile): a schema's own
+# messages speak of regular expressions and types, a person fixing the file of what it means.
+EXPECTED = {
+    "$.yylo_version": "must be a non-empty string",
+    "$.project": "must be a path",
+    "$.lock_store": "must name the folder of the shared resource locks",
+    "$.tool_paths": "must list paths",
+    "$.judges": "must map a profile to a judge",
+    "$.boundary": "must pin the boundary program (docs/boundary.md)",
+    "$.boundary.executable": "must be a path",
+    "$.boundary.journal": "must be a path",
+    "$.boundary.sha256": "must be the SHA-256 of the boundary's bytes (64 hex)",
+    "$.boundary.identity": "must be the reviewed identity (name@version)",
+    "$.boundary.interpreter": "must be an absolute path",
+    "$.boundary.credentials": "must list environment variable names",
+    "$.judges.*": "must be an object",
+    "$.judges.*.model": "must be a non-empty string",
+    "$.judges.*.prompt": "must be a non-empty string",
+    "$.judges.*.rubric": "must be a non-empty string",
+    "$.judges.*.harness": "must be {kind: command, argv: [...]}",
+    "$.judges.*.identity": "must be one of blinded, visible",
+    "$.judges.*.parsing": "must be one of strict_json, verdict_line",
+    "$.judges.*.aggregation": "must be one of majority, all, any",
+    "$.judges.*.evidence": "may only name outputs",
+    "$.judges.*.timeout_ms": "must be a positive integer",
+    "$.judges.*.repetitions": "must be a positive integer",
+    "$.judges.*.byte_limit": "must be a positive integer",
 }
-JUDGE_FIELDS = {
-    "harness",
-    "model",
-    "prompt",
-    "rubric",
-    "evidence",
-    "identity",
-    "parsing",
-    "timeout_ms",
-    "repetitions",
-    "aggregation",
-    "byte_limit",
-}
-PROFILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-BOUNDARY_FIELDS = {"executable", "sha256", "identity", "interpreter", "journal", "credentials"}
+_QUOTED = re.compile(r"'((?:[^'\\]|\\.)*)'")
 
 
 class GovernedConfigError(UsageError):
-    def __init__(self, path: str, reason: str):
-        super().__init__(f"governed configuration {path}: {reason}")
+    """A governed configuration refused: ``path`` names the file, ``field`` the JSON path at
+    fault (None: the file as a whole), ``reason`` what is wrong there."""
+
+    def __init__(self, path: str, reason: str, field: str | None = None):
+        where = f"{field}: " if field else ""
+        super().__init__(f"governed configuration {path}: {where}{reason}")
+        self.path = path
+        self.field = field
         self.reason = reason
 
 
@@ -94,9 +104,9 @@ def load(path: str) -> GovernedConfig:
         )
     if version != GOVERNED_CONFIG:
         raise GovernedConfigError(path, f"schema_version is {version!r}, not {GOVERNED_CONFIG!r}")
-    problems = lacks(data)
-    if problems:
-        raise GovernedConfigError(path, problems[0])
+    found = problems(data)
+    if found:
+        raise GovernedConfigError(path, found[0][1], found[0][0])
     here = os.path.dirname(os.path.abspath(path))
     b = data["boundary"]
     boundary = Boundary(
@@ -118,95 +128,53 @@ def load(path: str) -> GovernedConfig:
     )
 
 
+def problems(data: dict) -> list[tuple[str, str]]:
+    """Every way ``data`` (a governed configuration's value) breaks its schema
+    (schemas/juno_benchmark_config.v1.schema.json), as (JSON path, what it must be) in path
+    order; empty when nothing does."""
+    found = {}
+    for parts, message in schema.problems(data, GOVERNED_CONFIG):
+        where, reason = _worded(parts, message)
+        found.setdefault(where, reason)  # a field's first problem says what it must be
+    return list(found.items())
+
+
 def lacks(data: dict) -> list[str]:
-    """What keeps ``data`` (a governed configuration's value) from being usable, in words;
-    empty when nothing does."""
-    found = []
-    unknown = sorted(set(data) - FIELDS)
-    if unknown:
-        found.append(f"unknown field {unknown[0]!r}")
-    if not isinstance(data.get("yylo_version"), str) or not data.get("yylo_version"):
-        found.append("yylo_version must be a non-empty string")
-    if "project" in data and not isinstance(data["project"], str):
-        found.append("project must be a path")
-    if not isinstance(data.get("lock_store"), str) or not data.get("lock_store"):
-        found.append("lock_store must name the folder of the shared resource locks")
-    found += _judges_lack(data.get("judges", {}))
-    tool_paths = data.get("tool_paths", [])
-    if not isinstance(tool_paths, list) or not all(isinstance(p, str) for p in tool_paths):
-        found.append("tool_paths must list paths")
-    b = data.get("boundary")
-    if not isinstance(b, dict):
-        found.append("boundary must pin the boundary program (docs/boundary.md)")
-        return found
-    unknown = sorted(set(b) - BOUNDARY_FIELDS)
-    if unknown:
-        found.append(f"boundary has an unknown field {unknown[0]!r}")
-    for name in ("executable", "journal"):
-        if not isinstance(b.get(name), str) or not b.get(name):
-            found.append(f"boundary.{name} must be a path")
-    if not isinstance(b.get("sha256"), str) or not SHA256.match(b["sha256"]):
-        found.append("boundary.sha256 must be the SHA-256 of the boundary's bytes (64 hex)")
-    if not isinstance(b.get("identity"), str) or not IDENTITY.match(b["identity"]):
-        found.append("boundary.identity must be the reviewed identity (name@version)")
-    interpreter = b.get("interpreter")
-    if interpreter is not None and not (isinstance(interpreter, str) and interpreter[:1] == "/"):
-        found.append("boundary.interpreter must be an absolute path")
-    credentials = b.get("credentials", [])
-    if not isinstance(credentials, list) or not all(
-        isinstance(c, str) and CREDENTIAL.match(c) for c in credentials
-    ):
-        found.append("boundary.credentials must list environment variable names")
-    return found
+    """What keeps ``data`` from being a usable governed configuration, in words (its JSON
+    path first); empty when nothing does."""
+    return [f"{where}: {reason}" for where, reason in problems(data)]
 
 
-def _judges_lack(judges) -> list[str]:
-    """What keeps the ``judges`` catalog (profile -> LLM judge spec, docs/grading.md, with
-    its ``harness``) from being usable."""
-    if not isinstance(judges, dict):
-        return ["judges must map a profile to a judge"]
-    found = []
-    for profile, spec in sorted(judges.items()):
-        where = f"judges.{profile}"
-        if not PROFILE.match(profile):
-            found.append(f"{where}: a profile is a plain name")
-        if not isinstance(spec, dict):
-            found.append(f"{where} must be an object")
-            continue
-        unknown = sorted(set(spec) - JUDGE_FIELDS)
-        if unknown:
-            found.append(f"{where} has an unknown field {unknown[0]!r}")
-        for name in ("model", "prompt", "rubric"):
-            if not isinstance(spec.get(name), str) or not spec.get(name):
-                found.append(f"{where}.{name} must be a non-empty string")
-        harness = spec.get("harness")
-        if not (
-            isinstance(harness, dict)
-            and harness.get("kind") == "command"
-            and isinstance(harness.get("argv"), list)
-            and harness["argv"]
-            and all(isinstance(a, str) for a in harness["argv"])
-        ):
-            found.append(f"{where}.harness must be {{kind: command, argv: [...]}}")
-        choices = {
-            "identity": ("blinded", "visible"),
-            "parsing": ("strict_json", "verdict_line"),
-            "aggregation": ("majority", "all", "any"),
-        }
-        for name, allowed in choices.items():
-            if name in spec and spec[name] not in allowed:
-                found.append(f"{where}.{name} must be one of {', '.join(allowed)}")
-        if not set(spec.get("evidence", ["outputs"])) <= {"outputs"}:
-            found.append(f"{where}.evidence may only name outputs")
-        for name in ("timeout_ms", "repetitions", "byte_limit"):
-            if name in spec and not (type(spec[name]) is int and spec[name] >= 1):
-                found.append(f"{where}.{name} must be a positive integer")
-    return found
+def _worded(parts: tuple, message: str) -> tuple[str, str]:
+    """The JSON path at fault and the words for one schema problem at ``parts``."""
+    if "does not match any of the regexes" in message:  # a profile's name, under judges
+        name = _QUOTED.search(message)
+        return json_path((*parts, name.group(1) if name else "?")), "a profile is a plain name"
+    if "was unexpected" in message or "were unexpected" in message:
+        name = _QUOTED.search(message.rsplit("(", 1)[-1])
+        unknown = name.group(1) if name else "?"
+        return json_path((*parts, unknown)), "is not a known field"
+    if message.endswith("is a required property"):
+        name = _QUOTED.search(message)
+        parts = (*parts, name.group(1)) if name else parts
+    for depth in range(len(parts), 0, -1):  # the field's own words, else its nearest holder's
+        words = EXPECTED.get(_pattern(parts[:depth]))
+        if words is not None:
+            return json_path(parts[:depth]), words
+    return json_path(parts), message
+
+
+def _pattern(parts: tuple) -> str:
+    """The key of ``EXPECTED`` for a JSON path: a judge's profile is ``*``."""
+    if parts[:1] == ("judges",) and len(parts) >= 2:
+        parts = ("judges", "*", *parts[2:])
+    return "$" + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in parts)
 
 
 def _json(path: str) -> dict:
     try:
-        data = json.loads(file.read_input(path))
+        # A float is no integer here (JSON Schema would take 1.0 for one): a Decimal is none.
+        data = json.loads(file.read_input(path), parse_float=Decimal)
     except (ValueError, UnicodeDecodeError) as exc:
         raise GovernedConfigError(path, f"not JSON ({exc})") from None
     if not isinstance(data, dict):
@@ -257,9 +225,11 @@ def migrate(input_path: str, output_path: str | None) -> dict:
         report["lacks"] = [f"schema_version {version!r} is neither {CONFIG} nor {GOVERNED_CONFIG}"]
     if output_path is not None:
         if report["kind"] != "isolated":
-            raise UsageError(
-                f"--output writes a governed template from an isolated {CONFIG} "
-                f"configuration; {input_path} is {report['kind']}"
+            raise InvalidArgument(
+                "output_path",
+                f"writes a governed template from an isolated {CONFIG} configuration; "
+                f"{input_path} is {report['kind']}",
+                output_path,
             )
         body = (json.dumps(template(data), indent=2) + "\n").encode()
         file.write_new(output_path, body)

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 from yyb import __version__
-from yyb.errors import UsageError
+from yyb.errors import InvalidArgument, UsageError
 from yyb.evidence import names
 from yyb.evidence.records import GOVERNED_PLAN, GOVERNED_STEP, GOVERNED_WORKFLOW
 from yyb.plans import planfile
@@ -69,6 +69,69 @@ def source(project: str, paths: list[str]) -> dict:
     return {"commit": str(head.id), "tree": str(head.tree.id)}
 
 
+@dataclass(frozen=True)
+class Sources:
+    """The workflow and policy files a plan binds, read and checked against the selection:
+    their bytes and values, the policy's rule per step, and the selected steps in the
+    workflow's order (``chosen``)."""
+
+    workflow_path: str
+    policy_path: str
+    workflow_bytes: bytes
+    workflow: dict
+    policy_bytes: bytes
+    policy: dict
+    rules: dict
+    chosen: list[str]
+
+    def bound(self, project: str) -> dict:
+        """What the plan binds of both files: path in ``project``, bytes and meaning."""
+        top = os.path.realpath(project)
+        return {
+            "workflow": {
+                "path": os.path.relpath(os.path.realpath(self.workflow_path), top),
+                "name": self.workflow["name"],
+                "sha256": hashlib.sha256(self.workflow_bytes).hexdigest(),
+                "meaning": files.meaning(self.workflow),
+            },
+            "policy": {
+                "path": os.path.relpath(os.path.realpath(self.policy_path), top),
+                "sha256": hashlib.sha256(self.policy_bytes).hexdigest(),
+                "meaning": files.meaning(self.policy),
+            },
+        }
+
+
+def read_sources(workflow_path: str, policy_path: str, selected: list[str]) -> Sources:
+    """Read the workflow and the policy, and check that each selected step is in both and is
+    an agent dispatch.
+
+    Raises:
+        WorkflowFileError: a file is not a workflow or a policy.
+        InvalidArgument: ``selected`` is empty or names a step twice.
+        UsageError: a selected step is missing from either file, or dispatches no agent.
+    """
+    workflow_bytes, workflow = files.read(workflow_path)
+    policy_bytes, policy = files.read(policy_path)
+    steps = files.workflow_steps(workflow_path, workflow)
+    order = [s["id"] for s in steps]
+    rules = files.policy_steps(policy_path, policy, order)
+    if not selected or len(set(selected)) != len(selected):
+        raise InvalidArgument("selected", "must name each step once", selected)
+    by_id = {s["id"]: s for s in steps}
+    for step in selected:
+        if step not in by_id:
+            raise UsageError(f"step {step!r} is not in {workflow_path}")
+        if step not in rules:
+            raise UsageError(f"step {step!r} has no entry in the policy {policy_path}")
+        if not files.is_agent_dispatch(by_id[step]["run"]):
+            raise UsageError(f"step {step!r} is not an agent dispatch (yy pi): no model to swap")
+    chosen = [s for s in order if s in selected]  # canonical order
+    return Sources(
+        workflow_path, policy_path, workflow_bytes, workflow, policy_bytes, policy, rules, chosen
+    )
+
+
 def build(
     cfg: GovernedConfig,
     workflow_path: str,
@@ -80,77 +143,18 @@ def build(
 ) -> Plan:
     """The plan (UsageError naming the first thing that keeps one from being made)."""
     if attempts < 1:
-        raise UsageError("--attempts must be at least 1")
+        raise InvalidArgument("attempts", "must be at least 1", attempts)
     if not models or len(set(models)) != len(models):
-        raise UsageError("--models must name each model once")
+        raise InvalidArgument("models", "must name each model once", models)
     for model in models:
         if not MODEL.match(model):
             raise UsageError(f"model {model!r} is not provider/model")
-    workflow_bytes, workflow = files.read(workflow_path)
-    policy_bytes, policy = files.read(policy_path)
-    steps = files.workflow_steps(workflow_path, workflow)
-    order = [s["id"] for s in steps]
-    rules = files.policy_steps(policy_path, policy, order)
-    if not selected or len(set(selected)) != len(selected):
-        raise UsageError("--steps must name each step once")
-    by_id = {s["id"]: s for s in steps}
-    for step in selected:
-        if step not in by_id:
-            raise UsageError(f"step {step!r} is not in {workflow_path}")
-        if step not in rules:
-            raise UsageError(f"step {step!r} has no entry in the policy {policy_path}")
-        if not files.is_agent_dispatch(by_id[step]["run"]):
-            raise UsageError(f"step {step!r} is not an agent dispatch (yy pi): no model to swap")
-    chosen = [s for s in order if s in selected]  # canonical order
-    judges = {}
-    for step in chosen:
-        profile = rules[step]["judge"]
-        if profile is not None:
-            if profile not in cfg.judges:
-                raise UsageError(
-                    f"step {step!r} is judged by {profile!r}, which the configuration's "
-                    "judges do not define"
-                )
-            judges[profile] = cfg.judges[profile]
+    sources = read_sources(workflow_path, policy_path, selected)
+    judges = _judges(cfg, sources)
     tree = source(cfg.project, [workflow_path, policy_path])
-    records: dict[str, dict] = {}
-
-    def put(value: dict) -> str:
-        oid = hash_object("record", record_body(value))
-        records[oid] = value
-        return oid
-
-    compiled = {}
-    for model in models:
-        value = files.compile_for(workflow, chosen, model)
-        compiled[model] = put(
-            {
-                "schema_version": GOVERNED_WORKFLOW,
-                "model": model,
-                "sha256": hashlib.sha256(files.canonical(value)).hexdigest(),
-                "workflow": value,
-            }
-        )
-    attempt_oids = []
-    ordinal = 0
-    for model in models:
-        for attempt in range(1, attempts + 1):
-            for step in chosen:
-                attempt_oids.append(
-                    put(
-                        {
-                            "schema_version": GOVERNED_STEP,
-                            "ordinal": ordinal,
-                            "step": step,
-                            "model": {"requested": model, "resolved": model},
-                            "attempt": attempt,
-                            "policy": rules[step],
-                            "links": {"workflow": compiled[model]},
-                        }
-                    )
-                )
-                ordinal += 1
-    project = os.path.realpath(cfg.project)
+    made = _Records()
+    compiled = {model: made.put(_compiled(sources, model)) for model in models}
+    attempt_oids = [made.put(v) for v in _step_attempts(sources, models, attempts, compiled)]
     plan = {
         "schema_version": GOVERNED_PLAN,
         "versions": {
@@ -158,19 +162,9 @@ def build(
             "yylo": cfg.yylo_version,
             "python": platform.python_version(),
         },
-        "workflow": {
-            "path": os.path.relpath(os.path.realpath(workflow_path), project),
-            "name": workflow["name"],
-            "sha256": hashlib.sha256(workflow_bytes).hexdigest(),
-            "meaning": files.meaning(workflow),
-        },
-        "policy": {
-            "path": os.path.relpath(os.path.realpath(policy_path), project),
-            "sha256": hashlib.sha256(policy_bytes).hexdigest(),
-            "meaning": files.meaning(policy),
-        },
+        **sources.bound(cfg.project),
         "variables": variables,
-        "steps": chosen,
+        "steps": sources.chosen,
         "models": [{"requested": m, "resolved": m} for m in models],
         "attempts_per_cell": attempts,
         "attempt_count": len(attempt_oids),
@@ -180,8 +174,67 @@ def build(
         "dispatch_count": 0,
         "links": {"attempts": attempt_oids, "workflows": [compiled[m] for m in models]},
     }
-    oid = put(plan)
-    return Plan(oid, records)
+    oid = made.put(plan)
+    return Plan(oid, made.records)
+
+
+class _Records:
+    """The records of a plan being made, by oid, in the order they were made."""
+
+    def __init__(self) -> None:
+        self.records: dict[str, dict] = {}
+
+    def put(self, value: dict) -> str:
+        oid = hash_object("record", record_body(value))
+        self.records[oid] = value
+        return oid
+
+
+def _judges(cfg: GovernedConfig, sources: Sources) -> dict:
+    """The configuration's judge of each judge profile the chosen steps' rules name."""
+    judges = {}
+    for step in sources.chosen:
+        profile = sources.rules[step]["judge"]
+        if profile is not None:
+            if profile not in cfg.judges:
+                raise UsageError(
+                    f"step {step!r} is judged by {profile!r}, which the configuration's "
+                    "judges do not define"
+                )
+            judges[profile] = cfg.judges[profile]
+    return judges
+
+
+def _compiled(sources: Sources, model: str) -> dict:
+    """The compiled workflow record of ``model``: the workflow with its agent steps swapped."""
+    value = files.compile_for(sources.workflow, sources.chosen, model)
+    return {
+        "schema_version": GOVERNED_WORKFLOW,
+        "model": model,
+        "sha256": hashlib.sha256(files.canonical(value)).hexdigest(),
+        "workflow": value,
+    }
+
+
+def _step_attempts(sources: Sources, models: list[str], attempts: int, compiled: dict) -> list:
+    """One step-attempt record per (model, attempt, chosen step), in the order a run takes
+    them, each linking its model's compiled workflow."""
+    found = []
+    for model in models:
+        for attempt in range(1, attempts + 1):
+            for step in sources.chosen:
+                found.append(
+                    {
+                        "schema_version": GOVERNED_STEP,
+                        "ordinal": len(found),
+                        "step": step,
+                        "model": {"requested": model, "resolved": model},
+                        "attempt": attempt,
+                        "policy": sources.rules[step],
+                        "links": {"workflow": compiled[model]},
+                    }
+                )
+    return found
 
 
 def write(store, plan: Plan) -> None:

@@ -15,7 +15,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from yyb.errors import RefMismatch, UsageError
+from yyb.errors import InvalidArgument, RefMismatch, UsageError
 from yyb.evidence import names
 from yyb.evidence.records import (
     GOVERNED_AUTHORIZATION,
@@ -65,7 +65,7 @@ def dispatch_id(plan_oid: str, attempt_oid: str, number: int) -> str:
 def authorize(store, plan: Plan, hours: float) -> str:
     """Record that ``plan`` may touch production for ``hours`` from now; return its oid."""
     if not 0 < hours <= 24 * 30:
-        raise UsageError("--hours must be more than 0 and at most 720")
+        raise InvalidArgument("hours", "must be more than 0 and at most 720", hours)
     created = now_ms()
     value = {
         "schema_version": GOVERNED_AUTHORIZATION,

@@ -41,7 +41,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from yyb.harness import manifest, scratch
+from yyb.harness import baserepo, manifest, sandbox, scratch
 
 MAX_KEPT = 4  # pristine bases kept at once in a process (those in use are never dropped)
 # A path that can be written into mount options as it is (no comma, colon, backslash, space).
@@ -166,8 +166,6 @@ _kept: OrderedDict[tuple[int, str, bool], _Pristine] = OrderedDict()
 def _acquire(store, key: str, base: dict, git: bool) -> _Pristine:
     """The pristine copy of base ``key`` (with its Git repository when ``git``), built on
     first use and counted as in use until ``_release``."""
-    from yyb.harness import baserepo, sandbox
-
     name = (os.getpid(), key, git)
     with _lock:
         found = _kept.get(name)
@@ -201,8 +199,6 @@ def workspace(
     overlay on the pristine copy of base ``key`` (``base``, its entries) when the host allows
     (``usable``), its upper layer and scratch folder beside ``folder``. With ``git``,
     ``folder/.git`` is the base's repository (``baserepo``). Leaving lets the pristine go."""
-    from yyb.harness import baserepo
-
     layer = os.path.join(os.path.dirname(folder), "layer")
     upper, work = os.path.join(layer, "upper"), os.path.join(layer, "work")
     if key is None or base is None or not _PLAIN_PATH.match(layer) or not usable():

@@ -1,0 +1,28 @@
+"""How an error reaches the user: ``yyb: error:`` lines on stderr, one exit code."""
+
+from __future__ import annotations
+
+import sys
+
+from yyb.errors import InvalidArgument, NotFastForward, YybError
+
+# A library parameter -> the option that gives it, where the option is not named after it.
+OPTIONS = {"output_path": "--output", "held": "--checkpoint", "selected": "--steps"}
+
+
+def fail(message: str, code: int) -> int:
+    """Print ``message`` as ``yyb: error:`` lines on stderr; return ``code``."""
+    for line in message.splitlines() or [""]:
+        sys.stderr.write(f"yyb: error: {line}\n")
+    sys.stderr.flush()
+    return code
+
+
+def worded(exc: YybError) -> str:
+    """``exc`` in the command line's words: a refused argument named by its option."""
+    if isinstance(exc, InvalidArgument):
+        option = OPTIONS.get(exc.argument, "--" + exc.argument.replace("_", "-"))
+        return f"{option}: {exc.reason}"
+    if isinstance(exc, NotFastForward):  # every command that imports refs takes --force
+        return f"{exc.message}; --force moves it anyway"
+    return exc.message

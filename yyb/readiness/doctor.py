@@ -1,0 +1,61 @@
+"""Which checks make up ``yyb doctor`` of a whole store, and the two that are doctor's own.
+
+Doctor is the store's fsck, then what only a benchmark store holds: run folders that yyb
+processes gone left behind, the transparency log against the refs (``logaudit``), the
+checkpoint the store carries, and every release-readiness receipt re-derived from the attempts
+it names. The receipts are why the selection lives in this package: it is the one porcelain
+package whose evidence doctor re-derives, and porcelain packages do not import each other.
+Each check yields findings; the caller decides how to show them and which exit code follows.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+from yyb.errors import YybError
+from yyb.harness import scratch
+from yyb.readiness import verify
+from yyb.store import checkpoint, logaudit
+from yyb.store.fsck import Finding, error, fsck
+
+
+def findings(store) -> Iterator[Finding]:
+    """Every finding of ``yyb doctor`` on ``store``, check after check, as they come."""
+    return itertools.chain(
+        fsck(store),
+        leftovers(store),
+        logaudit.audit(store),
+        carried_checkpoint(store),
+        verify.doctor(store),
+    )
+
+
+def leftovers(store) -> Iterator[Finding]:
+    """Run folders (private folders of attempts and gradings) of yyb processes that are gone."""
+    for path in scratch.leftovers(store.path):
+        yield error(
+            "leftover-run-folder",
+            path,
+            "private folders of a yyb process that is gone (workspaces, grader files); "
+            "the next 'yyb run' or 'yyb recover' removes them",
+        )
+
+
+def carried_checkpoint(store) -> list[Finding]:
+    """The checkpoint under refs/transparency/checkpoint, if any: its note, root and leaves
+    agree, and when it is this store's own, its log still extends it."""
+    oid = store.refs.read(checkpoint.REF)
+    if oid is None:
+        return []
+    try:
+        record, _ = checkpoint.check(store, oid)
+        with store.refs.transparency.reading() as log:
+            if log.origin() == record["origin"]:
+                checkpoint.extends(
+                    checkpoint.parse_body(store.objects.get(record["links"]["note"]).body),
+                    list(log.entries()),
+                )
+    except YybError as exc:
+        return [error("log-checkpoint", oid, str(exc))]
+    return []
