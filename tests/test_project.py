@@ -72,7 +72,7 @@ def test_each_setup_command_runs_as_written_with_and_without_sudo(tmp_path, whic
         c.startswith(prefix) or c.startswith("apt-get") for c in apt
     )
     assert any(c.startswith(prefix + " install -y python3-venv git bubblewrap") for c in calls)
-    assert calls[-1].endswith("yyb example" if which == 0 else "python -m pytest -q")
+    assert calls[-1].endswith("yyb example" if which == 0 else "python -m pytest -q -n auto")
 
 
 def test_the_plumbing_demo_runs_as_written_after_the_setup(tmp_path):
