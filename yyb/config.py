@@ -6,7 +6,7 @@ import json
 import os
 import re
 
-from yyb.errors import InvalidRecord, UsageError
+from yyb.errors import InvalidArgument, InvalidRecord, UsageError
 from yyb.store import codec, file
 from yyb.store.location import find_repository
 
@@ -75,7 +75,7 @@ def default_path(cwd: str) -> str:
     """``<repository root>/yylo-benchmark.config.json`` for the repository around ``cwd``."""
     root = find_repository(cwd)
     if root is None:
-        raise UsageError(f"not inside a Git repository: {cwd} (pass --config FILE)")
+        raise InvalidArgument("config_path", f"none named, and {cwd} is inside no Git repository")
     return os.path.join(root, CONFIG_NAME)
 
 

@@ -7,7 +7,7 @@ import sys
 from yyb.errors import InvalidArgument, NotFastForward, YybError
 
 # A library parameter -> the option that gives it, where the option is not named after it.
-OPTIONS = {"output_path": "--output", "held": "--checkpoint", "selected": "--steps"}
+OPTIONS = {"output_path": "--output", "held": "--checkpoint", "selected": "--steps", "config_path": "--config"}
 
 
 def fail(message: str, code: int) -> int:

@@ -24,7 +24,7 @@ import os
 from dataclasses import dataclass, field
 
 from yyb import config as configuration
-from yyb.errors import UsageError
+from yyb.errors import InvalidArgument, UsageError
 from yyb.harness import source
 from yyb.swebench.instances import Instance, InstanceError
 
@@ -237,7 +237,7 @@ def run(
     from yyb.swebench import instances as reading
 
     if not os.path.isdir(repos):
-        raise UsageError(f"--repos {repos}: not a folder")
+        raise InvalidArgument("repos", f"{repos} is not a folder", repos)
     found = reading.read(path, file.read_input(path))
     out = os.path.abspath(out)
     repairs: list[str] = []
