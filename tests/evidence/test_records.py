@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import typing
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,7 @@ from yyb.evidence.record import ABSENT, Record, Shape
 from yyb.evidence.records import TERMINAL
 from yyb.store import codec
 from yyb.store.objects import hash_object
-from yyb.store.schema import schema_names
+from yyb.store.schema import load_schema, schema_names
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "records.json").read_text())
 
@@ -130,3 +131,40 @@ def test_records_are_frozen():
     record = Terminal.from_value(_with_all_keys(TERMINAL))
     with pytest.raises(dataclasses.FrozenInstanceError):
         record.reason = "changed"  # type: ignore[misc]
+
+
+def _resolved(schema: dict, root: dict) -> dict:
+    while "$ref" in schema:
+        target = root
+        for part in schema["$ref"].removeprefix("#/").split("/"):
+            target = target[part]
+        schema = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
+    return schema
+
+
+def _mismatches(cls: type, schema: dict, root: dict, where: str) -> list[str]:
+    """How a class's fields differ from its schema's properties: keys, order, which may be
+    absent; then the same for each nested Shape against its own subschema."""
+    hints = typing.get_type_hints(cls)
+    fields = dataclasses.fields(cls)
+    keys = [f.metadata.get("key", f.name) for f in fields]
+    properties = [k for k in schema.get("properties", {}) if k != "schema_version"]
+    found = []
+    if keys != properties:
+        found.append(f"{where}: fields {keys} are not the schema's {properties}")
+    required = set(schema.get("required", ())) - {"schema_version"}
+    for f, name in zip(fields, keys, strict=False):
+        if (f.default is ABSENT) == (name in required):
+            found.append(f"{where}.{name}: absent by default exactly when not required")
+        members = typing.get_args(hints[f.name]) or (hints[f.name],)
+        for member in members:
+            if isinstance(member, type) and issubclass(member, Shape) and name in properties:
+                sub = _resolved(schema["properties"][name], root)
+                found += _mismatches(member, sub, root, f"{where}.{name}")
+    return found
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=[c.schema_version for c in CLASSES])
+def test_a_class_has_its_schemas_fields_in_order(cls):
+    root = load_schema(cls.schema_version)
+    assert _mismatches(cls, root, root, "$") == []

@@ -122,7 +122,9 @@ class Shape:
 
     @classmethod
     def from_stored(cls, value: Mapping[str, Any]) -> Self:
-        """Build from a value already valid against its schema (read from the store).
+        """Build from a value already valid against its schema: read from the store, which
+        validated it when it was written, or a part of a record the store validates when it
+        is put.
 
         Raises:
             InvalidRecord: the value has a key the class does not know, or lacks a required one
@@ -143,11 +145,21 @@ class Shape:
             raise InvalidRecord("$", f"{cls.__name__}: {exc}") from None
 
 
+def kind_of(value: Mapping[str, Any]) -> Any:
+    """The ``schema_version`` a stored map claims (None when it claims none)."""
+    return value.get("schema_version")
+
+
 class Record(Shape):
     """A record of one ``schema_version``: ``to_value()`` puts ``schema_version`` first."""
 
     __slots__ = ()
     schema_version: ClassVar[str]
+
+    @classmethod
+    def holds(cls, value: Mapping[str, Any] | None) -> bool:
+        """Whether ``value`` claims to be a record of this class's kind."""
+        return value is not None and kind_of(value) == cls.schema_version
 
     def to_value(self) -> dict[str, Any]:
         """The map the store encodes: the same canonical bytes and oid as today's dict."""
@@ -165,10 +177,10 @@ class Record(Shape):
             SchemaViolation: the schema refuses the value (its ``path`` is the JSON path).
             InvalidRecord: the value is another kind's.
         """
-        if value.get("schema_version") != cls.schema_version:
+        if not cls.holds(value):
             raise InvalidRecord(
                 "$.schema_version",
-                f"{value.get('schema_version')!r} is not {cls.schema_version!r}",
+                f"{kind_of(value)!r} is not {cls.schema_version!r}",
                 ("schema_version",),
             )
         validate(dict(value), cls.schema_version, oid)

@@ -184,7 +184,7 @@ class GovernedIntent(Record):
     model: GovernedModel
     resources: tuple[Mapping[str, Any], ...]
     created_ms: int
-    recovery: Any
+    recovery: Mapping[str, Any] | None
     links: GovernedIntentLinks
 
 

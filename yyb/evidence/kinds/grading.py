@@ -65,7 +65,7 @@ class Evaluation(Record):
     purpose: Purpose
     verdict: Verdict
     wall_ms: int
-    judge_cost: Any
+    judge_cost: Mapping[str, Any] | None
     links: EvaluationLinks
     problem: EvaluationProblem | Absent = ABSENT
     protected: tuple[str, ...] | Absent = ABSENT

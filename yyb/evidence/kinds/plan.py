@@ -211,7 +211,7 @@ class ExperimentPlan(Record):
     models: tuple[Mapping[str, Any], ...]
     attempts_per_cell: int
     attempt_count: int
-    budget: Any
+    budget: Mapping[str, Any] | None
     tool_policy: ExperimentPlanToolPolicy
     timeout_ms: int
     excluded_paths: tuple[str, ...]
@@ -249,7 +249,7 @@ class AttemptPlan(Record):
     case_id: str | None
     model: AttemptPlanModel
     attempt: int
-    budget: Any
+    budget: Mapping[str, Any] | None
     links: AttemptPlanLinks
 
 

@@ -62,7 +62,7 @@ class ReleaseReadiness(Record):
     schema_version: ClassVar[str] = READINESS_RECEIPT
 
     passed: bool
-    yyb: Any
+    yyb: Mapping[str, Any]
     harnesses: tuple[Mapping[str, Any], ...]
     host: ReleaseReadinessHost
     suite: ReleaseReadinessSuite

@@ -27,8 +27,8 @@ class RefUpdate(Record):
     schema_version: ClassVar[str] = REF_UPDATE
 
     ref: str
-    old: Any
-    new: Any
+    old: str | None
+    new: str | None
     time_ms: int
     reason: str
     links: Mapping[str, Any] | Absent = ABSENT
