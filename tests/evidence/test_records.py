@@ -168,3 +168,17 @@ def _mismatches(cls: type, schema: dict, root: dict, where: str) -> list[str]:
 def test_a_class_has_its_schemas_fields_in_order(cls):
     root = load_schema(cls.schema_version)
     assert _mismatches(cls, root, root, "$") == []
+
+
+def test_from_stored_names_the_json_path_of_what_does_not_fit():
+    value = _with_all_keys(TERMINAL)
+    with pytest.raises(InvalidRecord) as caught:
+        Terminal.from_stored({**value, "exit": {**value["exit"], "stray": 1}})
+    assert (caught.value.path, caught.value.parts) == ("$.exit.stray", ("exit", "stray"))
+    with pytest.raises(InvalidRecord) as caught:
+        Terminal.from_stored({k: v for k, v in value.items() if k != "reason"})
+    assert caught.value.path == "$.reason"
+    exit_info = {k: v for k, v in value["exit"].items() if k != "code"}
+    with pytest.raises(InvalidRecord) as caught:
+        Terminal.from_stored({**value, "exit": exit_info})
+    assert caught.value.path == "$.exit.code"

@@ -14,8 +14,8 @@ Arrays are tuples in a class and lists in its value; a nested object of fixed sh
 ``Shape`` (a frozen dataclass of its own); a free-form map stays a plain mapping.
 
 The shipped JSON Schema stays the one validator: ``from_value`` runs it (through
-yyb.store.schema) before building the class, and ``from_stored`` trusts a value the store has
-already validated on read, so readers do not pay for the check twice.
+yyb.store.schema) before building the class, and ``from_stored`` trusts a value the store
+validated when it was written, so readers do not pay for the check a second time.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, Self, TypeVar
 
 from yyb.errors import InvalidRecord
+from yyb.store.codec import json_path
 from yyb.store.schema import validate
 
 
@@ -74,12 +75,10 @@ def _converter(hint: Any) -> Any:
     shape = _shape_of(hint)
     if shape is not None:
         return lambda v: v if v is None else shape.from_stored(v)
-    for member in _members(hint):
-        if typing.get_origin(member) is tuple:
-            items = _shape_of(typing.get_args(member)[0]) if typing.get_args(member) else None
-            if items is not None:
-                return lambda v: v if v is None else tuple(items.from_stored(x) for x in v)
-            return lambda v: v if v is None else tuple(v)
+    # Items of an array stay as they are stored: maps, or scalars (no kind has an array of
+    # fixed-shape objects that readers would rather see as classes).
+    if any(typing.get_origin(member) is tuple for member in _members(hint)):
+        return lambda v: v if v is None else tuple(v)
     return None
 
 
@@ -134,15 +133,33 @@ class Shape:
         for attr, name, convert in _plan(cls):
             if name in value:
                 item = value[name]
-                kwargs[attr] = item if convert is None else convert(item)
+                if convert is None:
+                    kwargs[attr] = item
+                    continue
+                try:
+                    kwargs[attr] = convert(item)
+                except InvalidRecord as exc:  # in a nested object: name it from here
+                    raise _fault((name, *exc.parts), exc.reason) from None
         if len(kwargs) != len(value) - (1 if "schema_version" in value else 0):
             known = {name for _, name, _ in _plan(cls)} | {"schema_version"}
             extra = sorted(set(value) - known)
-            raise InvalidRecord(f"$.{extra[0]}", f"not a field of {cls.__name__}", (extra[0],))
+            raise _fault((extra[0],), f"not a field of {cls.__name__}")
         try:
             return cls(**kwargs)
         except TypeError as exc:
-            raise InvalidRecord("$", f"{cls.__name__}: {exc}") from None
+            required = (
+                f.metadata.get("key", f.name)
+                for f in dataclasses.fields(cls)
+                if f.default is dataclasses.MISSING
+            )
+            lacking = next((key for key in required if key not in value), None)
+            if lacking is None:
+                raise _fault((), f"{cls.__name__}: {exc}") from None
+            raise _fault((lacking,), f"{cls.__name__} requires it") from None
+
+
+def _fault(parts: tuple, reason: str) -> InvalidRecord:
+    return InvalidRecord(json_path(parts), reason, parts)
 
 
 def kind_of(value: Mapping[str, Any]) -> Any:
