@@ -182,3 +182,16 @@ def test_from_stored_names_the_json_path_of_what_does_not_fit():
     with pytest.raises(InvalidRecord) as caught:
         Terminal.from_stored({**value, "exit": exit_info})
     assert caught.value.path == "$.exit.code"
+
+
+def test_read_takes_a_stored_record_of_its_kind_and_refuses_another():
+    from yyb.evidence.kinds.attempt import Execution
+    from yyb.store.repo import Store
+
+    store = Store.memory()
+    value = _with_all_keys(TERMINAL)
+    oid = store.objects.put_record(value)
+    assert Terminal.read(store.objects, oid) == Terminal.from_value(value)
+    with pytest.raises(InvalidRecord) as caught:
+        Execution.read(store.objects, oid)
+    assert caught.value.path == "$.schema_version" and oid in caught.value.reason

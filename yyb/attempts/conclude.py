@@ -123,7 +123,7 @@ def terminal_record(
     if execution is None:
         # Nothing ran: the intent's time stands for the runtime, so a rerun after a crash
         # writes the very same terminal (same oid, same signature) instead of a second one.
-        now = DispatchIntent.from_stored(ctx.store.objects.get_record(links["intent"])).time_ms
+        now = DispatchIntent.read(ctx.store.objects, links["intent"]).time_ms
         identity = Identity(
             requested=attempt["model"]["requested"],
             resolved=attempt["model"]["resolved"],

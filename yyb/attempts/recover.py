@@ -91,7 +91,7 @@ def _listing(store, terminal: Terminal) -> str | None:
     """The listing of the execution a terminal rests on (None when nothing ran)."""
     if not terminal.links.execution:
         return None
-    return Execution.from_stored(store.objects.get_record(terminal.links.execution)).links.listing
+    return Execution.read(store.objects, terminal.links.execution).links.listing
 
 
 def recover(

@@ -152,7 +152,7 @@ LOCAL = Local()
 def _terminal(ctx: RunContext, result: Result) -> Terminal | None:
     if not result.terminal:
         return None
-    return Terminal.from_stored(ctx.store.objects.get_record(result.terminal))
+    return Terminal.read(ctx.store.objects, result.terminal)
 
 
 def run_plan(ctx: RunContext, jobs: int = 1, executor=None) -> list[Result]:

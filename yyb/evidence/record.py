@@ -195,13 +195,32 @@ class Record(Shape):
             InvalidRecord: the value is another kind's.
         """
         if not cls.holds(value):
-            raise InvalidRecord(
-                "$.schema_version",
-                f"{kind_of(value)!r} is not {cls.schema_version!r}",
-                ("schema_version",),
-            )
+            raise cls._other_kind(value, oid)
         validate(dict(value), cls.schema_version, oid)
         return cls.from_stored(value)
+
+    @classmethod
+    def read(cls, objects: Any, oid: str) -> Self:
+        """The record ``oid`` of a store's ``objects`` as this class (the store validated it
+        when it was written, so it is not validated again).
+
+        Raises:
+            ObjectMissing, CorruptObject: as ``objects.get_record`` raises them.
+            InvalidRecord: the object is a record of another kind.
+        """
+        value = objects.get_record(oid)
+        if not cls.holds(value):
+            raise cls._other_kind(value, oid)
+        return cls.from_stored(value)
+
+    @classmethod
+    def _other_kind(cls, value: Mapping[str, Any], oid: str | None) -> InvalidRecord:
+        where = f"{oid}: " if oid else ""
+        return InvalidRecord(
+            "$.schema_version",
+            f"{where}{kind_of(value)!r} is not {cls.schema_version!r}",
+            ("schema_version",),
+        )
 
 
 _dataclass = dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
