@@ -111,8 +111,8 @@ class CaseValidation(Record):
 
 
 @shape
-class ConfigWorkspace(Shape):
-    """The ``workspace`` of a Config."""
+class BenchmarkConfigWorkspace(Shape):
+    """The ``workspace`` of a BenchmarkConfig."""
 
     attempts_root: str
     registry_root: str
@@ -120,8 +120,8 @@ class ConfigWorkspace(Shape):
 
 
 @shape
-class ConfigToolPolicy(Shape):
-    """The ``tool_policy`` of a Config."""
+class BenchmarkConfigToolPolicy(Shape):
+    """The ``tool_policy`` of a BenchmarkConfig."""
 
     network: Literal["allowed", "denied"]
     read_only_paths: tuple[str, ...] | Absent = ABSENT
@@ -129,13 +129,13 @@ class ConfigToolPolicy(Shape):
 
 
 @shape
-class Config(Record):
+class BenchmarkConfig(Record):
     """Yyb configuration (yylo-benchmark.config.json)."""
 
     schema_version: ClassVar[str] = CONFIG
 
     yylo_version: str
-    workspace: ConfigWorkspace
+    workspace: BenchmarkConfigWorkspace
     harnesses: Mapping[str, Any]
     default_candidate_harness: str
     evaluators: Mapping[str, Any]
@@ -143,7 +143,7 @@ class Config(Record):
     models: Mapping[str, Any] | Absent = ABSENT
     repositories: Mapping[str, Any] | Absent = ABSENT
     attempt_timeout_ms: int | Absent = ABSENT
-    tool_policy: ConfigToolPolicy | Absent = ABSENT
+    tool_policy: BenchmarkConfigToolPolicy | Absent = ABSENT
 
 
 @shape
