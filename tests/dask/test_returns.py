@@ -122,7 +122,7 @@ def refused(made: Made, returned, words: str, ran_on: remote.Worker | None = Non
 def test_the_genuine_return_is_accepted(made):
     oid, execution = receive(made, made.returned)
     assert made.execution_ref() == oid == made.returned.execution
-    receipt = made.ctx.store.objects.get_record(execution["links"]["receipt"])
+    receipt = made.ctx.store.objects.get_record(execution.links.receipt)
     assert receipt["executor"]["kind"] == "dask" and receipt["executor"]["worker"] == "w-test"
     for oid, _ in made.returned.objects:
         made.ctx.store.objects.get(oid)  # every object landed and reads back verified

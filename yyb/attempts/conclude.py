@@ -6,19 +6,35 @@ from yyb.attempts.dispatch import inputs
 from yyb.evidence import cost
 from yyb.evidence import plan as planned
 from yyb.evidence.chain import history
-from yyb.evidence.records import TERMINAL
+from yyb.evidence.kinds.attempt import (
+    CandidateCost,
+    DispatchIntent,
+    Execution,
+    Identity,
+    Runtime,
+    Terminal,
+    TerminalExit,
+    TerminalLinks,
+    TerminalSpend,
+)
+from yyb.evidence.record import ABSENT
+from yyb.evidence.records import TerminalClass
 from yyb.evidence.terminal import INDETERMINATE, Facts, decide, identities
 from yyb.evidence.verdict import conclude as verdict_of
 from yyb.grading import evaluate
 
 
-def conclude(ctx, attempt_oid: str, execution_oid: str, execution: dict) -> dict:
+def conclude(ctx, attempt_oid: str, execution_oid: str, execution: Execution) -> Terminal:
     """The terminal record of an executed attempt, grading it first when it ran cleanly.
 
     Generation 1 evaluations retained before an interruption are reused, never run twice.
     """
-    facts = Facts(**execution["facts"])
-    links = {k: v for k, v in execution["links"].items() if k not in ("plan", "attempt", "listing")}
+    facts = Facts(**execution.facts.to_value())
+    links = {
+        k: v
+        for k, v in execution.links.to_value().items()
+        if k not in ("plan", "attempt", "listing")
+    }
     links["execution"] = execution_oid
     if facts.ran_cleanly:
         _grade(ctx, attempt_oid, execution, facts, links)
@@ -27,13 +43,13 @@ def conclude(ctx, attempt_oid: str, execution_oid: str, execution: dict) -> dict
     return terminal_record(ctx, attempt_oid, cls, reason, links, facts, execution)
 
 
-def early(ctx, attempt_oid: str, facts: Facts, links: dict) -> dict:
+def early(ctx, attempt_oid: str, facts: Facts, links: dict) -> Terminal:
     """The terminal record of an attempt that ended before its candidate ran."""
     cls, reason = decide(facts)
     return terminal_record(ctx, attempt_oid, cls, reason, links, facts)
 
 
-def indeterminate(ctx, attempt_oid: str, note: str = "") -> dict:
+def indeterminate(ctx, attempt_oid: str, note: str = "") -> Terminal:
     """The terminal of an attempt dispatched by an earlier run that left no execution: it
     may or may not have run, so it is a harness_failure and is never dispatched again."""
     links = {"intent": ctx.read(attempt_oid, "intent")}
@@ -42,20 +58,20 @@ def indeterminate(ctx, attempt_oid: str, note: str = "") -> dict:
     )
 
 
-def _grade(ctx, attempt_oid: str, execution: dict, facts: Facts, links: dict) -> None:
+def _grade(ctx, attempt_oid: str, execution: Execution, facts: Facts, links: dict) -> None:
     """Generation 1 of every selected evaluator; their conjunction decides the verdict."""
     attempt = ctx.attempts[attempt_oid]
     case, prompt, _ = inputs(ctx, attempt)
     truth = evaluate.Truth(
         links["manifest"],
-        execution["links"]["listing"],
+        execution.links.listing,
         links.get("patch"),
         links.get("stdout"),
         links.get("stderr"),
         prompt or b"",
         receipt=links.get("receipt"),
     )
-    names = identities(execution["identity"])
+    names = identities(execution.identity.to_value())
     histories, receipts = {}, []
     for profile in planned.first_generation_profiles(ctx.plan, case):
         retained = history(ctx.store, ctx.plan_oid, attempt_oid, profile)
@@ -86,18 +102,18 @@ def _grade(ctx, attempt_oid: str, execution: dict, facts: Facts, links: dict) ->
     facts.safety_failed = verdict == "safety"
     facts.verdict = "fail" if verdict == "safety" else verdict
     facts.verdict_reason = reason
-    links["evaluations"] = receipts
+    links["evaluations"] = tuple(receipts)
 
 
 def terminal_record(
     ctx,
     attempt_oid: str,
-    cls: str,
+    cls: TerminalClass,
     reason: str,
     links: dict,
     facts: Facts,
-    execution: dict | None = None,
-) -> dict:
+    execution: Execution | None = None,
+) -> Terminal:
     """The terminal: one class and reason, the identity, runtime, exit and cost it rests on.
 
     A reported cost above the attempt's ceiling is flagged in ``spend`` (and in the reason);
@@ -107,44 +123,41 @@ def terminal_record(
     if execution is None:
         # Nothing ran: the intent's time stands for the runtime, so a rerun after a crash
         # writes the very same terminal (same oid, same signature) instead of a second one.
-        now = ctx.store.objects.get_record(links["intent"])["time_ms"]
-        execution = {
-            "identity": {
-                "requested": attempt["model"]["requested"],
-                "resolved": attempt["model"]["resolved"],
-                "observed": None,
-            },
-            "runtime": {"wall_ms": 0, "started_ms": now, "ended_ms": now},
-            "outputs": {},
-            "candidate_cost": cost.unknown(),
-        }
+        now = DispatchIntent.read(ctx.store.objects, links["intent"]).time_ms
+        identity = Identity(
+            requested=attempt["model"]["requested"],
+            resolved=attempt["model"]["resolved"],
+            observed=None,
+        )
+        runtime = Runtime(wall_ms=0, started_ms=now, ended_ms=now)
+        outputs, spent = {}, CandidateCost(**cost.unknown())
+    else:
+        identity, runtime = execution.identity, execution.runtime
+        outputs, spent = execution.outputs, execution.candidate_cost
     ceiling = planned.ceiling(attempt)
-    over = cost.over_ceiling(execution["candidate_cost"], ceiling)
+    over = cost.over_ceiling(spent.to_value(), ceiling)
     if over is not None:
         reason += f"; the reported cost exceeds the attempt's ceiling of {ceiling} micro-USD"
-    record = {
-        "schema_version": TERMINAL,
-        "class": cls,
-        "reason": reason,
-        "plan": ctx.plan_oid,
-        "attempt": attempt_oid,
-        "ordinal": attempt["ordinal"],
-        "identity": execution["identity"],
-        "runtime": execution["runtime"],
-        "exit": {
-            "code": facts.exit_code,
-            "signal": facts.signal,
-            "timed_out": facts.timed_out,
-            "cleanup_confirmed": facts.cleanup_confirmed,
-        },
-        "outputs": execution["outputs"],
-        "candidate_cost": execution["candidate_cost"],
-        "links": {
-            "plan": ctx.plan_oid,
-            "attempt": attempt_oid,
-            **{k: v for k, v in links.items() if v},
-        },
-    }
-    if ceiling is not None:
-        record["spend"] = {"ceiling_micros": ceiling, "over_ceiling_micros": over}
-    return record
+    return Terminal(
+        class_=cls,
+        reason=reason,
+        plan=ctx.plan_oid,
+        attempt=attempt_oid,
+        ordinal=attempt["ordinal"],
+        identity=identity,
+        runtime=runtime,
+        exit=TerminalExit(
+            code=facts.exit_code,
+            signal=facts.signal,
+            timed_out=facts.timed_out,
+            cleanup_confirmed=facts.cleanup_confirmed,
+        ),
+        outputs=outputs,
+        candidate_cost=spent,
+        links=TerminalLinks(
+            plan=ctx.plan_oid, attempt=attempt_oid, **{k: v for k, v in links.items() if v}
+        ),
+        spend=ABSENT
+        if ceiling is None
+        else TerminalSpend(ceiling_micros=ceiling, over_ceiling_micros=over),
+    )

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from yyb import signing
 from yyb.errors import UsageError
 from yyb.evidence import names
+from yyb.evidence.kinds.attempt import Terminal
 
 Status = Literal["ran", "reused", "converted", "closed", "skipped", "not dispatched"]
 
@@ -29,18 +30,20 @@ class Result:
     wall_ms: int = 0
 
     @classmethod
-    def of(cls, attempt_oid: str, attempt: dict, terminal_oid, terminal, status) -> Result:
+    def of(
+        cls, attempt_oid: str, attempt: dict, terminal_oid: str, terminal: Terminal, status
+    ) -> Result:
         """The result of an attempt that has ``terminal`` (record) as ``terminal_oid``."""
         return cls(
             attempt_oid,
             attempt["ordinal"],
             attempt["model"]["resolved"],
             attempt.get("case_id"),
-            terminal["class"],
-            terminal["reason"],
+            terminal.class_,
+            terminal.reason,
             terminal_oid,
             status,
-            terminal["runtime"]["wall_ms"],
+            terminal.runtime.wall_ms,
         )
 
     @classmethod
@@ -109,6 +112,11 @@ class RunContext:
 
     def read(self, attempt_oid: str, leaf: names.Leaf) -> str | None:
         return self.store.refs.read(names.attempt(self.plan_oid, attempt_oid, leaf))
+
+
+def run_lock(plan_oid: str) -> str:
+    """The store lock one run (or recovery) of the plan holds (``locks/run-<plan>.lock``)."""
+    return f"run-{plan_oid}"
 
 
 def local_executor() -> dict:

@@ -6,7 +6,7 @@ import os
 import socket
 
 from yyb.errors import RefMismatch
-from yyb.evidence.records import INTENT
+from yyb.evidence.kinds.attempt import DispatchIntent, DispatchIntentLinks
 from yyb.harness import supervise
 
 
@@ -17,19 +17,18 @@ def dispatch(ctx, attempt_oid: str) -> str | None:
     whoever creates it owns the attempt, and an attempt with an intent is never started again.
     """
     attempt = ctx.attempts[attempt_oid]
-    intent = {
-        "schema_version": INTENT,
-        "plan": ctx.plan_oid,
-        "attempt": attempt_oid,
-        "ordinal": attempt["ordinal"],
-        "model": attempt["model"]["resolved"],
-        "harness": ctx.plan["candidate_harness"]["id"],
-        "time_ms": supervise.now_ms(),
-        "host": socket.gethostname(),
-        "pid": os.getpid(),
-        "links": {"plan": ctx.plan_oid, "attempt": attempt_oid},
-    }
-    oid = ctx.store.objects.put_record(intent)
+    intent = DispatchIntent(
+        plan=ctx.plan_oid,
+        attempt=attempt_oid,
+        ordinal=attempt["ordinal"],
+        model=attempt["model"]["resolved"],
+        harness=ctx.plan["candidate_harness"]["id"],
+        time_ms=supervise.now_ms(),
+        host=socket.gethostname(),
+        pid=os.getpid(),
+        links=DispatchIntentLinks(plan=ctx.plan_oid, attempt=attempt_oid),
+    )
+    oid = ctx.store.objects.put_record(intent.to_value())
     try:
         ctx.store.refs.update(
             ctx.ref(attempt_oid, "intent"), oid, old=None, reason="dispatch intent"

@@ -14,7 +14,20 @@ from yyb.attempts.dispatch import inputs
 from yyb.errors import UsageError, YybError
 from yyb.evidence import cost
 from yyb.evidence import plan as planned
-from yyb.evidence.records import EXECUTION, MANIFEST, RECEIPT
+from yyb.evidence.kinds.attempt import (
+    CandidateCost,
+    Execution,
+    ExecutionFacts,
+    ExecutionLinks,
+    Identity,
+    Runtime,
+    WorkspaceReceipt,
+    WorkspaceReceiptEnvironment,
+    WorkspaceReceiptExecutor,
+    WorkspaceReceiptLinks,
+    WorkspaceReceiptSandbox,
+)
+from yyb.evidence.kinds.harness import PostExecutionManifest, PostExecutionManifestLinks
 from yyb.evidence.terminal import Facts
 from yyb.harness import (
     adapters,
@@ -63,7 +76,7 @@ def confinement(plan: dict) -> tuple[bool, dict]:
 
 def execute(
     ctx, attempt_oid: str, intent_oid: str, folders: Folders, shipped=None, retain: bool = True
-) -> Early | tuple[str, dict]:
+) -> Early | tuple[str, Execution]:
     """Prepare the workspace on the attempt's disk, run the candidate in the sandbox, retain
     what it left.
 
@@ -87,7 +100,7 @@ def execute(
             return unprepared(snap, intent_oid, "the attempt workspace could not be prepared")
         executed = _run(ctx, attempt_oid, intent_oid, folders, mine, held, snap, bounds)
     if ctx.keep_workspaces:
-        _keep(ctx.store, executed[1]["links"]["listing"], folders.workspace)
+        _keep(ctx.store, executed[1].links.listing, folders.workspace)
     if retain:
         ctx.store.refs.update(
             ctx.ref(attempt_oid, "execution"), executed[0], old=None, reason="execution retained"
@@ -124,7 +137,7 @@ def _prepare(ctx, attempt: dict, folders: Folders, shipped) -> snapshot.Snapshot
         return exc
 
 
-def _run(ctx, attempt_oid, intent_oid, folders, mine, held, snap, bounds) -> tuple[str, dict]:
+def _run(ctx, attempt_oid, intent_oid, folders, mine, held, snap, bounds) -> tuple[str, Execution]:
     """Run the candidate on its prepared workspace and retain what it proved: ``folders`` as
     the candidate sees them, ``mine`` the same as the controller reaches them on the disk
     ``held``. Returns the execution record's (oid, record)."""
@@ -159,7 +172,7 @@ def _run(ctx, attempt_oid, intent_oid, folders, mine, held, snap, bounds) -> tup
         policy["variables"] = sorted(env)
         network, _ = confinement(ctx.plan)  # the limits are bounds, resolved above
         receipt = _receipt(ctx, snap, network, bounds, policy, intent_oid, base_listing)
-        links["receipt"] = store.objects.put_record(receipt)
+        links["receipt"] = store.objects.put_record(receipt.to_value())
         box = sandbox.Sandbox(
             writable=[folders.workspace, *folders.private()],
             hidden=ctx.protected(),
@@ -190,31 +203,33 @@ def _run(ctx, attempt_oid, intent_oid, folders, mine, held, snap, bounds) -> tup
     links["stderr"] = store.objects.put("blob", redactor.redact(outcome.stderr.data))
     value, observed = _envelope(ctx, written, outcome, model, facts, links, redactor)
     _retain_final(store, mine.workspace, base, links, redactor)
-    execution = _record(ctx, attempt_oid, attempt, facts, links, outcome, value, observed)
-    execution["runtime"]["resources"] = resources
-    return store.objects.put_record(execution), execution
+    execution = _record(ctx, attempt_oid, facts, links, (outcome, resources), value, observed)
+    return store.objects.put_record(execution.to_value()), execution
 
 
-def _receipt(ctx, snap, network: bool, bounds, policy, intent_oid, base_listing) -> dict:
-    return {
-        "schema_version": RECEIPT,
-        "base_commit": snap.base_commit,
-        "snapshot_commit": snap.commit,
-        "snapshot_tree": snap.tree,
-        "excluded_paths": list(ctx.plan["excluded_paths"]),
-        "excluded": snap.excluded,
-        "file_count": snap.file_count,
-        "sandbox": {
-            "kind": "bubblewrap",
-            "version": sandbox.version(),
-            "network": "allowed" if network else "denied",
-            "limits": bounds,
-            "verified": list(ctx.sandbox_verified),
-        },
-        "executor": dict(ctx.executor),
-        "environment": policy,
-        "links": {"intent": intent_oid, "listing": base_listing},
-    }
+def _receipt(
+    ctx, snap, network: bool, bounds, policy, intent_oid, base_listing
+) -> WorkspaceReceipt:
+    return WorkspaceReceipt(
+        base_commit=snap.base_commit,
+        snapshot_commit=snap.commit,
+        snapshot_tree=snap.tree,
+        excluded_paths=tuple(ctx.plan["excluded_paths"]),
+        excluded=tuple(snap.excluded),
+        file_count=snap.file_count,
+        sandbox=WorkspaceReceiptSandbox(
+            kind="bubblewrap",
+            version=sandbox.version(),
+            network="allowed" if network else "denied",
+            limits=bounds,
+            verified=tuple(ctx.sandbox_verified),
+        ),
+        executor=WorkspaceReceiptExecutor(**ctx.executor),
+        environment=WorkspaceReceiptEnvironment(
+            **{name: tuple(values) for name, values in policy.items()}
+        ),
+        links=WorkspaceReceiptLinks(intent=intent_oid, listing=base_listing),
+    )
 
 
 def _retain_final(store, workspace: str, base, links: dict, redactor) -> None:
@@ -223,15 +238,19 @@ def _retain_final(store, workspace: str, base, links: dict, redactor) -> None:
     final = manifest.scan(store, workspace, redactor)
     final_listing = store.objects.put_record(manifest.listing_record(final))
     links["patch"] = store.objects.put("blob", patch.diff(store, base.entries, final.entries))
-    post = {
-        "schema_version": MANIFEST,
-        "git": redactor.value(gitstate.read(workspace)),
-        "file_count": len(final.entries),
-        **manifest.changes(base.entries, final.entries),
-        "omitted": final.omitted,
-        "links": {"receipt": links["receipt"], "listing": final_listing, "patch": links["patch"]},
-    }
-    links["manifest"] = store.objects.put_record(post)
+    changes = manifest.changes(base.entries, final.entries)
+    post = PostExecutionManifest(
+        git=redactor.value(gitstate.read(workspace)),
+        file_count=len(final.entries),
+        added=tuple(changes["added"]),
+        changed=tuple(changes["changed"]),
+        deleted=tuple(changes["deleted"]),
+        omitted=tuple(final.omitted),
+        links=PostExecutionManifestLinks(
+            receipt=links["receipt"], listing=final_listing, patch=links["patch"]
+        ),
+    )
+    links["manifest"] = store.objects.put_record(post.to_value())
     links["listing"] = final_listing
 
 
@@ -293,31 +312,30 @@ FACT_FIELDS = (
 )
 
 
-def _record(ctx, attempt_oid, attempt, facts, links, outcome, value, observed) -> dict:
-    """Everything the candidate's run proved, durable before any grading or terminal."""
-    return {
-        "schema_version": EXECUTION,
-        "plan": ctx.plan_oid,
-        "attempt": attempt_oid,
-        "facts": {name: getattr(facts, name) for name in FACT_FIELDS},
-        "identity": {
-            "requested": attempt["model"]["requested"],
-            "resolved": attempt["model"]["resolved"],
-            "observed": observed,
-        },
-        "runtime": {
-            "wall_ms": outcome.wall_ms,
-            "started_ms": outcome.started_ms,
-            "ended_ms": outcome.ended_ms,
-        },
-        "outputs": {
+def _record(ctx, attempt_oid, facts, links, ran, value, observed) -> Execution:
+    """Everything the candidate's run proved, durable before any grading or terminal: ``ran``
+    is the sandbox's (outcome, resources)."""
+    outcome, resources = ran
+    model = ctx.attempts[attempt_oid]["model"]
+    return Execution(
+        plan=ctx.plan_oid,
+        attempt=attempt_oid,
+        facts=ExecutionFacts(**{name: getattr(facts, name) for name in FACT_FIELDS}),
+        identity=Identity(
+            requested=model["requested"], resolved=model["resolved"], observed=observed
+        ),
+        runtime=Runtime(
+            wall_ms=outcome.wall_ms,
+            started_ms=outcome.started_ms,
+            ended_ms=outcome.ended_ms,
+            resources=resources,
+        ),
+        outputs={
             name: {"bytes": cap.total, "retained": len(cap.data), "truncated": cap.truncated}
             for name, cap in (("stdout", outcome.stdout), ("stderr", outcome.stderr))
         },
-        "candidate_cost": cost.reported(value),
-        "links": {
-            "plan": ctx.plan_oid,
-            "attempt": attempt_oid,
-            **{k: v for k, v in links.items() if v},
-        },
-    }
+        candidate_cost=CandidateCost(**cost.reported(value)),
+        links=ExecutionLinks(
+            plan=ctx.plan_oid, attempt=attempt_oid, **{k: v for k, v in links.items() if v}
+        ),
+    )

@@ -11,7 +11,8 @@ crash after the terminal ref moved leaves the evidence to recovery.
 from __future__ import annotations
 
 from yyb.attempts.context import Result
-from yyb.evidence.records import EVIDENCE
+from yyb.evidence.kinds.attempt import AttemptEvidence, AttemptEvidenceLinks, Terminal
+from yyb.evidence.record import ABSENT
 
 
 def seal(store, oid: str, signer) -> None:
@@ -23,16 +24,16 @@ def seal(store, oid: str, signer) -> None:
     signing.sign(store, oid, signer)
 
 
-def publish(ctx, attempt_oid: str, terminal: dict, listing: str | None, status) -> Result:
+def publish(ctx, attempt_oid: str, terminal: Terminal, listing: str | None, status) -> Result:
     """Store the terminal, create its ref from nothing signing it on the way, then the
     evidence. Also how recovery finishes a terminal whose publishing a crash cut short."""
     store = ctx.store
-    terminal_oid = store.objects.put_record(terminal)
+    terminal_oid = store.objects.put_record(terminal.to_value())
     store.refs.update(
         ctx.ref(attempt_oid, "terminal"),
         terminal_oid,
         old=None,
-        reason=f"terminal {terminal['class']}",
+        reason=f"terminal {terminal.class_}",
         before_move=lambda: seal(store, terminal_oid, ctx.signer),
     )
     evidence(ctx, attempt_oid, terminal_oid, terminal, listing)
@@ -42,22 +43,25 @@ def publish(ctx, attempt_oid: str, terminal: dict, listing: str | None, status) 
     return result
 
 
-def evidence(ctx, attempt_oid: str, terminal_oid: str, terminal: dict, listing: str | None) -> str:
+def evidence(
+    ctx, attempt_oid: str, terminal_oid: str, terminal: Terminal, listing: str | None
+) -> str:
     """Create the attempt's evidence ref (from nothing) for its published terminal."""
-    links = {"terminal": terminal_oid}
-    for key in ("manifest", "patch", "evaluations"):
-        if terminal["links"].get(key):
-            links[key] = terminal["links"][key]
-    if listing:
-        links["listing"] = listing
-    record = {
-        "schema_version": EVIDENCE,
-        "plan": ctx.plan_oid,
-        "attempt": attempt_oid,
-        "class": terminal["class"],
-        "links": links,
-    }
-    oid = ctx.store.objects.put_record(record)
+    found = terminal.links
+    record = AttemptEvidence(
+        plan=ctx.plan_oid,
+        attempt=attempt_oid,
+        class_=terminal.class_,
+        links=AttemptEvidenceLinks(
+            terminal=terminal_oid,
+            # An empty list of evaluations is left out, as an absent one is.
+            manifest=found.manifest or ABSENT,
+            patch=found.patch or ABSENT,
+            evaluations=found.evaluations or ABSENT,
+            listing=listing or ABSENT,
+        ),
+    )
+    oid = ctx.store.objects.put_record(record.to_value())
     ctx.store.refs.update(
         ctx.ref(attempt_oid, "evidence"), oid, old=None, reason="attempt evidence"
     )

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from yyb import signing
 from yyb.attempts.conclude import conclude, indeterminate
-from yyb.attempts.context import Result, RunContext
+from yyb.attempts.context import Result, RunContext, run_lock
 from yyb.attempts.publish import evidence, publish, seal
 from yyb.errors import CorruptRef
-from yyb.evidence.records import TERMINAL
+from yyb.evidence.kinds.attempt import Execution, Terminal
+from yyb.evidence.record import Record
 
 
 def reconcile(ctx: RunContext, attempt_oid: str) -> Result | None:
@@ -25,12 +26,13 @@ def reconcile(ctx: RunContext, attempt_oid: str) -> Result | None:
     store, refs = ctx.store, ctx.store.refs
     terminal_oid = ctx.read(attempt_oid, "terminal")
     if terminal_oid is not None:
-        terminal = store.objects.get_record(terminal_oid)
-        if not _belongs(ctx, attempt_oid, terminal):
+        value = store.objects.get_record(terminal_oid)
+        if not _belongs(ctx, attempt_oid, value, Terminal):
             raise CorruptRef(
                 ctx.ref(attempt_oid, "terminal"),
                 f"names terminal {terminal_oid} of another attempt; run 'yyb doctor --plan'",
             )
+        terminal = Terminal.from_stored(value)
         seal(store, terminal_oid, ctx.signer)
         if ctx.read(attempt_oid, "evidence") is None:
             evidence(ctx, attempt_oid, terminal_oid, terminal, _listing(store, terminal))
@@ -50,10 +52,11 @@ def reconcile(ctx: RunContext, attempt_oid: str) -> Result | None:
         refs.update(execution_ref, pending, old=None, reason="finish an interrupted update")
         execution_oid = pending
     if execution_oid is not None:
-        execution = store.objects.get_record(execution_oid)
-        if _belongs(ctx, attempt_oid, execution):
+        value = store.objects.get_record(execution_oid)
+        if _belongs(ctx, attempt_oid, value, Execution):
+            execution = Execution.from_stored(value)
             terminal = conclude(ctx, attempt_oid, execution_oid, execution)
-            return publish(ctx, attempt_oid, terminal, execution["links"]["listing"], "converted")
+            return publish(ctx, attempt_oid, terminal, execution.links.listing, "converted")
     # A crash may have left a lock on the execution ref, which nothing will update again:
     # remove it if its holder is gone, and say so in the terminal.
     holder = refs.break_abandoned_lock(execution_ref)
@@ -63,27 +66,32 @@ def reconcile(ctx: RunContext, attempt_oid: str) -> Result | None:
     return publish(ctx, attempt_oid, indeterminate(ctx, attempt_oid, note), None, "closed")
 
 
-def _belongs(ctx: RunContext, attempt_oid: str, record: dict) -> bool:
-    return record.get("attempt") == attempt_oid and record.get("plan") == ctx.plan_oid
+def _belongs(ctx: RunContext, attempt_oid: str, value: dict, kind: type[Record]) -> bool:
+    """Whether a stored value is a record of ``kind`` of this attempt of this plan."""
+    return (
+        kind.holds(value)
+        and value.get("attempt") == attempt_oid
+        and value.get("plan") == ctx.plan_oid
+    )
 
 
-def _pending(ctx: RunContext, name: str, attempt_oid: str) -> dict | None:
+def _pending(ctx: RunContext, name: str, attempt_oid: str) -> Terminal | None:
     """The terminal record of this attempt that a cut-short update of ``name`` was
     publishing, or None."""
     pending = ctx.store.refs.pending(name)
     if pending is None or not ctx.store.objects.contains(pending):
         return None
-    record = ctx.store.objects.get_record(pending)
-    if record.get("schema_version") != TERMINAL or not _belongs(ctx, attempt_oid, record):
+    value = ctx.store.objects.get_record(pending)
+    if not _belongs(ctx, attempt_oid, value, Terminal):
         return None
-    return record
+    return Terminal.from_stored(value)
 
 
-def _listing(store, terminal: dict) -> str | None:
+def _listing(store, terminal: Terminal) -> str | None:
     """The listing of the execution a terminal rests on (None when nothing ran)."""
-    if not terminal["links"].get("execution"):
+    if not terminal.links.execution:
         return None
-    return store.objects.get_record(terminal["links"]["execution"])["links"].get("listing")
+    return Execution.read(store.objects, terminal.links.execution).links.listing
 
 
 def recover(
@@ -99,8 +107,6 @@ def recover(
         LockHeld: a run of this plan is in progress.
         UsageError: a signing key is named but missing.
     """
-    from yyb.attempts.run import run_lock
-
     environ = dict(environ or {})  # judges that finish an interrupted grading need secrets
     ctx = RunContext(store, None, plan_oid, plan, attempts, environ=environ)
     ctx.signer = signing.configured_signer(environ)

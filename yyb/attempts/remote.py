@@ -25,7 +25,8 @@ from dataclasses import dataclass, field, fields
 from yyb.attempts.context import RunContext
 from yyb.attempts.execute import Early, confinement, execute
 from yyb.errors import YybError
-from yyb.evidence.records import EXECUTION, INTENT, MANIFEST, RECEIPT
+from yyb.evidence.kinds.attempt import DispatchIntent, Execution, WorkspaceReceipt
+from yyb.evidence.kinds.harness import PostExecutionManifest
 from yyb.evidence.terminal import Facts
 from yyb.harness import scratch, worktree
 from yyb.harness.environment import Folders
@@ -311,25 +312,27 @@ def _accept(ctx: RunContext, shipment: Shipment, returned: Returned, ran_on: Wor
     checked = check(returned.objects)
     bodies = checked.reached(ctx.store, (execution_oid,))
     values = checked.values
-    execution = values.get(execution_oid)
-    if execution is None or execution.get("schema_version") != EXECUTION:
+    found = values.get(execution_oid)
+    if not Execution.holds(found):
         raise Refused(f"{execution_oid} is not an execution record")
-    links = execution["links"]
+    # Every value here checked against its schema (``check``): no second validation.
+    execution = Execution.from_stored(found)
+    links = execution.links
     mine = {"plan": ctx.plan_oid, "attempt": attempt_oid, "intent": intent_oid}
     for key, want in mine.items():
-        got = links.get(key)
-        if got != want or (key != "intent" and execution.get(key) != want):
+        got = getattr(links, key)
+        if got != want or (key != "intent" and getattr(execution, key) != want):
             raise Refused(f"the execution names {key} {got}, not this dispatch's {want}")
-    if ctx.store.objects.get_record(intent_oid).get("schema_version") != INTENT:
+    if not DispatchIntent.holds(ctx.store.objects.get_record(intent_oid)):
         raise Refused(f"{intent_oid} is not a dispatch intent")
-    receipt = values.get(links.get("receipt"))
-    if receipt is None or receipt.get("schema_version") != RECEIPT:
+    receipt = values.get(links.receipt)
+    if not WorkspaceReceipt.holds(receipt):
         raise Refused("the execution has no workspace receipt of this version among its objects")
-    _check_receipt(ctx, shipment, receipt, ran_on)
-    post = values.get(links.get("manifest"))
-    if post is None or post.get("schema_version") != MANIFEST:
+    _check_receipt(ctx, shipment, WorkspaceReceipt.from_stored(receipt), ran_on)
+    post = values.get(links.manifest)
+    if not PostExecutionManifest.holds(post):
         raise Refused("the execution has no post-execution manifest among its objects")
-    if post["links"]["receipt"] != links["receipt"]:
+    if PostExecutionManifest.from_stored(post).links.receipt != links.receipt:
         raise Refused("the manifest belongs to another workspace receipt")
     ctx.store.objects.put_many(bodies)
     ctx.store.refs.update(
@@ -338,42 +341,44 @@ def _accept(ctx: RunContext, shipment: Shipment, returned: Returned, ran_on: Wor
     return execution_oid, execution
 
 
-def _check_receipt(ctx: RunContext, shipment: Shipment, receipt: dict, ran_on: Worker) -> None:
+def _check_receipt(
+    ctx: RunContext, shipment: Shipment, receipt: WorkspaceReceipt, ran_on: Worker
+) -> None:
     """The receipt must be this dispatch's, say it ran where the scheduler says it ran, with
     what that worker's probe verified, on the snapshot shipped, under the plan's sandbox.
 
     Raises:
         Refused: naming the first thing it says otherwise.
     """
-    executor = receipt["executor"]
-    if receipt["links"]["intent"] != shipment.intent_oid or executor["kind"] != "dask":
+    executor = receipt.executor
+    if receipt.links.intent != shipment.intent_oid or executor.kind != "dask":
         raise Refused("the workspace receipt belongs to another dispatch or executor")
-    if executor["worker"] != ran_on.name:
-        raise Refused(f"the workspace receipt names worker {_quoted(executor['worker'])}")
-    if executor["host"] != ran_on.host:
+    if executor.worker != ran_on.name:
+        raise Refused(f"the workspace receipt names worker {_quoted(executor.worker)}")
+    if executor.host != ran_on.host:
         raise Refused(
-            f"the workspace receipt names host {_quoted(executor['host'])}, "
+            f"the workspace receipt names host {_quoted(executor.host)}, "
             f"but worker {ran_on.name}'s probe ran on {ran_on.host}"
         )
     shipped = shipment.snapshot
-    said = (receipt["base_commit"], receipt["snapshot_commit"], receipt["excluded_paths"])
+    said = (receipt.base_commit, receipt.snapshot_commit, receipt.excluded_paths)
     want = (
-        (shipped.base_commit, shipped.commit, list(ctx.plan["excluded_paths"]))
+        (shipped.base_commit, shipped.commit, tuple(ctx.plan["excluded_paths"]))
         if shipped is not None
-        else ("", "", list(ctx.plan["excluded_paths"]))
+        else ("", "", tuple(ctx.plan["excluded_paths"]))
     )
     if said != want:
         raise Refused("the workspace receipt describes another snapshot than the one shipped")
-    box = receipt["sandbox"]
+    box = receipt.sandbox
     network, bounds = confinement(ctx.plan)
-    if box["network"] != ("allowed" if network else "denied"):
+    if box.network != ("allowed" if network else "denied"):
         raise Refused(
-            f"the workspace receipt says the network was {box['network']}, "
+            f"the workspace receipt says the network was {box.network}, "
             "against the plan's tool policy"
         )
-    if box["limits"] != bounds:
+    if box.limits != bounds:
         raise Refused("the workspace receipt's sandbox limits are not the plan's tool policy's")
-    if box["verified"] != list(ran_on.verified):
+    if box.verified != tuple(ran_on.verified):
         raise Refused(
             f"the workspace receipt's verified properties are not those worker "
             f"{ran_on.name}'s probe reported"

@@ -18,6 +18,7 @@ from yyb.attempts.context import (  # noqa: F401  (the library's entry points, r
     RunContext,
     authorize,
     prepare,
+    run_lock,
 )
 from yyb.attempts.dispatch import dispatch
 from yyb.attempts.execute import Early, execute
@@ -25,6 +26,7 @@ from yyb.attempts.publish import publish
 from yyb.attempts.recover import reconcile, recover  # noqa: F401
 from yyb.attempts.remote import Refused
 from yyb.evidence import plan as planned
+from yyb.evidence.kinds.attempt import Execution, Terminal
 from yyb.harness import scratch, worktree
 from yyb.harness.environment import Folders
 
@@ -47,8 +49,9 @@ class Spend:
         self.spent: dict[str, int] = {}
         self.lock = threading.Lock()
 
-    def add(self, model: str, terminal: dict | None) -> None:
-        micros = (terminal or {}).get("candidate_cost", {}).get("micros")
+    def add(self, model: str, record: Terminal | Execution | None) -> None:
+        """Count what ``record`` (the attempt's terminal or execution) reports it spent."""
+        micros = record.candidate_cost.micros if record is not None else None
         if micros:
             with self.lock:
                 self.spent[model] = self.spent.get(model, 0) + micros
@@ -114,7 +117,7 @@ def finish_attempt(ctx: RunContext, attempt_oid: str, executed: tuple) -> Result
     """Grade a retained execution (generation 1), then decide and publish the terminal."""
     execution_oid, execution = executed
     terminal = conclude(ctx, attempt_oid, execution_oid, execution)
-    return publish(ctx, attempt_oid, terminal, execution["links"]["listing"], "ran")
+    return publish(ctx, attempt_oid, terminal, execution.links.listing, "ran")
 
 
 class Local:
@@ -146,12 +149,10 @@ class Local:
 LOCAL = Local()
 
 
-def _terminal(ctx: RunContext, result: Result) -> dict | None:
-    return ctx.store.objects.get_record(result.terminal) if result.terminal else None
-
-
-def run_lock(plan_oid: str) -> str:
-    return f"run-{plan_oid}"
+def _terminal(ctx: RunContext, result: Result) -> Terminal | None:
+    if not result.terminal:
+        return None
+    return Terminal.read(ctx.store.objects, result.terminal)
 
 
 def run_plan(ctx: RunContext, jobs: int = 1, executor=None) -> list[Result]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from yyb.evidence import names
+from yyb.evidence.record import kind_of
 from yyb.evidence.records import EVALUATION
 
 # A chain of generations longer than this is not a chain but a loop or an attack.
@@ -27,7 +28,7 @@ def history(store, plan_oid: str, attempt_oid: str, profile: str) -> list[tuple[
             raise CorruptRef(ref, f"its generations loop at {oid}")
         seen.add(oid)
         record = store.objects.get_record(oid)
-        if record.get("schema_version") != EVALUATION:
+        if kind_of(record) != EVALUATION:
             raise CorruptRef(ref, f"{oid} is not an evaluation receipt")
         out.append((oid, record))
         oid = record["links"].get("previous")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from yyb.errors import YybError
 from yyb.evidence import names
 from yyb.evidence.check import check_attempt
+from yyb.evidence.record import kind_of
 from yyb.evidence.records import PLAN
 from yyb.store import fanout, heap, logaudit
 from yyb.store.chain import verify_many
@@ -27,7 +28,7 @@ def check_plan(store, plan_oid: str, plan: dict | None = None) -> tuple[dict | N
             plan = store.objects.get_record(plan_oid)
         except YybError as exc:
             findings.append(error("unreadable", plan_oid, f"plan: {exc}"))
-    if plan is not None and plan.get("schema_version") != PLAN:
+    if plan is not None and kind_of(plan) != PLAN:
         findings.append(error("wrong-record", plan_oid, "not an experiment plan"))
         plan = None
     if plan is not None and store.refs.read(names.plan(plan_oid)) != plan_oid:

@@ -9,9 +9,11 @@ from __future__ import annotations
 from typing import Literal, get_args
 
 # Kinds that a lower layer writes keep their home there (the harness's workspace listings and
-# envelopes, the store's ref updates); they are named here too so that this is the one list.
+# envelopes, the store's ref updates and checkpoints); they are named here too so that this is
+# the one list.
 from yyb.harness.envelope import ENVELOPE  # noqa: F401
 from yyb.harness.manifest import LISTING, MANIFEST  # noqa: F401
+from yyb.store.checkpoint import CHECKPOINT  # noqa: F401
 from yyb.store.refs import REF_UPDATE  # noqa: F401
 
 # --- schema names ---------------------------------------------------------------------------
@@ -42,6 +44,10 @@ LONGITUDINAL_LAYER = "yylo_benchmark_longitudinal_layer.v3"
 LONGITUDINAL_LAYER_V2 = "yylo_benchmark_longitudinal_layer.v2"
 LONGITUDINAL_COHORTS = "yylo_benchmark_longitudinal_cohorts.v3"
 SIGNATURE = "yyb_signature.v1"
+# A free-form note (``yyb hash-object``'s example record; nothing in yyb writes one itself).
+NOTE = "yyb_note.v1"
+# One grader's verdict on one attempt's final workspace (its schema ships; nothing writes one).
+GRADE = "yylo_benchmark_grade.v2"
 CASE_VALIDATION = "yylo_benchmark_case_validation.v2"
 # The governed workflow lane (docs/workflow.md): its configuration file, its plan and the
 # records each step attempt leaves.

@@ -15,14 +15,24 @@ from yyb import __version__
 from yyb.cases import Task, hidden_patch, load_case
 from yyb.config import Config
 from yyb.errors import UsageError
-from yyb.evidence import names, records
+from yyb.evidence import names
+from yyb.evidence.kinds.plan import (
+    AttemptPlan,
+    AttemptPlanLinks,
+    AttemptPlanModel,
+    ExperimentPlan,
+    ExperimentPlanCandidateHarness,
+    ExperimentPlanEvaluators,
+    ExperimentPlanLinks,
+    ExperimentPlanToolPolicy,
+    ExperimentPlanVersions,
+    ExperimentPlanWorkflow,
+)
+from yyb.evidence.record import Record
 from yyb.plans import budget
 from yyb.store import file
 from yyb.store.object_store import record_body
 from yyb.store.objects import hash_object
-
-EXPERIMENT = records.PLAN
-ATTEMPT = records.ATTEMPT_PLAN
 
 
 @dataclass
@@ -54,17 +64,15 @@ def parse_models(text: str, config: Config) -> list[dict]:
     return models
 
 
-def _versions(config: Config) -> dict:
-    return {
-        "yyb": __version__,
-        "yylo": config.data["yylo_version"],
-        "python": platform.python_version(),
-    }
+def _versions(config: Config) -> ExperimentPlanVersions:
+    return ExperimentPlanVersions(
+        yyb=__version__, yylo=config.data["yylo_version"], python=platform.python_version()
+    )
 
 
-def _harness(config: Config) -> dict:
+def _harness(config: Config) -> ExperimentPlanCandidateHarness:
     harness_id = config.data["default_candidate_harness"]
-    return {"id": harness_id, "config": config.harness(harness_id)}
+    return ExperimentPlanCandidateHarness(id=harness_id, config=config.harness(harness_id))
 
 
 def unprotected(catalog: dict) -> str | None:
@@ -80,7 +88,7 @@ def unprotected(catalog: dict) -> str | None:
     return None
 
 
-def _evaluators(config: Config, selected: set[str]) -> dict:
+def _evaluators(config: Config, selected: set[str]) -> ExperimentPlanEvaluators:
     catalog = config.evaluators()
     missing = unprotected(catalog)
     if missing is not None:
@@ -89,21 +97,45 @@ def _evaluators(config: Config, selected: set[str]) -> dict:
             "benchmark owns in protected_paths (protected_paths: [] to protect nothing)"
         )
     judges = sorted({spec["harness"] for spec in catalog.values() if spec["kind"] == "llm_judge"})
-    return {
-        "selected": sorted(selected),
-        "defaults": sorted(config.data["default_evaluators"]),
-        "catalog": catalog,
-        "harnesses": {h: config.harness(h) for h in judges},
-    }
+    return ExperimentPlanEvaluators(
+        selected=tuple(sorted(selected)),
+        defaults=tuple(sorted(config.data["default_evaluators"])),
+        catalog=catalog,
+        harnesses={h: config.harness(h) for h in judges},
+    )
 
 
-def _add(plan: Plan, value: dict) -> str:
+def _experiment(config: Config, models: list[dict], attempts: int, **rest) -> ExperimentPlan:
+    """The experiment plan's fields every kind of plan shares; ``rest`` holds the others."""
+    return ExperimentPlan(
+        versions=_versions(config),
+        models=tuple(models),
+        attempts_per_cell=attempts,
+        tool_policy=ExperimentPlanToolPolicy.from_stored(config.tool_policy()),
+        timeout_ms=config.timeout_ms(),
+        excluded_paths=tuple(config.excluded_paths()),
+        candidate_harness=_harness(config),
+        **rest,
+    )
+
+
+def _add(plan: Plan, record: Record | dict) -> str:
+    value = record.to_value() if isinstance(record, Record) else record
     body = record_body(value)
     oid = hash_object("record", body)
     if oid not in plan.records:
         plan.records[oid] = value
         plan.bodies.append(("record", body))
     return oid
+
+
+def _add_attempt(plan: Plan, model: dict, k: int, **rest) -> None:
+    """Add attempt ``k`` of ``model`` as the plan's next attempt plan (its ordinal is the
+    plan's count so far); ``rest`` holds the fields that depend on the kind of plan."""
+    attempt = AttemptPlan(
+        ordinal=len(plan.attempt_oids), model=AttemptPlanModel(**model), attempt=k, **rest
+    )
+    plan.attempt_oids.append(_add(plan, attempt))
 
 
 def _add_blob(plan: Plan, data: bytes) -> str:
@@ -129,6 +161,54 @@ def task_plan(
         raise UsageError("give at least one --task FILE")
     models = parse_models(models_text, config)
     total = budget.DEFAULT_TOTAL_MICROS if max_usd is None else budget.parse_usd(max_usd)
+    loaded = _load_cases(config, task_paths)
+    count = len(loaded) * len(models) * attempts
+    plan = Plan("", {})
+    case_oids = _add_cases(plan, loaded)
+    ceilings = iter(budget.split(total, count))
+    for case_id in sorted(loaded):
+        for model in models:
+            for k in range(1, attempts + 1):
+                _add_attempt(
+                    plan,
+                    model,
+                    k,
+                    kind="task",
+                    case_id=case_id,
+                    budget={"currency": budget.CURRENCY, "ceiling_micros": next(ceilings)},
+                    links=AttemptPlanLinks(case=case_oids[case_id]),
+                )
+    selected = set(config.data["default_evaluators"])
+    selected.update(case["grader_profile"] for _, case in loaded.values())
+    experiment = _experiment(
+        config,
+        models,
+        attempts,
+        kind="task",
+        cases=tuple(
+            {"case_id": cid, "input_hash": loaded[cid][1]["input_hash"]} for cid in sorted(loaded)
+        ),
+        attempt_count=count,
+        budget={
+            "currency": budget.CURRENCY,
+            "total_micros": total,
+            "per_attempt_micros": total // count,
+            "remainder_micros": total % count,
+        },
+        evaluators=_evaluators(config, selected),
+        comparison="model_only",
+        links=ExperimentPlanLinks(
+            cases=tuple(case_oids[cid] for cid in sorted(loaded)),
+            attempts=tuple(plan.attempt_oids),
+        ),
+    )
+    plan.experiment = experiment.to_value()
+    plan.oid = _add(plan, experiment)
+    return plan
+
+
+def _load_cases(config: Config, task_paths: list[str]) -> dict[str, tuple[Task, dict]]:
+    """Each task file's (task, case record), by case id, refusing a case id given twice."""
     loaded: dict[str, tuple[Task, dict]] = {}
     for path in task_paths:
         task, case = load_case(path, config)
@@ -138,10 +218,11 @@ def task_plan(
                 f"{loaded[case['case_id']][0].path}; each case may appear once"
             )
         loaded[case["case_id"]] = (task, case)
-    count = len(loaded) * len(models) * attempts
-    ceilings = budget.split(total, count)
+    return loaded
 
-    plan = Plan("", {})
+
+def _add_cases(plan: Plan, loaded: dict[str, tuple[Task, dict]]) -> dict[str, str]:
+    """Add each case record with its task, prompt and hidden test patch; their oids by id."""
     case_oids = {}
     for case_id in sorted(loaded):
         task, case = loaded[case_id]
@@ -149,54 +230,7 @@ def task_plan(
         if case.get("tests"):  # hidden from candidates: only evaluators read it
             links["test_patch"] = _add_blob(plan, hidden_patch(task))
         case_oids[case_id] = _add(plan, dict(case, links=links))
-    ordinal = 0
-    for case_id in sorted(loaded):
-        for model in models:
-            for k in range(1, attempts + 1):
-                attempt = {
-                    "schema_version": ATTEMPT,
-                    "kind": "task",
-                    "ordinal": ordinal,
-                    "case_id": case_id,
-                    "model": model,
-                    "attempt": k,
-                    "budget": {"currency": budget.CURRENCY, "ceiling_micros": ceilings[ordinal]},
-                    "links": {"case": case_oids[case_id]},
-                }
-                plan.attempt_oids.append(_add(plan, attempt))
-                ordinal += 1
-    selected = set(config.data["default_evaluators"])
-    selected.update(case["grader_profile"] for _, case in loaded.values())
-    experiment = {
-        "schema_version": EXPERIMENT,
-        "kind": "task",
-        "versions": _versions(config),
-        "cases": [
-            {"case_id": cid, "input_hash": loaded[cid][1]["input_hash"]} for cid in sorted(loaded)
-        ],
-        "models": models,
-        "attempts_per_cell": attempts,
-        "attempt_count": count,
-        "budget": {
-            "currency": budget.CURRENCY,
-            "total_micros": total,
-            "per_attempt_micros": total // count,
-            "remainder_micros": total % count,
-        },
-        "tool_policy": config.tool_policy(),
-        "timeout_ms": config.timeout_ms(),
-        "excluded_paths": config.excluded_paths(),
-        "candidate_harness": _harness(config),
-        "evaluators": _evaluators(config, selected),
-        "comparison": "model_only",
-        "links": {
-            "cases": [case_oids[cid] for cid in sorted(loaded)],
-            "attempts": list(plan.attempt_oids),
-        },
-    }
-    plan.experiment = experiment
-    plan.oid = _add(plan, experiment)
-    return plan
+    return case_oids
 
 
 def parse_vars(items: list[str]) -> dict:
@@ -253,41 +287,33 @@ def workflow_plan(
             )
     plan = Plan("", {})
     workflow_oid = _add_blob(plan, data)
-    count = len(models) * attempts
-    ordinal = 0
     for model in models:
         for k in range(1, attempts + 1):
-            attempt = {
-                "schema_version": ATTEMPT,
-                "kind": "workflow",
-                "ordinal": ordinal,
-                "case_id": None,
-                "model": model,
-                "attempt": k,
-                "budget": None,
-                "links": {"workflow": workflow_oid},
-            }
-            plan.attempt_oids.append(_add(plan, attempt))
-            ordinal += 1
-    experiment = {
-        "schema_version": EXPERIMENT,
-        "kind": "workflow",
-        "versions": _versions(config),
-        "cases": [],
-        "models": models,
-        "attempts_per_cell": attempts,
-        "attempt_count": count,
-        "budget": None,
-        "tool_policy": config.tool_policy(),
-        "timeout_ms": config.timeout_ms(),
-        "excluded_paths": config.excluded_paths(),
-        "candidate_harness": _harness(config),
-        "evaluators": _evaluators(config, set(config.data["default_evaluators"])),
-        "comparison": "model_only" if controlled_variable else "agent_system",
-        "workflow": {"variables": variables, "controlled_model_variable": controlled_variable},
-        "links": {"workflow": workflow_oid, "attempts": list(plan.attempt_oids)},
-    }
-    plan.experiment = experiment
+            _add_attempt(
+                plan,
+                model,
+                k,
+                kind="workflow",
+                case_id=None,
+                budget=None,
+                links=AttemptPlanLinks(workflow=workflow_oid),
+            )
+    experiment = _experiment(
+        config,
+        models,
+        attempts,
+        kind="workflow",
+        cases=(),
+        attempt_count=len(models) * attempts,
+        budget=None,
+        evaluators=_evaluators(config, set(config.data["default_evaluators"])),
+        comparison="model_only" if controlled_variable else "agent_system",
+        workflow=ExperimentPlanWorkflow(
+            variables=variables, controlled_model_variable=controlled_variable
+        ),
+        links=ExperimentPlanLinks(workflow=workflow_oid, attempts=tuple(plan.attempt_oids)),
+    )
+    plan.experiment = experiment.to_value()
     plan.oid = _add(plan, experiment)
     return plan
 

@@ -12,6 +12,8 @@ from datetime import UTC, datetime
 
 from yyb.errors import UsageError, YybError
 from yyb.evidence import records
+from yyb.evidence.kinds.plan import Grant, GrantLinks
+from yyb.evidence.record import kind_of
 
 GRANT = records.GRANT
 
@@ -58,24 +60,24 @@ def parse_expiry(text: str, now: int) -> int:
 
 
 def grant_for(plan_oid: str, plan: dict, expires_ms: int, created_ms: int) -> dict:
-    """The grant record authorizing exactly ``plan`` until ``expires_ms``."""
+    """The grant record (its value, as the store takes it) authorizing exactly ``plan`` until
+    ``expires_ms``."""
     spend = plan.get("budget")
     if plan.get("kind") != "task" or spend is None:
         raise UsageError(
             "only task plans carry a budget to authorize (workflow plans take a "
             "policy sidecar instead)"
         )
-    return {
-        "schema_version": GRANT,
-        "plan": plan_oid,
-        "models": sorted(m["resolved"] for m in plan["models"]),
-        "currency": spend["currency"],
-        "total_ceiling_micros": spend["total_micros"],
-        "attempt_ceiling_micros": _attempt_ceiling(spend),
-        "expires_ms": expires_ms,
-        "created_ms": created_ms,
-        "links": {"plan": plan_oid},
-    }
+    return Grant(
+        plan=plan_oid,
+        models=tuple(sorted(m["resolved"] for m in plan["models"])),
+        currency=spend["currency"],
+        total_ceiling_micros=spend["total_micros"],
+        attempt_ceiling_micros=_attempt_ceiling(spend),
+        expires_ms=expires_ms,
+        created_ms=created_ms,
+        links=GrantLinks(plan=plan_oid),
+    ).to_value()
 
 
 def _attempt_ceiling(spend: dict) -> int:
@@ -89,8 +91,8 @@ def check(grant: dict, plan_oid: str, plan: dict, now: int) -> None:
         GrantError: naming the first field that does not match.
     """
     expected = grant_for(plan_oid, plan, grant.get("expires_ms", 0), grant.get("created_ms", 0))
-    if grant.get("schema_version") != GRANT:
-        raise GrantError("schema_version", f"{grant.get('schema_version')!r} is not {GRANT}")
+    if not Grant.holds(grant):
+        raise GrantError("schema_version", f"{kind_of(grant)!r} is not {GRANT}")
     for name in ("plan", "models", "currency", "total_ceiling_micros", "attempt_ceiling_micros"):
         if grant.get(name) != expected[name]:
             raise GrantError(

@@ -10,6 +10,8 @@ import json
 import os
 
 from yyb.errors import UsageError, YybError
+from yyb.evidence.kinds.plan import ExperimentPlan
+from yyb.evidence.record import kind_of
 from yyb.evidence.records import PLAN
 from yyb.store import codec, file
 from yyb.store.object_store import record_body
@@ -116,7 +118,7 @@ def plan_oid(name: str, open_store) -> str:
 
 
 def _of_kind(name: str, plan: dict, kind: str) -> None:
-    found = plan.get("schema_version")
+    found = kind_of(plan)
     if found != kind:
         raise PlanFileError(name, f"it holds a {found} plan, not a {kind} one")
 
@@ -125,10 +127,11 @@ def from_store(store, name: str) -> tuple[str, dict[str, dict]]:
     """The plan ``name`` (oid, abbreviation or ref) and every record it links, from a store."""
     oid = store.rev_parse(name)
     experiment = store.objects.get_record(oid)
-    if experiment.get("schema_version") != PLAN:
+    if not ExperimentPlan.holds(experiment):
         raise UsageError(f"{name} is not an experiment plan")
     records = {oid: experiment}
-    for linked in experiment["links"]["attempts"] + experiment["links"].get("cases", []):
+    links = ExperimentPlan.from_stored(experiment).links
+    for linked in links.attempts + (links.cases or ()):
         records[linked] = store.objects.get_record(linked)
     return oid, records
 
