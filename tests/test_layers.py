@@ -216,7 +216,6 @@ def test_the_check_catches_what_it_must():
 KNOWN_CYCLES = {
     frozenset({"yyb.store.looserefs", "yyb.store.packrefs", "yyb.store.repo"}),
     frozenset({"yyb.store.bundle_pack", "yyb.store.bundle_reader"}),
-    frozenset({"yyb.attempts.recover", "yyb.attempts.run"}),
 }
 
 

@@ -8,6 +8,7 @@ from typing import Any, ClassVar, Literal
 from yyb.evidence.record import ABSENT, Absent, Record, Shape, named, shape
 from yyb.evidence.records import (
     GOVERNED_AUTHORIZATION,
+    GOVERNED_CONFIG,
     GOVERNED_INTENT,
     GOVERNED_JUDGEMENT,
     GOVERNED_PLAN,
@@ -248,3 +249,31 @@ class GovernedJudgement(Record):
     judge_cost: Mapping[str, Any] | None
     wall_ms: int
     links: GovernedJudgementLinks
+
+
+@shape
+class GovernedConfigBoundary(Shape):
+    """The ``boundary`` of a GovernedConfig: the pinned boundary program (docs/boundary.md)."""
+
+    executable: str
+    sha256: str
+    identity: str
+    interpreter: str | Absent = ABSENT
+    journal: str
+    credentials: tuple[str, ...] | Absent = ABSENT
+
+
+@shape
+class GovernedConfig(Record):
+    """The governed lane's configuration file (juno-benchmark.config.json, docs/workflow.md);
+    its paths are relative to the file's folder. A file the user writes, not a stored record:
+    it is read through this class once its schema has passed it."""
+
+    schema_version: ClassVar[str] = GOVERNED_CONFIG
+
+    yylo_version: str
+    project: str | Absent = ABSENT
+    boundary: GovernedConfigBoundary
+    lock_store: str
+    judges: Mapping[str, Any] | Absent = ABSENT
+    tool_paths: tuple[str, ...] | Absent = ABSENT
