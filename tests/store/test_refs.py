@@ -19,8 +19,8 @@ from yyb.errors import (
     RefNotFound,
     UsageError,
 )
-from yyb.store import refs
-from yyb.store.refs import ANY, REF_UPDATE, check_ref_name
+from yyb.store.refs import store as refs
+from yyb.store.refs.store import ANY, REF_UPDATE, check_ref_name
 
 
 @pytest.mark.parametrize(

@@ -28,8 +28,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from yyb.errors import YybError
-from yyb.store import file, pack, packrefs
-from yyb.store.objects import MAX_HEADER, hash_object, parse_header
+from yyb.store import file
+from yyb.store.objects import pack
+from yyb.store.objects.format import MAX_HEADER, hash_object, parse_header
+from yyb.store.refs import packed as packrefs
 
 
 @dataclass

@@ -18,8 +18,8 @@ from yyb.errors import (
     InvalidRecord,
     ObjectMissing,
 )
-from yyb.store import codec
-from yyb.store.objects import (
+from yyb.store.objects import codec
+from yyb.store.objects.format import (
     MAX_RECORD,
     OID_HEX,
     StoredObject,

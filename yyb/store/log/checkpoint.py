@@ -21,7 +21,8 @@ import binascii
 from dataclasses import dataclass
 
 from yyb.errors import UsageError, YybError
-from yyb.store import merkle, translog
+from yyb.store.log import merkle
+from yyb.store.log import transparency as translog
 
 CHECKPOINT = "yyb_checkpoint.v1"
 

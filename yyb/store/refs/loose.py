@@ -10,10 +10,12 @@ import os
 from collections.abc import Iterator
 
 from yyb.errors import CorruptRef, RefConflict, RefLocked, StoreIOError, YybError
-from yyb.store import file, translog
-from yyb.store.object_store import ObjectStore
-from yyb.store.objects import ZERO_OID, is_oid
-from yyb.store.refs import LOCK_SUFFIX, LockHandle, RefStore, check_ref_name
+from yyb.store import file
+from yyb.store.log import transparency as translog
+from yyb.store.objects.format import ZERO_OID, is_oid
+from yyb.store.objects.store import ObjectStore
+from yyb.store.refs.packed import PackedRefs
+from yyb.store.refs.store import LOCK_SUFFIX, LockHandle, RefStore, check_ref_name
 
 # How often a writer makes a folder again that pack-refs dropped, emptied, meanwhile (as
 # loose.py does for the object folders gc drops).
@@ -27,8 +29,6 @@ class DiskRefs(RefStore):
     packed_lock_timeout = 10.0  # a deletion waits this long for a running pack-refs
 
     def __init__(self, objects: ObjectStore, root: str) -> None:
-        from yyb.store.packrefs import PackedRefs  # here: packrefs imports this module
-
         super().__init__(objects, translog.DiskLog(root))
         self.root = root
         self.packed = PackedRefs(root)

@@ -34,9 +34,9 @@ from yyb.errors import (
     RefNotFound,
     UsageError,
 )
-from yyb.store import translog
-from yyb.store.object_store import ObjectStore
-from yyb.store.objects import check_oid
+from yyb.store.log import transparency as translog
+from yyb.store.objects.format import check_oid
+from yyb.store.objects.store import ObjectStore
 
 REF_UPDATE = "yyb_ref_update.v1"
 LOCK_SUFFIX = ".lock"

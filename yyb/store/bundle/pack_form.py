@@ -20,12 +20,12 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, BinaryIO
 
 from yyb.errors import CorruptObject
-from yyb.store.objects import HEADER_RE, MAX_HEADER, MAX_RECORD, header, parse_header
-from yyb.store.pack import HASH, HEAD, PACK_MAGIC
-from yyb.store.pack import VERSION as PACK_VERSION
+from yyb.store.objects.format import HEADER_RE, MAX_HEADER, MAX_RECORD, header, parse_header
+from yyb.store.objects.pack import HASH, HEAD, PACK_MAGIC
+from yyb.store.objects.pack import VERSION as PACK_VERSION
 
 if TYPE_CHECKING:
-    from yyb.store.bundle_reader import Entry, Reader
+    from yyb.store.bundle.reader import Entry, Reader
     from yyb.store.repo import Store
 
 # objects.parse_header's grammar, matched in the mapping without a copy or a call (1.5 µs an
@@ -95,7 +95,7 @@ def entries(reader: Reader, private: bool) -> Iterator[Entry]:
 def _objects(
     reader: Reader, mapped: mmap.mmap, view: memoryview, start: int, private: bool
 ) -> Iterator[Entry]:
-    from yyb.store.bundle_reader import Entry
+    from yyb.store.bundle.reader import Entry
 
     magic, version, count = HEAD.unpack_from(mapped, start)
     if magic != PACK_MAGIC:
@@ -211,7 +211,7 @@ def _workers() -> int:
 def _copied(view: memoryview, spans: Iterator[Span], stack) -> Iterator[Hashed]:
     """Copy each object out of the mapping (a large one to a temporary file) and hash the
     copy: what is written later is exactly what was hashed."""
-    from yyb.store.bundle_reader import SPILL
+    from yyb.store.bundle.reader import SPILL
 
     for span in spans:
         position, _, length, body = span

@@ -28,8 +28,9 @@ from yyb.errors import (
     RefNotFound,
     UsageError,
 )
-from yyb.store import bundle_pack, checkpoint, file
-from yyb.store.bundle_reader import (
+from yyb.store import file
+from yyb.store.bundle import pack_form as bundle_pack
+from yyb.store.bundle.reader import (
     CAPABILITIES,
     CHUNK,
     SPILL,
@@ -39,9 +40,11 @@ from yyb.store.bundle_reader import (
     Reader,
     render_header,
 )
-from yyb.store.fsck import check_body, inspect, walk_ref_chain
-from yyb.store.objects import loose_path
-from yyb.store.refs import REF_UPDATE, check_ref_name
+from yyb.store.fsck.objects import check_body, inspect
+from yyb.store.fsck.update_chain import walk_ref_chain
+from yyb.store.log import checkpoint
+from yyb.store.objects.format import loose_path
+from yyb.store.refs.store import REF_UPDATE, check_ref_name
 from yyb.store.repo import Store
 
 
@@ -462,8 +465,8 @@ def _land(store: Store, fresh: Iterator[_Fresh]) -> None:
     objects go loose), else loose in batches. Either way the iterator's end, which checks the
     trailer again, comes before the last objects land: a pack is renamed into place only
     once it has been consumed whole."""
-    from yyb.store import pack
-    from yyb.store.loose import DiskObjects
+    from yyb.store.objects import pack
+    from yyb.store.objects.loose import DiskObjects
 
     first = list(itertools.islice(fresh, UNPACK_LIMIT))
     rest = itertools.chain(first, fresh)

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from yyb.errors import CorruptBundle, CorruptObject, InvalidBundle, InvalidRefName
-from yyb.store.objects import MAX_HEADER, MAX_RECORD, is_oid, parse_header
-from yyb.store.refs import check_ref_name
+from yyb.store.objects.format import MAX_HEADER, MAX_RECORD, is_oid, parse_header
+from yyb.store.refs.store import check_ref_name
 
 MAGIC = b"yyb-bundle "
 # The version a writer writes unless told otherwise: 2, the pack form.
@@ -243,7 +243,7 @@ class Reader:
             trailer problem.
         """
         if self.version == 2:
-            from yyb.store import bundle_pack
+            from yyb.store.bundle import pack_form as bundle_pack
 
             yield from bundle_pack.entries(self, private)
             return

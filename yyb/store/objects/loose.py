@@ -19,16 +19,23 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from yyb.errors import CorruptObject, ObjectMissing, StoreIOError
 from yyb.store import file
-from yyb.store.object_store import (
+from yyb.store.objects.format import (
+    MAX_HEADER,
+    OID_HEX,
+    hash_object,
+    header,
+    loose_path,
+    parse_header,
+)
+from yyb.store.objects.store import (
     STREAM_THRESHOLD,
     ObjectStore,
     hash_stream,
     small_and_well_formed,
 )
-from yyb.store.objects import MAX_HEADER, OID_HEX, hash_object, header, loose_path, parse_header
 
 if TYPE_CHECKING:
-    from yyb.store import pack
+    from yyb.store.objects import pack
 
 
 # A fan-out folder that gc emptied may be removed between a writer making it and writing into
@@ -69,7 +76,7 @@ class DiskObjects(ObjectStore):
         stamp = (folder.st_ino, folder.st_mtime_ns)
         if self._pack_listing == stamp:
             return list(self._packs.values())
-        from yyb.store import pack  # only a store with packs pays for it
+        from yyb.store.objects import pack  # only a store with packs pays for it
 
         began = time.time_ns()
         with self._packs_lock:
@@ -437,7 +444,7 @@ class DiskObjects(ObjectStore):
         or an empty file is a copy that does not verify), then each pack that holds it (the
         packs open; after a miss, any new ones). A pack that cannot be opened is left out
         (``yyb doctor`` reports it as ``bad-pack``)."""
-        from yyb.store import pack
+        from yyb.store.objects import pack
 
         found = [loose_path(oid)] if os.path.lexists(self.path(oid)) else []
         try:

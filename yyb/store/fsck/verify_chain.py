@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from yyb.errors import CorruptRef, UsageError
-from yyb.store import logaudit
-from yyb.store.fsck import Finding, check_ref_chain, error, inspect
-from yyb.store.objects import OID_HEX, is_oid
-from yyb.store.refs import check_ref_name
+from yyb.store.fsck.findings import Finding, error
+from yyb.store.fsck.objects import inspect
+from yyb.store.fsck.update_chain import check_ref_chain
+from yyb.store.log import audit as logaudit
+from yyb.store.objects.format import OID_HEX, is_oid
+from yyb.store.refs.store import check_ref_name
 from yyb.store.repo import Store
 
 _HEX = frozenset("0123456789abcdef")

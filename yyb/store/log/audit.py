@@ -35,9 +35,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from yyb.errors import YybError
-from yyb.store import fanout, file, translog
-from yyb.store.fsck import Finding, error, info
-from yyb.store.refs import REF_UPDATE
+from yyb.store import fanout, file
+from yyb.store.fsck.findings import Finding, error, info
+from yyb.store.log import transparency as translog
+from yyb.store.refs.store import REF_UPDATE
 
 LOG_FILES = ("leaves", "origin", "state", "lock")
 LEVEL_FILE = re.compile(r"level-[0-9]{2}")

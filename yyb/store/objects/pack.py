@@ -32,8 +32,8 @@ from typing import NamedTuple
 
 from yyb.errors import CorruptObject
 from yyb.store import file
-from yyb.store.objects import MAX_HEADER, parse_header
-from yyb.store.prover import Prover
+from yyb.store.objects.format import MAX_HEADER, parse_header
+from yyb.store.objects.pack_hashing import Prover
 
 PACK_MAGIC = b"YYBPACK\0"
 INDEX_MAGIC = b"YYBIDX\0\0"
@@ -461,7 +461,7 @@ class Pack:
         Raises:
             PackError: the first thing that does not verify.
         """
-        from yyb.store.objects import hash_object
+        from yyb.store.objects.format import hash_object
 
         if os.path.basename(self.path) != f"pack-{self.data[-HASH:].hex()}.pack":
             raise PackError(self.path, "its name is not pack-<its trailer in hex>.pack")
