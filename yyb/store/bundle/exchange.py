@@ -1,7 +1,7 @@
 """Bundles: refs, their update chains and every object they reach, in one self-checking file.
 
-The format is specified in docs/format.md ("Bundles"); ``bundle_reader`` reads its bytes
-(``bundle_pack`` the pack form's objects). This module writes bundles, verifies one on its own
+The format is specified in docs/format.md ("Bundles"); ``reader`` reads its bytes
+(``pack_form`` the pack form's objects). This module writes bundles, verifies one on its own
 (every record, every link, every ref's update chain by the same rules as ``fsck``, whatever
 the form), and imports one into a store.
 """
@@ -29,13 +29,12 @@ from yyb.errors import (
     UsageError,
 )
 from yyb.store import file
-from yyb.store.bundle import pack_form as bundle_pack
+from yyb.store.bundle import pack_form
+from yyb.store.bundle.entry import SPILL, Entry
 from yyb.store.bundle.reader import (
     CAPABILITIES,
     CHUNK,
-    SPILL,
     VERSION,
-    Entry,
     Header,
     Reader,
     render_header,
@@ -134,7 +133,7 @@ def create(store: Store, path: str, header: Header) -> int:
             if header.version == 1:
                 _write_frames(store, handle, header, oids)
             else:
-                bundle_pack.write(store, handle, render_header(header), oids)
+                pack_form.write(store, handle, render_header(header), oids)
             handle.flush()
             os.fchmod(handle.fileno(), 0o644)
             os.fsync(handle.fileno())

@@ -8,7 +8,7 @@ from yyb.errors import CorruptRef, UsageError
 from yyb.store.fsck.findings import Finding, error
 from yyb.store.fsck.objects import inspect
 from yyb.store.fsck.update_chain import check_ref_chain
-from yyb.store.log import audit as logaudit
+from yyb.store.log import audit
 from yyb.store.objects.format import OID_HEX, is_oid
 from yyb.store.refs.store import check_ref_name
 from yyb.store.repo import Store
@@ -35,7 +35,7 @@ def verify_chain(store: Store, name: str) -> Iterator[Finding]:
     """Yield every problem found walking links from ``name`` (an oid, an abbreviation or a ref).
 
     For a ref, its update chain is checked and walked too, and held to the store's
-    transparency log (``logaudit.audit_refs``: its logged updates replayed, its log head the
+    transparency log (``audit.audit_refs``: its logged updates replayed, its log head the
     newest of them, every update of its chain logged).
 
     Raises:
@@ -44,7 +44,7 @@ def verify_chain(store: Store, name: str) -> Iterator[Finding]:
     yield from verify_many(store, [name])
     ref = None if is_oid(name) else _as_ref(store, name)
     if ref is not None:
-        yield from logaudit.audit_refs(store, [ref])
+        yield from audit.audit_refs(store, [ref])
 
 
 def verify_many(store: Store, names: list[str], seen: set[str] | None = None) -> Iterator[Finding]:

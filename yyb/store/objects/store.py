@@ -304,7 +304,7 @@ class ObjectStore(ABC):
         can prove cheaply (its bytes hash to its oid), else None: the caller reads that one
         with ``get``, which names what is missing or wrong. A body may be a view into a mapped
         pack, valid while the store is open. ``helper``: a pack read in bulk may fork a
-        process that proves a share of the list beside this one (``prover``; only for a
+        process that proves a share of the list beside this one (``pack_hashing``; only for a
         caller with no threads, as a fork needs)."""
         return self.finish_blob_bodies(self.begin_blob_bodies(oids, helper))
 

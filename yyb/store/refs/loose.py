@@ -1,5 +1,5 @@
 """Refs on disk: a file per loose ref (``refs/...``, holding ``<oid>\n``) and per log head
-(``logs/refs/...``), and the packed-refs file (packrefs.py), where a loose file wins. The
+(``logs/refs/...``), and the packed-refs file (packed.py), where a loose file wins. The
 update protocol they serve is ``refs.RefStore``'s."""
 
 from __future__ import annotations
@@ -11,25 +11,25 @@ from collections.abc import Iterator
 
 from yyb.errors import CorruptRef, RefConflict, RefLocked, StoreIOError, YybError
 from yyb.store import file
-from yyb.store.log import transparency as translog
+from yyb.store.log import transparency
 from yyb.store.objects.format import ZERO_OID, is_oid
 from yyb.store.objects.store import ObjectStore
 from yyb.store.refs.packed import PackedRefs
 from yyb.store.refs.store import LOCK_SUFFIX, LockHandle, RefStore, check_ref_name
 
 # How often a writer makes a folder again that pack-refs dropped, emptied, meanwhile (as
-# loose.py does for the object folders gc drops).
+# objects/loose.py does for the object folders gc drops).
 FOLDER_RETRIES = 3
 
 
 class DiskRefs(RefStore):
     """Refs as files ``<root>/refs/...`` holding ``<oid>\\n``; log heads under ``<root>/logs``;
-    both also packed in ``<root>/packed-refs`` (packrefs.py), where a loose file wins."""
+    both also packed in ``<root>/packed-refs`` (packed.py), where a loose file wins."""
 
     packed_lock_timeout = 10.0  # a deletion waits this long for a running pack-refs
 
     def __init__(self, objects: ObjectStore, root: str) -> None:
-        super().__init__(objects, translog.DiskLog(root))
+        super().__init__(objects, transparency.DiskLog(root))
         self.root = root
         self.packed = PackedRefs(root)
 

@@ -34,7 +34,7 @@ from yyb.errors import (
     RefNotFound,
     UsageError,
 )
-from yyb.store.log import transparency as translog
+from yyb.store.log import transparency
 from yyb.store.objects.format import check_oid
 from yyb.store.objects.store import ObjectStore
 
@@ -110,9 +110,9 @@ class RefStore(ABC):
 
     lock_timeout = 1.0
 
-    def __init__(self, objects: ObjectStore, log: translog.TransparencyLog) -> None:
+    def __init__(self, objects: ObjectStore, log: transparency.TransparencyLog) -> None:
         self.objects = objects
-        self.transparency = log  # every update is a leaf of it (translog.py)
+        self.transparency = log  # every update is a leaf of it (transparency.py)
 
     # --- primitives -----------------------------------------------------------------------
 
@@ -271,7 +271,7 @@ class RefStore(ABC):
             oid = links.get("previous")
         return found[::-1]
 
-    def complete(self, log: translog.View) -> None:
+    def complete(self, log: transparency.View) -> None:
         """Bring the log and the log heads into agreement before appending: the updates of a
         store made before its log are appended once (oldest first), and a last update whose
         writer died between its leaf and its log head gets that head, as if the writer had
@@ -280,7 +280,7 @@ class RefStore(ABC):
         if last is None:
             names = self.log_names()
             if names:
-                log.append(translog.ordered(self._chains(names)))
+                log.append(transparency.ordered(self._chains(names)))
             return
         oid, ref = last
         head = self._read_log_head(ref)
@@ -407,10 +407,10 @@ def _glob(pattern: str) -> re.Pattern:
 
 
 class MemoryRefs(RefStore):
-    """The memory twin of looserefs.DiskRefs."""
+    """The memory twin of loose.DiskRefs."""
 
     def __init__(self, objects: ObjectStore) -> None:
-        super().__init__(objects, translog.MemoryLog())
+        super().__init__(objects, transparency.MemoryLog())
         self.values: dict[str, str] = {}
         self.heads: dict[str, str] = {}
         self.locked: set[str] = set()
