@@ -13,6 +13,7 @@ from yyb.store.lock import store_lock
 from yyb.store.objects.format import OID_HEX, check_prefix, is_oid
 from yyb.store.objects.loose import DiskObjects
 from yyb.store.objects.store import MemoryObjects, ObjectStore
+from yyb.store.refs.names import check_ref_name
 
 if TYPE_CHECKING:
     from yyb.store.refs.store import RefStore
@@ -60,7 +61,7 @@ class Store:
 
     @classmethod
     def memory(cls) -> Store:
-        from yyb.store.refs.store import MemoryRefs
+        from yyb.store.refs.store import MemoryRefs  # as DiskRefs: only for those that use refs
 
         objects = MemoryObjects()
         return cls(objects, MemoryRefs(objects))
@@ -118,8 +119,6 @@ class Store:
         Raises:
             LockHeld: another live process holds it past ``timeout`` seconds.
         """
-        from yyb.store.refs.store import check_ref_name
-
         check_ref_name(name)
         if "/" in name:
             raise UsageError(f"a lock name is one component: {name!r}")
@@ -142,11 +141,9 @@ class Store:
         hexlike = 4 <= len(name) < OID_HEX and all(c in "0123456789abcdef" for c in name)
         if hexlike:
             check_prefix(name)
-            found = self.objects._with_prefix(name)
+            found = self.objects.with_prefix(name)
             if found:
                 return self.objects.resolve(name)
-        from yyb.store.refs.store import check_ref_name
-
         try:
             value = self.refs.read(check_ref_name(name))
         except UsageError:

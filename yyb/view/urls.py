@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from yyb.errors import UsageError
 from yyb.store.objects.format import check_oid
-from yyb.store.refs.store import check_ref_name
+from yyb.store.refs.names import check_ref_name
 
 STATIC = ("view.css", "view.js", "icon.svg")
 

@@ -42,8 +42,11 @@ from yyb.store.bundle.reader import (
 from yyb.store.fsck.objects import check_body, inspect
 from yyb.store.fsck.update_chain import walk_ref_chain
 from yyb.store.log import checkpoint
+from yyb.store.objects import pack
 from yyb.store.objects.format import loose_path
-from yyb.store.refs.store import REF_UPDATE, check_ref_name
+from yyb.store.objects.loose import DiskObjects
+from yyb.store.refs.names import check_ref_name
+from yyb.store.refs.store import REF_UPDATE
 from yyb.store.repo import Store
 
 
@@ -464,9 +467,6 @@ def _land(store: Store, fresh: Iterator[_Fresh]) -> None:
     objects go loose), else loose in batches. Either way the iterator's end, which checks the
     trailer again, comes before the last objects land: a pack is renamed into place only
     once it has been consumed whole."""
-    from yyb.store.objects import pack
-    from yyb.store.objects.loose import DiskObjects
-
     first = list(itertools.islice(fresh, UNPACK_LIMIT))
     rest = itertools.chain(first, fresh)
     objects = store.objects

@@ -22,7 +22,7 @@ from yyb.errors import CorruptBundle, CorruptObject, InvalidBundle, InvalidRefNa
 from yyb.store.bundle import pack_form
 from yyb.store.bundle.entry import SPILL, Entry
 from yyb.store.objects.format import MAX_HEADER, MAX_RECORD, is_oid, parse_header
-from yyb.store.refs.store import check_ref_name
+from yyb.store.refs.names import check_ref_name
 
 MAGIC = b"yyb-bundle "
 # The version a writer writes unless told otherwise: 2, the pack form.

@@ -12,7 +12,7 @@ from yyb.store.fsck.findings import Finding, error, info
 from yyb.store.fsck.packs import Listing, take_pack
 from yyb.store.objects.format import OID_HEX, is_oid
 from yyb.store.refs import packed as packrefs
-from yyb.store.refs.store import LOCK_SUFFIX, check_ref_name
+from yyb.store.refs.names import LOCK_SUFFIX, check_ref_name
 from yyb.store.repo import FOLDERS, FORMAT_FILE, Store
 
 GC_LOCK = "locks/gc.lock"  # guards no evidence: an interrupted gc leaves it harmless

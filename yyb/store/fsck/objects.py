@@ -55,7 +55,7 @@ def inspect(store: Store, oid: str, every_copy: bool = True) -> Inspection:
     copies = store.objects.copies(oid) if every_copy else ()
     if len(copies) > 1:
         return _inspect_copies(store, oid, copies)
-    small = store.objects._read_small(oid)
+    small = store.objects.read_small(oid)
     if small:
         kind, body = split(small, oid)
         return check_body(oid, kind, body)

@@ -25,8 +25,8 @@ def check_refs(store: Store, have: set[str], roots: list[str]) -> Iterator[Findi
             if finding is not None:
                 yield finding
         try:
-            value = store.refs._read(name)
-            head = store.refs._read_log_head(name)
+            value = store.refs.read_full(name)
+            head = store.refs.log_head_full(name)
         except CorruptRef:
             continue
         roots.extend(root for root in (value, head) if root is not None)

@@ -14,8 +14,8 @@ from yyb.store.repo import Store
 def check_ref_chain(store: Store, name: str) -> Iterator[tuple[Finding | None, str | None]]:
     """Walk the update chain of ``name`` in ``store`` from its log head (see walk_ref_chain)."""
     try:
-        value = store.refs._read(name)
-        head = store.refs._read_log_head(name)
+        value = store.refs.read_full(name)
+        head = store.refs.log_head_full(name)
     except CorruptRef as exc:
         yield error("bad-ref", name, exc.reason), None
         return

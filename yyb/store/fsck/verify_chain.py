@@ -10,7 +10,7 @@ from yyb.store.fsck.objects import inspect
 from yyb.store.fsck.update_chain import check_ref_chain
 from yyb.store.log import audit
 from yyb.store.objects.format import OID_HEX, is_oid
-from yyb.store.refs.store import check_ref_name
+from yyb.store.refs.names import check_ref_name
 from yyb.store.repo import Store
 
 _HEX = frozenset("0123456789abcdef")
@@ -18,17 +18,17 @@ _HEX = frozenset("0123456789abcdef")
 
 def _as_ref(store: Store, name: str) -> str | None:
     """The full ref name if ``name`` is a ref with a value or an update log, else None."""
-    if 4 <= len(name) < OID_HEX and set(name) <= _HEX and store.objects._with_prefix(name):
+    if 4 <= len(name) < OID_HEX and set(name) <= _HEX and store.objects.with_prefix(name):
         return None  # an abbreviated oid wins over a ref of the same spelling, as in rev_parse
     try:
         full = check_ref_name(name)
     except UsageError:
         return None
     try:
-        exists = store.refs._read(full) is not None
+        exists = store.refs.read_full(full) is not None
     except CorruptRef:
         exists = True
-    return full if exists or store.refs._read_log_head(full) is not None else None
+    return full if exists or store.refs.log_head_full(full) is not None else None
 
 
 def verify_chain(store: Store, name: str) -> Iterator[Finding]:
@@ -65,7 +65,7 @@ def verify_many(store: Store, names: list[str], seen: set[str] | None = None) ->
             else:
                 roots.append(oid)
         try:
-            value = store.refs._read(ref)
+            value = store.refs.read_full(ref)
         except CorruptRef:
             value = None  # check_ref_chain has reported it
         if value is not None:

@@ -172,7 +172,7 @@ class DiskObjects(ObjectStore):
                 raise _linked(oid, f"objects/{prefix}") from None
             return None  # a file stands there: no object lies below it
 
-    def _open_fd(self, oid: str) -> int | None:
+    def open_fd(self, oid: str) -> int | None:
         """A descriptor of ``oid``'s file, opened without following a symbolic link at its
         fan-out folder or at the file, and without blocking on a FIFO; None when absent.
 
@@ -209,7 +209,7 @@ class DiskObjects(ObjectStore):
             CorruptObject: a symbolic link, not a regular file, a malformed header, or a
             length mismatch.
         """
-        fd = self._open_fd(oid)
+        fd = self.open_fd(oid)
         if fd is None:
             return None
         handle = os.fdopen(fd, "rb")
@@ -238,7 +238,7 @@ class DiskObjects(ObjectStore):
             packed = self._first_pack(oid)
             if packed is not None:
                 return packed
-        small = self._read_small(oid)
+        small = self.read_small(oid)
         if small is not None:
             return small or None
         opened = self._open(oid)
@@ -248,7 +248,7 @@ class DiskObjects(ObjectStore):
         with handle:
             return header(kind, size) + handle.read(size)
 
-    def _read_small(self, oid: str, limit: int = 1 << 20) -> bytes | None:
+    def read_small(self, oid: str, limit: int = 1 << 20) -> bytes | None:
         """The whole file in one read when it is at most ``limit`` bytes and well-formed.
 
         Returns b"" when absent and None when the file needs the careful path (large, or
@@ -259,7 +259,7 @@ class DiskObjects(ObjectStore):
             if packed is not None:
                 return small_and_well_formed(packed, oid, limit) if len(packed) <= limit else None
         try:
-            fd = self._open_fd(oid)
+            fd = self.open_fd(oid)
         except (CorruptObject, OSError):
             return None
         if fd is None:
@@ -444,7 +444,7 @@ class DiskObjects(ObjectStore):
         or an empty file is a copy that does not verify), then each pack that holds it (the
         packs open; after a miss, any new ones). A pack that cannot be opened is left out
         (``yyb doctor`` reports it as ``bad-pack``)."""
-        from yyb.store.objects import pack
+        from yyb.store.objects import pack  # as in packs(): a loose-only store never pays
 
         found = [loose_path(oid)] if os.path.lexists(self.path(oid)) else []
         try:
@@ -523,7 +523,7 @@ class DiskObjects(ObjectStore):
             found.update(held.oids())
         yield from sorted(found)
 
-    def _with_prefix(self, prefix: str) -> list[str]:
+    def with_prefix(self, prefix: str) -> list[str]:
         try:
             folder = self._folder_fd(prefix[:2])
         except CorruptObject:

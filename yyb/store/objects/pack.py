@@ -32,7 +32,7 @@ from typing import NamedTuple
 
 from yyb.errors import CorruptObject
 from yyb.store import file
-from yyb.store.objects.format import MAX_HEADER, parse_header
+from yyb.store.objects.format import MAX_HEADER, hash_object, parse_header
 from yyb.store.objects.pack_hashing import Prover
 
 PACK_MAGIC = b"YYBPACK\0"
@@ -461,8 +461,6 @@ class Pack:
         Raises:
             PackError: the first thing that does not verify.
         """
-        from yyb.store.objects.format import hash_object
-
         if os.path.basename(self.path) != f"pack-{self.data[-HASH:].hex()}.pack":
             raise PackError(self.path, "its name is not pack-<its trailer in hex>.pack")
         body = len(self.index) - HASH

@@ -176,7 +176,7 @@ class ObjectStore(ABC):
     @abstractmethod
     def contains(self, oid: str) -> bool: ...
 
-    def _read_small(self, oid: str, limit: int = 1 << 20) -> bytes | None:
+    def read_small(self, oid: str, limit: int = 1 << 20) -> bytes | None:
         """Whole stored bytes when small and well-formed; b"" when absent; None otherwise."""
         data = self._read(oid)
         return b"" if data is None else small_and_well_formed(data, oid, limit)
@@ -185,7 +185,8 @@ class ObjectStore(ABC):
     def iter_oids(self) -> Iterator[str]: ...
 
     @abstractmethod
-    def _with_prefix(self, prefix: str) -> list[str]: ...
+    def with_prefix(self, prefix: str) -> list[str]:
+        """Every oid held that starts with ``prefix`` (checked hex), in no order."""
 
     # --- writing ---------------------------------------------------------------------------
 
@@ -332,7 +333,7 @@ class ObjectStore(ABC):
         Raises:
             ObjectMissing, CorruptObject (ChecksumMismatch, NonCanonical).
         """
-        data = self._read_small(oid, limit)
+        data = self.read_small(oid, limit)
         if data is None:
             return None
         if not data:
@@ -386,7 +387,7 @@ class ObjectStore(ABC):
         check_prefix(name)
         if len(name) == OID_HEX:
             return name
-        found = sorted(self._with_prefix(name))
+        found = sorted(self.with_prefix(name))
         if not found:
             raise ObjectMissing(name)
         if len(found) > 1:
@@ -419,5 +420,5 @@ class MemoryObjects(ObjectStore):
     def iter_oids(self) -> Iterator[str]:
         return iter(sorted(self.raw))
 
-    def _with_prefix(self, prefix: str) -> list[str]:
+    def with_prefix(self, prefix: str) -> list[str]:
         return [oid for oid in self.raw if oid.startswith(prefix)]

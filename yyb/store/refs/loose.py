@@ -14,8 +14,9 @@ from yyb.store import file
 from yyb.store.log import transparency
 from yyb.store.objects.format import ZERO_OID, is_oid
 from yyb.store.objects.store import ObjectStore
+from yyb.store.refs.names import LOCK_SUFFIX, check_ref_name
 from yyb.store.refs.packed import PackedRefs
-from yyb.store.refs.store import LOCK_SUFFIX, LockHandle, RefStore, check_ref_name
+from yyb.store.refs.store import LockHandle, RefStore
 
 # How often a writer makes a folder again that pack-refs dropped, emptied, meanwhile (as
 # objects/loose.py does for the object folders gc drops).
@@ -70,13 +71,13 @@ class DiskRefs(RefStore):
 
     # A loose file wins; on a miss, the packed file, looked at again if it changed since
     # (pack-refs writes it before it removes the loose file just missed).
-    def _read(self, name: str) -> str | None:
+    def read_full(self, name: str) -> str | None:
         value = self._read_oid_file(self.path(name), name, "ref file")
         if value is None and (table := self.packed.table()) is not None:
             return table.value(name)
         return value
 
-    def _read_log_head(self, name: str) -> str | None:
+    def log_head_full(self, name: str) -> str | None:
         head = self._read_oid_file(self.log_path(name), name, "log head")
         if head is None and (table := self.packed.table()) is not None:
             return table.head(name)
