@@ -13,7 +13,6 @@ from yyb.store.lock import store_lock
 from yyb.store.objects.format import OID_HEX, check_prefix, is_oid
 from yyb.store.objects.loose import DiskObjects
 from yyb.store.objects.store import MemoryObjects, ObjectStore
-from yyb.store.refs.names import check_ref_name
 
 if TYPE_CHECKING:
     from yyb.store.refs.store import RefStore
@@ -119,6 +118,8 @@ class Store:
         Raises:
             LockHeld: another live process holds it past ``timeout`` seconds.
         """
+        from yyb.store.refs.names import check_ref_name  # as refs: plumbing on oids never pays
+
         check_ref_name(name)
         if "/" in name:
             raise UsageError(f"a lock name is one component: {name!r}")
@@ -144,6 +145,8 @@ class Store:
             found = self.objects.with_prefix(name)
             if found:
                 return self.objects.resolve(name)
+        from yyb.store.refs.names import check_ref_name  # as refs: plumbing on oids never pays
+
         try:
             value = self.refs.read(check_ref_name(name))
         except UsageError:
