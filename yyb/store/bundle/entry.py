@@ -45,6 +45,7 @@ class Entry:
         return self.data
 
     def body(self) -> bytes:
+        """The body (the stored bytes after the header), read into memory."""
         if self.data is not None:
             return self.data[self.start : self.start + self.size]
         self.spill.seek(self.start)

@@ -12,15 +12,19 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Finding:
+    """One problem (``error``) or notice (``info``) about one subject of the store."""
+
     level: str  # "error" or "info"
     code: str
     subject: str  # an oid, a ref name or a path relative to the store
     detail: str
 
     def line(self) -> str:
+        """The finding as ``yyb doctor`` prints it: ``<level> <code> <subject>: <detail>``."""
         return f"{self.level} {self.code} {self.subject}: {self.detail}"
 
     def as_dict(self) -> dict:
+        """The finding as a map of its four fields, its JSON form."""
         return {
             "level": self.level,
             "code": self.code,
@@ -30,8 +34,10 @@ class Finding:
 
 
 def error(code: str, subject: str, detail: str) -> Finding:
+    """A finding that fails the check."""
     return Finding("error", code, subject, detail)
 
 
 def info(code: str, subject: str, detail: str) -> Finding:
+    """A finding reported that does not fail the check."""
     return Finding("info", code, subject, detail)

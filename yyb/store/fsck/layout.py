@@ -22,6 +22,8 @@ LOCK_GRACE_S = 10.0
 
 
 def lock_finding(root: str, rel: str, now: float) -> Finding:
+    """What the lock file ``rel`` of the store at ``root`` is at ``now``: held, in progress,
+    or stale (an error unless it guards no evidence)."""
     path = os.path.join(root, rel)
     state, holder = file.lock_state(path)
     if state == "abandoned" and rel in HARMLESS_LOCKS:

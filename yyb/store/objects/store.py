@@ -350,7 +350,8 @@ class ObjectStore(ABC):
     def read_record(self, oid: str) -> dict:
         """A record's value, its bytes proved by their hash but their encoding not proved
         canonical: for readers of many records that need only the values, beside a check
-        that proves the form (``fsck``, ``yyb doctor --plan``). Costs about half a get_record.
+        that proves the form (``fsck``, the chain checks of one plan). Costs about half a
+        get_record.
 
         Raises:
             ObjectMissing, CorruptObject (ChecksumMismatch, or not a decodable record).
