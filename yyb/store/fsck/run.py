@@ -14,7 +14,7 @@ from yyb.store.fsck.findings import Finding
 from yyb.store.fsck.layout import check_format, check_layout, check_memory
 from yyb.store.fsck.objects import check_objects
 from yyb.store.fsck.packs import Listing, relist_packs
-from yyb.store.fsck.reach import check_reachable
+from yyb.store.fsck.reachability import check_reachable
 from yyb.store.fsck.refs import check_refs
 from yyb.store.repo import Store
 
