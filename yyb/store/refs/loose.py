@@ -1,6 +1,6 @@
 """Refs on disk: a file per loose ref (``refs/...``, holding ``<oid>\n``) and per log head
 (``logs/refs/...``), and the packed-refs file (packed.py), where a loose file wins. The
-update protocol they serve is ``refs.RefStore``'s."""
+update protocol they serve is ``store.RefStore``'s."""
 
 from __future__ import annotations
 
