@@ -158,8 +158,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="yyb-bench-bundle-") as tmp:
         root = Path(tmp)
         env = bench_env(root)
-        subprocess.run([sys.executable, "-c", "import yyb.cli, yyb.cli.bundle, yyb.store.bundle.exchange,"
-                        " yyb.store.bundle.pack_form, yyb.store.fsck"], env=env, check=True)
+        subprocess.run([sys.executable, "-c", "import yyb.cli, yyb.cli.bundle,"
+                        " yyb.store.bundle.exchange, yyb.store.bundle.pack_form, yyb.store.fsck"],
+                       env=env, check=True)
         store = root / "store"
         build_yyb(store, small_blobs(args.objects, SEED))
         ours = build_git_repo(root / "git", args.objects, SEED, env, root / "scratch")[0]

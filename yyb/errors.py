@@ -33,7 +33,7 @@ module names it last, under ``yyb.`` (tests/test_errors.py compares the drawing 
     ├── CorruptObject               exit 1  stored bytes that are not a valid object
     │   ├── ChecksumMismatch        exit 1  bytes that do not hash to their name
     │   ├── NonCanonical            exit 1  a record body with more than one possible encoding
-    │   └── PackError               exit 1  a pack or index that does not verify  [store.pack]
+    │   └── PackError               exit 1  a pack or index that does not verify  [store.objects.pack]
     ├── CorruptBundle               exit 1  a bundle whose bytes fail a check (hash, length, end)
     ├── UnsafeListing               exit 1  a file listing naming a path outside its folder
     ├── BadSignature                exit 1  a signature that does not verify, or no trusted one
@@ -50,7 +50,7 @@ module names it last, under ``yyb.`` (tests/test_errors.py compares the drawing 
     ├── GenerationError             exit 1  not exactly the next evaluation  [grading.evaluate]
     ├── Refused                     exit 1  a worker's return that cannot stand  [attempts.remote]
     ├── GrantError                  exit 1  a grant not authorizing the plan  [plans.grant]
-    ├── NotExtended                 exit 1  a log not extending a checkpoint  [store.checkpoint]
+    ├── NotExtended                 exit 1  a log not extending a checkpoint  [store.log.checkpoint]
     ├── NotInStore                  exit 1  what a page asked for is not there  [view.chain]
     └── HistoricalRefused           exit 1  no verifiable historical v1 object  [workflow.history]
 

@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import flip_byte, note
 from yyb.errors import AmbiguousOid, InvalidRefName, RefNotFound
-from yyb.store.chain import verify_chain
+from yyb.store.fsck.verify_chain import verify_chain
 
 
 def problems(store, name):

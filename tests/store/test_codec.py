@@ -8,7 +8,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from yyb.errors import InvalidRecord, NonCanonical
-from yyb.store import codec
+from yyb.store.objects import codec
 
 scalars = (
     st.none()

@@ -24,7 +24,7 @@ from tests.conftest import note
 from yyb.errors import ObjectMissing, RefLocked, RefMismatch
 from yyb.store import file
 from yyb.store.fsck import fsck
-from yyb.store.objects import hash_object, header
+from yyb.store.objects.format import hash_object, header
 from yyb.store.repo import Store
 
 WORKERS = 4
@@ -136,7 +136,7 @@ def _read_while_written(path: str, expected: list[str], barrier) -> list[str]:
 
 
 def test_writers_of_the_same_objects_agree_and_leave_only_whole_files(store):
-    from yyb.store.object_store import record_body
+    from yyb.store.objects.store import record_body
 
     expected, expected_bytes = [], {}
     for kind, value in payloads():

@@ -10,7 +10,8 @@ import pytest
 
 from tests.conftest import Yyb, damage_packed, flip_byte, note
 from yyb.errors import CorruptObject
-from yyb.store import bundle, gc
+from yyb.store import gc
+from yyb.store.bundle import exchange as bundle
 from yyb.store.fsck import fsck, inspect
 from yyb.store.repo import Store
 

@@ -7,7 +7,6 @@ import os
 import pytest
 
 from tests.conftest import signalled
-
 from yyb.errors import UsageError
 from yyb.store import fanout
 

@@ -12,8 +12,8 @@ import struct
 from hypothesis import given
 
 from tests.store.test_codec import records
-from yyb.store import codec
-from yyb.store.objects import hash_object
+from yyb.store.objects import codec
+from yyb.store.objects.format import hash_object
 
 
 def _int(n: int) -> bytes:

@@ -151,7 +151,7 @@ def test_bin_values_under_the_schemas_as_the_page_says():
     typed = {"schema_version": "yyb_note.v1", "message": b"not a string"}
     assert schema.problem(typed, "yyb_note.v1") is not None
     # The JSON view's {"$bin": ...} is not what a schema sees: it validates as bytes.
-    from yyb.store import codec
+    from yyb.store.objects import codec
 
     decoded = codec.from_json(json.dumps(dict(typed, message={"$bin": "AAE="})))
     assert decoded["message"] == b"\x00\x01"

@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import flip_byte, note
 from yyb.store.fsck import fsck
-from yyb.store.objects import hash_object, header
+from yyb.store.objects.format import hash_object, header
 
 
 def errors(store) -> set[tuple[str, str]]:
@@ -89,7 +89,7 @@ def test_non_canonical_record(populated):
 
 
 def test_schema_violation(populated):
-    from yyb.store import codec
+    from yyb.store.objects import codec
 
     body = codec.encode({"schema_version": "yyb_note.v1", "message": 7})
     oid = hash_object("record", body)

@@ -13,7 +13,7 @@ from pathlib import Path
 from tests.conftest import run_yyb
 from yyb import example
 from yyb.store import gc
-from yyb.store.objects import check_links
+from yyb.store.objects.format import check_links
 from yyb.store.repo import Store
 
 # Runs `yyb gc` (which consolidates past 2 packs) and `yyb repack -a -d` by turns until the

@@ -29,8 +29,8 @@ from hypothesis import strategies as st
 from tests.conftest import flip_byte, note
 from yyb.cli.objects import MAX_LINE
 from yyb.errors import InvalidRecord, NonCanonical
-from yyb.store import codec
-from yyb.store.objects import hash_object
+from yyb.store.objects import codec
+from yyb.store.objects.format import hash_object
 from yyb.store.repo import Store
 
 # A yyb command uses ~25 MiB; a command that held a giant claim or file in memory would not fit.

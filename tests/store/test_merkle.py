@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from yyb.store import merkle
+from yyb.store.log import merkle
 
 LEAVES = [
     bytes.fromhex(h)

@@ -17,8 +17,9 @@ from yyb.errors import (
     SchemaViolation,
     StoreNotFound,
 )
-from yyb.store import loose, object_store
-from yyb.store.objects import hash_object
+from yyb.store.objects import loose
+from yyb.store.objects import store as object_store
+from yyb.store.objects.format import hash_object
 from yyb.store.repo import Store
 
 

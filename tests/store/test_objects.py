@@ -7,8 +7,8 @@ import hashlib
 import pytest
 
 from yyb.errors import ChecksumMismatch, CorruptObject, InvalidOid, InvalidRecord
-from yyb.store import objects
-from yyb.store.objects import StoredObject
+from yyb.store.objects import format as objects
+from yyb.store.objects.format import StoredObject
 
 
 def test_oid_is_sha256_of_header_and_body():

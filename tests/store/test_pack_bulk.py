@@ -1,6 +1,6 @@
 """Bulk reads of a pack (Pack.begin_bodies / finish_bodies, and the helper process of
-yyb.store.prover): whatever the split between the reader and its helper, whatever the order
-of begun reads, and whatever happens to the helper, a body comes back only for a
+yyb.store.objects.pack_hashing): whatever the split between the reader and its helper,
+whatever the order of begun reads, and whatever happens to the helper, a body comes back only for a
 well-formed blob whose bytes hash to its oid."""
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ import struct
 import pytest
 
 from tests.store.test_pack_reads import hostile_items, stored
-from yyb.store import gc, pack, prover
+from yyb.store import gc
+from yyb.store.objects import pack
+from yyb.store.objects import pack_hashing as prover
 from yyb.store.repo import Store
 
 

@@ -12,8 +12,8 @@ import pytest
 
 from tests.conftest import damage_packed, note
 from yyb.errors import CorruptObject
-from yyb.store import pack
-from yyb.store.objects import header
+from yyb.store.objects import pack
+from yyb.store.objects.format import header
 from yyb.store.repo import Store
 
 
@@ -40,7 +40,7 @@ def hostile_items() -> tuple[dict[str, bytes], dict[str, bytes | None]]:
         items[oid], expected[oid] = data, body
     empty_oid, empty = stored("blob", b"")
     items[empty_oid], expected[empty_oid] = empty, b""
-    from yyb.store import codec
+    from yyb.store.objects import codec
 
     record_oid, record = stored("record", codec.encode(note("r")))
     items[record_oid], expected[record_oid] = record, None
@@ -122,6 +122,7 @@ def test_doctor_beside_a_repack_that_removed_packs_it_had_listed(tmp_path, monke
     """doctor lists the packs, a repack replaces them (its own pack in place first): the
     vanished packs are no finding, and the new one is listed and checked."""
     from yyb.store import fsck, gc
+    from yyb.store.fsck import layout
 
     store, _ = Store.init(str(tmp_path / "s"))
     kept = store.objects.put_record(note("kept", blob=store.objects.put("blob", b"one")))
@@ -129,7 +130,7 @@ def test_doctor_beside_a_repack_that_removed_packs_it_had_listed(tmp_path, monke
     gc.gc(store)
     store.objects.put("blob", b"two")
     gc.gc(store)
-    listed = list(fsck._layout(store))
+    listed = list(layout.layout(store))
     old = [what for kind, what in listed if kind == "pack"]
     assert len(old) == 2
     merged = {}
@@ -141,7 +142,7 @@ def test_doctor_beside_a_repack_that_removed_packs_it_had_listed(tmp_path, monke
     for path in old:
         os.unlink(path[:-5] + ".idx")
         os.unlink(path)
-    monkeypatch.setattr(fsck, "_layout", lambda _store: iter(listed))
+    monkeypatch.setattr(layout, "layout", lambda _store: iter(listed))
     findings = [f.line() for f in fsck.fsck(Store.open(store.path)) if f.level == "error"]
     assert findings == []
     assert os.path.exists(new)
@@ -150,7 +151,8 @@ def test_doctor_beside_a_repack_that_removed_packs_it_had_listed(tmp_path, monke
 def test_a_rescan_lists_the_pack_folder_only_when_it_may_have_changed(tmp_path, monkeypatch):
     """An unchanged, settled pack folder is not listed again on every miss; a folder changed
     since (or too recently to tell) is."""
-    from yyb.store import gc, loose
+    from yyb.store import gc
+    from yyb.store.objects import loose
 
     store, _ = Store.init(str(tmp_path / "s"))
     first = store.objects.put("blob", b"first")

@@ -14,10 +14,11 @@ import pytest
 
 from tests.conftest import Yyb, killed_runs, note
 from yyb.errors import CorruptRef, RefConflict, RefNotFound
-from yyb.store import file, gc, packrefs
+from yyb.store import file, gc
 from yyb.store.fsck import fsck
-from yyb.store.looserefs import DiskRefs
-from yyb.store.objects import ZERO_OID
+from yyb.store.objects.format import ZERO_OID
+from yyb.store.refs import packed as packrefs
+from yyb.store.refs.loose import DiskRefs
 from yyb.store.repo import Store
 
 
@@ -189,7 +190,7 @@ def test_a_writer_makes_again_a_folder_pack_refs_dropped(tmp_path, monkeypatch):
 
 KILLED = """
 import sys
-from yyb.store import packrefs
+from yyb.store.refs import packed as packrefs
 from yyb.store.repo import Store
 packrefs.pack_refs(Store.open(sys.argv[1]))
 """
@@ -197,7 +198,8 @@ packrefs.pack_refs(Store.open(sys.argv[1]))
 # What a wrong order would do: remove the loose files before the packed file is durable.
 REMOVE_FIRST = """
 import os, sys
-from yyb.store import file, packrefs
+from yyb.store import file
+from yyb.store.refs import packed as packrefs
 from yyb.store.repo import Store
 store = Store.open(sys.argv[1])
 original = packrefs.PackedRefs.write

@@ -13,8 +13,9 @@ import pytest
 
 from tests.conftest import Yyb, killed_runs, note
 from yyb.errors import CorruptObject
-from yyb.store import gc, pack
+from yyb.store import gc
 from yyb.store.fsck import fsck
+from yyb.store.objects import pack
 from yyb.store.repo import Store
 
 
@@ -222,7 +223,8 @@ gc.repack(Store.open(sys.argv[1]), everything=True, delete=True)
 # pack is written (a consolidation that trusted its copy before it was durable).
 REMOVE_FIRST = """
 import os, sys
-from yyb.store import file, gc, pack
+from yyb.store import file, gc
+from yyb.store.objects import pack
 from yyb.store.repo import Store
 store = Store.open(sys.argv[1])
 objects = store.objects
@@ -470,7 +472,7 @@ def test_automatic_gc_packs_past_its_threshold_only(tmp_path):
 def test_gc_drops_emptied_folders_and_a_writer_racing_it_makes_them_again(tmp_path, monkeypatch):
     import io
 
-    from yyb.store.loose import DiskObjects
+    from yyb.store.objects.loose import DiskObjects
 
     store, _ = filled(str(tmp_path / "s"), 20)
     gc.gc(store)
@@ -504,7 +506,8 @@ def test_a_reader_whose_listed_pack_is_removed_before_it_opens_it_lists_again(
     tmp_path, monkeypatch
 ):
     """A reader lists the packs, a consolidation removes them all, then the reader opens
-    what it listed: it lists again and finds the new pack (yyb/store/loose.py, ``packs``)."""
+    what it listed: it lists again and finds the new pack (yyb/store/objects/loose.py,
+    ``packs``)."""
     store, bodies = several_packs(str(tmp_path / "s"))
     reader = Store.open(store.path)  # has opened no pack yet
     listing = pack.pack_paths

@@ -19,8 +19,9 @@ from yyb.errors import (
     RefNotFound,
     UsageError,
 )
-from yyb.store import refs
-from yyb.store.refs import ANY, REF_UPDATE, check_ref_name
+from yyb.store.refs import names as refs
+from yyb.store.refs.names import check_ref_name
+from yyb.store.refs.store import ANY, REF_UPDATE
 
 
 @pytest.mark.parametrize(

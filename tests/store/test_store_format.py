@@ -10,7 +10,9 @@ import pytest
 
 from tests.conftest import note
 from yyb.errors import StoreNotFound
-from yyb.store import gc, pack, packrefs, repo
+from yyb.store import gc, repo
+from yyb.store.objects import pack
+from yyb.store.refs import packed as packrefs
 from yyb.store.repo import FORMAT_FILE, FORMAT_TEXTS, Store
 
 

@@ -88,7 +88,7 @@ def test_nothing_is_written_through_a_linked_folder(disk_store, tmp_path):
 
 
 def _oid(body: bytes) -> str:
-    from yyb.store.objects import hash_object
+    from yyb.store.objects.format import hash_object
 
     return hash_object("blob", body)
 

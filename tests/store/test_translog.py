@@ -10,7 +10,9 @@ import os
 import pytest
 
 from tests.conftest import forged_update, note
-from yyb.store import logaudit, merkle, translog
+from yyb.store.log import audit as logaudit
+from yyb.store.log import merkle
+from yyb.store.log import transparency as translog
 from yyb.store.repo import Store
 
 
@@ -120,7 +122,7 @@ def test_a_store_made_before_its_log_is_backfilled_once(disk_store):
 
 
 def test_a_bundle_import_logs_the_imported_chain(disk_store, tmp_path):
-    from yyb.store import bundle
+    from yyb.store.bundle import exchange as bundle
 
     updates = fill(disk_store, 6)
     path = str(tmp_path / "b.bundle")

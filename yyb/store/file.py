@@ -5,7 +5,7 @@ from __future__ import annotations
 import errno
 import os
 
-from yyb.errors import StoreIOError
+from yyb.errors import StoreIOError, UsageError
 
 TEMP_PREFIX = ".tmp-"
 
@@ -110,8 +110,6 @@ def remove(path: str) -> bool:
 
 def read_input(path: str) -> bytes:
     """The bytes of a file a user named; an unreadable one is their mistake (UsageError)."""
-    from yyb.errors import UsageError
-
     try:
         with open(path, "rb") as handle:
             return handle.read()
@@ -127,8 +125,6 @@ def write_new(path: str, data: bytes) -> None:
     Raises:
         UsageError: ``path`` exists. StoreIOError: the file system refused.
     """
-    from yyb.errors import UsageError
-
     folder = os.path.dirname(os.path.abspath(path))
     tmp = None
     try:

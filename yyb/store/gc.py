@@ -27,9 +27,11 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from yyb.errors import YybError
-from yyb.store import file, pack, packrefs
-from yyb.store.objects import MAX_HEADER, hash_object, parse_header
+from yyb.errors import LockHeld, UsageError, YybError
+from yyb.store import file
+from yyb.store.objects import pack
+from yyb.store.objects.format import MAX_HEADER, hash_object, parse_header
+from yyb.store.refs import packed as packrefs
 
 
 @dataclass
@@ -185,7 +187,7 @@ def _hashes_to(data: bytes, oid: str) -> bool:
 def _loose_bytes(objects, oid: str) -> bytes | None:
     """The loose file's bytes when they are well-formed and hash to ``oid``, else None."""
     try:
-        fd = objects._open_fd(oid)
+        fd = objects.open_fd(oid)
     except (YybError, OSError):
         return None
     if fd is None:
@@ -300,8 +302,6 @@ def pack_limit(environ: dict) -> int:
 
 
 def _whole(environ: dict, name: str, default: int, meaning: str) -> int:
-    from yyb.errors import UsageError
-
     text = environ.get(name, "").strip()
     if not text:
         return default
@@ -323,8 +323,6 @@ def estimate_loose(store) -> int:
 def auto(store, environ: dict) -> Collected | None:
     """``gc`` when the loose objects pass the threshold, or the packs the pack limit (packs
     that a fetch wrote), and no other gc runs; else None (``git gc --auto``)."""
-    from yyb.errors import LockHeld
-
     threshold = auto_threshold(environ)
     if threshold == 0 or store.path is None:
         return None

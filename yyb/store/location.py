@@ -51,7 +51,8 @@ def default_store(cwd: str, env: dict) -> str:
 
 
 def resolve_store_path(option: str | None, cwd: str, env: dict) -> str:
-    """The store a command uses: ``--store``, else ``$YYB_STORE``, else the default."""
+    """The store a command uses: the one named (``option``), else ``$YYB_STORE``, else the
+    default."""
     if option:
         return os.path.abspath(option)
     if env.get(ENV_STORE):

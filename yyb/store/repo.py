@@ -7,14 +7,15 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from yyb.errors import LockHeld, RefNotFound, StoreNotFound, UsageError
+from yyb.errors import RefNotFound, StoreNotFound, UsageError
 from yyb.store import file
-from yyb.store.loose import DiskObjects
-from yyb.store.object_store import MemoryObjects, ObjectStore
-from yyb.store.objects import OID_HEX, check_prefix, is_oid
+from yyb.store.lock import store_lock
+from yyb.store.objects.format import OID_HEX, check_prefix, is_oid
+from yyb.store.objects.loose import DiskObjects
+from yyb.store.objects.store import MemoryObjects, ObjectStore
 
 if TYPE_CHECKING:
-    from yyb.store.refs import RefStore
+    from yyb.store.refs.store import RefStore
 
 FORMAT_FILE = "format"
 # Version 2 may hold packs and packed refs; version 1 (written before them) holds neither and
@@ -25,35 +26,6 @@ FORMAT_VERSION = 2
 FORMAT_TEXTS = {version: f"yyb-store {version}\nhash sha256\n" for version in (1, 2)}
 FORMAT_TEXT = FORMAT_TEXTS[FORMAT_VERSION]
 FOLDERS = ("objects", "refs", "logs", "tmp", "locks", "transparency")
-
-
-@contextlib.contextmanager
-def store_lock(root: str, name: str, timeout: float = 0.0) -> Iterator[dict | None]:
-    """Hold ``<root>/locks/<name>.lock`` (``Store.exclusive``, whose caller checked the name);
-    yield the holder of an abandoned lock this one replaced, or None.
-
-    Raises:
-        LockHeld: another live process holds it past ``timeout`` seconds.
-        StoreIOError: the file system refused.
-    """
-    folder = os.path.join(root, "locks")
-    try:
-        file.ensure_dir(folder)
-    except OSError as exc:
-        raise file.io_error(folder, exc) from exc
-    path = os.path.join(folder, name + ".lock")
-    try:
-        fd, broken = file.acquire_lock(path, timeout)
-    except FileExistsError:
-        raise LockHeld(name, path, file.lock_state(path)[1]) from None
-    except OSError as exc:
-        raise file.io_error(path, exc) from exc
-    try:
-        yield broken
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
-        os.close(fd)
 
 
 class Store:
@@ -81,14 +53,14 @@ class Store:
     def refs(self) -> RefStore:
         """The refs (with their update logs and the transparency log)."""
         if self._refs is None:
-            from yyb.store.looserefs import DiskRefs  # plumbing that names objects never pays
+            from yyb.store.refs.loose import DiskRefs  # plumbing that names objects never pays
 
             self._refs = DiskRefs(self.objects, self.path)
         return self._refs
 
     @classmethod
     def memory(cls) -> Store:
-        from yyb.store.refs import MemoryRefs
+        from yyb.store.refs.store import MemoryRefs  # as DiskRefs: only for those that use refs
 
         objects = MemoryObjects()
         return cls(objects, MemoryRefs(objects))
@@ -146,7 +118,7 @@ class Store:
         Raises:
             LockHeld: another live process holds it past ``timeout`` seconds.
         """
-        from yyb.store.refs import check_ref_name
+        from yyb.store.refs.names import check_ref_name  # as refs: plumbing on oids never pays
 
         check_ref_name(name)
         if "/" in name:
@@ -170,10 +142,10 @@ class Store:
         hexlike = 4 <= len(name) < OID_HEX and all(c in "0123456789abcdef" for c in name)
         if hexlike:
             check_prefix(name)
-            found = self.objects._with_prefix(name)
+            found = self.objects.with_prefix(name)
             if found:
                 return self.objects.resolve(name)
-        from yyb.store.refs import check_ref_name
+        from yyb.store.refs.names import check_ref_name  # as refs: plumbing on oids never pays
 
         try:
             value = self.refs.read(check_ref_name(name))

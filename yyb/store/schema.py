@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from yyb.errors import SchemaViolation
-from yyb.store.codec import json_path
+from yyb.store.objects.codec import json_path
 
 SUFFIX = ".schema.json"
 

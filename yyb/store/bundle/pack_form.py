@@ -20,15 +20,15 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, BinaryIO
 
 from yyb.errors import CorruptObject
-from yyb.store.objects import HEADER_RE, MAX_HEADER, MAX_RECORD, header, parse_header
-from yyb.store.pack import HASH, HEAD, PACK_MAGIC
-from yyb.store.pack import VERSION as PACK_VERSION
+from yyb.store.bundle.entry import SPILL, Entry, Source
+from yyb.store.objects.format import HEADER_RE, MAX_HEADER, MAX_RECORD, header, parse_header
+from yyb.store.objects.pack import HASH, HEAD, PACK_MAGIC
+from yyb.store.objects.pack import VERSION as PACK_VERSION
 
 if TYPE_CHECKING:
-    from yyb.store.bundle_reader import Entry, Reader
     from yyb.store.repo import Store
 
-# objects.parse_header's grammar, matched in the mapping without a copy or a call (1.5 µs an
+# format.parse_header's grammar, matched in the mapping without a copy or a call (1.5 µs an
 # object, a sixth of verifying 100,000 small ones).
 HEADER = HEADER_RE
 # The shortest stored object, "blob 0\0": a pack head cannot count more objects than fit.
@@ -65,7 +65,7 @@ def write(store: Store, handle: BinaryIO, head: bytes, oids: list[str]) -> None:
     handle.write(trailer.digest())
 
 
-def entries(reader: Reader, private: bool) -> Iterator[Entry]:
+def entries(reader: Source, private: bool) -> Iterator[Entry]:
     """Yield each object of a version 2 bundle after its header, proved to hash to its oid;
     check that the objects fill the pack exactly and the trailer last.
 
@@ -93,10 +93,8 @@ def entries(reader: Reader, private: bool) -> Iterator[Entry]:
 
 
 def _objects(
-    reader: Reader, mapped: mmap.mmap, view: memoryview, start: int, private: bool
+    reader: Source, mapped: mmap.mmap, view: memoryview, start: int, private: bool
 ) -> Iterator[Entry]:
-    from yyb.store.bundle_reader import Entry
-
     magic, version, count = HEAD.unpack_from(mapped, start)
     if magic != PACK_MAGIC:
         raise reader.fail(f"no pack after the header at byte {start} (expected 'YYBPACK\\0')")
@@ -155,7 +153,7 @@ Span = tuple[int, str, int, int]  # (where the object starts, kind, body length,
 Hashed = tuple[Span, bytes, "bytes | None", "BinaryIO | None"]  # its oid raw, copy, spill
 
 
-def _spans(reader: Reader, mapped: mmap.mmap, position: int, end: int, count: int):
+def _spans(reader: Source, mapped: mmap.mmap, position: int, end: int, count: int):
     """Each object's span, read from its header alone (nothing hashed yet)."""
     for _ in range(count):
         kind, length, body = _stored_header(reader, mapped, position, end)
@@ -211,8 +209,6 @@ def _workers() -> int:
 def _copied(view: memoryview, spans: Iterator[Span], stack) -> Iterator[Hashed]:
     """Copy each object out of the mapping (a large one to a temporary file) and hash the
     copy: what is written later is exactly what was hashed."""
-    from yyb.store.bundle_reader import SPILL
-
     for span in spans:
         position, _, length, body = span
         stop = body + length
@@ -228,11 +224,11 @@ def _copied(view: memoryview, spans: Iterator[Span], stack) -> Iterator[Hashed]:
 
 
 def _stored_header(
-    reader: Reader, mapped: mmap.mmap, position: int, end: int
+    reader: Source, mapped: mmap.mmap, position: int, end: int
 ) -> tuple[str, int, int]:
     """(kind, body length, where the body starts) of the object at ``position``."""
     match = HEADER.match(mapped, position, min(position + MAX_HEADER, end))
-    if match is None:  # objects.parse_header says what is wrong
+    if match is None:  # format.parse_header says what is wrong
         try:
             parse_header(mapped[position : min(position + MAX_HEADER, end)])
         except CorruptObject as exc:

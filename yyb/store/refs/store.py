@@ -16,7 +16,6 @@ ref learns from the log head what was being published, finishes that work and th
 from __future__ import annotations
 
 import contextlib
-import functools
 import re
 import threading
 import time
@@ -26,7 +25,6 @@ from dataclasses import dataclass
 
 from yyb.errors import (
     CorruptRef,
-    InvalidRefName,
     ObjectMissing,
     RefConflict,
     RefLocked,
@@ -34,15 +32,12 @@ from yyb.errors import (
     RefNotFound,
     UsageError,
 )
-from yyb.store import translog
-from yyb.store.object_store import ObjectStore
-from yyb.store.objects import check_oid
+from yyb.store.log import transparency
+from yyb.store.objects.format import check_oid
+from yyb.store.objects.store import ObjectStore
+from yyb.store.refs.names import LOCK_SUFFIX, check_ref_name
 
 REF_UPDATE = "yyb_ref_update.v1"
-LOCK_SUFFIX = ".lock"
-MAX_REF_LENGTH = 1024
-_COMPONENT = re.compile(r"[A-Za-z0-9_+=@-][A-Za-z0-9._+=@-]{0,254}")
-_FULL_NAME = re.compile(r"refs(?:/[A-Za-z0-9_+=@-][A-Za-z0-9._+=@-]{0,254})+")
 
 # Marks "no expectation" in update(); None means "the ref must not exist".
 ANY = object()
@@ -57,50 +52,6 @@ class LockHandle:
     renamed: bool = False  # the lock file became the ref: its path is no longer ours
 
 
-@functools.lru_cache(maxsize=65536)
-def check_ref_name(name: str) -> str:
-    """Return the full name (``refs/...``) of a valid ref name, or raise InvalidRefName.
-
-    A name not starting with ``refs/`` is taken relative to ``refs/``. Each ``/``-separated
-    component is 1-255 characters from ``A-Za-z0-9._+=@-``, does not start with ``.``, is not
-    ``..`` and does not end in ``.lock``.
-    """
-    if (
-        type(name) is str
-        and _FULL_NAME.fullmatch(name)
-        and len(name) <= MAX_REF_LENGTH
-        and ".lock/" not in name + "/"
-    ):
-        return name  # the common case, decided by one regular expression
-    return check_ref_name_carefully(name)
-
-
-def check_ref_name_carefully(name: str) -> str:
-    """check_ref_name one rule at a time, so that a refusal names the rule it broke."""
-    if not isinstance(name, str) or not name:
-        raise InvalidRefName(str(name), "empty")
-    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in name):
-        raise InvalidRefName(name, "control characters are not allowed")
-    if name.startswith("/"):
-        raise InvalidRefName(name, "absolute paths are not allowed")
-    full = name if name.startswith("refs/") else f"refs/{name}"
-    if len(full) > MAX_REF_LENGTH:
-        raise InvalidRefName(name, f"longer than {MAX_REF_LENGTH} characters")
-    parts = full.split("/")
-    if len(parts) < 2:
-        raise InvalidRefName(name, "a ref needs a name below refs/")
-    for part in parts[1:]:
-        if part in ("", ".", ".."):
-            raise InvalidRefName(name, "empty, '.' or '..' components are not allowed")
-        if part.endswith(LOCK_SUFFIX):
-            raise InvalidRefName(name, "components may not end in .lock")
-        if not _COMPONENT.fullmatch(part):
-            raise InvalidRefName(
-                name, "components use only A-Z a-z 0-9 . _ + = @ - and do not start with '.'"
-            )
-    return full
-
-
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -110,17 +61,20 @@ class RefStore(ABC):
 
     lock_timeout = 1.0
 
-    def __init__(self, objects: ObjectStore, log: translog.TransparencyLog) -> None:
+    def __init__(self, objects: ObjectStore, log: transparency.TransparencyLog) -> None:
         self.objects = objects
-        self.transparency = log  # every update is a leaf of it (translog.py)
+        self.transparency = log  # every update is a leaf of it (transparency.py)
 
     # --- primitives -----------------------------------------------------------------------
 
     @abstractmethod
-    def _read(self, name: str) -> str | None: ...
+    def read_full(self, name: str) -> str | None:
+        """``read`` of a full name already checked (``refs/...``): the checks' callers skip
+        checking it again."""
 
     @abstractmethod
-    def _read_log_head(self, name: str) -> str | None: ...
+    def log_head_full(self, name: str) -> str | None:
+        """``log_head`` of a full name already checked."""
 
     @abstractmethod
     def _write_log_head(self, name: str, oid: str) -> None: ...
@@ -150,11 +104,11 @@ class RefStore(ABC):
 
     def read(self, name: str) -> str | None:
         """The oid ``name`` points at, or None if the ref does not exist."""
-        return self._read(check_ref_name(name))
+        return self.read_full(check_ref_name(name))
 
     def log_head(self, name: str) -> str | None:
         """The oid of the latest ``yyb_ref_update.v1`` record of ``name``, or None."""
-        return self._read_log_head(check_ref_name(name))
+        return self.log_head_full(check_ref_name(name))
 
     def update(
         self,
@@ -196,7 +150,7 @@ class RefStore(ABC):
         with self._lock(name) as handle, deleting:
             with self.transparency.locked() as log:
                 self.complete(log)
-                current = self._read(name)
+                current = self.read_full(name)
                 if old is not ANY and old != current:
                     raise RefMismatch(name, old, current)
                 if new is None and current is None:
@@ -247,10 +201,10 @@ class RefStore(ABC):
             raise CorruptRef(name, f"{log_head} is not an update that sets this ref")
         with self._lock(name) as handle, self.transparency.locked() as log:
             self.complete(log)
-            current = self._read(name)
+            current = self.read_full(name)
             if current != old:
                 raise RefMismatch(name, old, current)
-            head = self._read_log_head(name)
+            head = self.log_head_full(name)
             if head != old_head:
                 raise RefMismatch(f"logs/{name}", old_head, head)
             log.append(self._imported(log_head, old_head))
@@ -271,7 +225,7 @@ class RefStore(ABC):
             oid = links.get("previous")
         return found[::-1]
 
-    def complete(self, log: translog.View) -> None:
+    def complete(self, log: transparency.View) -> None:
         """Bring the log and the log heads into agreement before appending: the updates of a
         store made before its log are appended once (oldest first), and a last update whose
         writer died between its leaf and its log head gets that head, as if the writer had
@@ -280,10 +234,10 @@ class RefStore(ABC):
         if last is None:
             names = self.log_names()
             if names:
-                log.append(translog.ordered(self._chains(names)))
+                log.append(transparency.ordered(self._chains(names)))
             return
         oid, ref = last
-        head = self._read_log_head(ref)
+        head = self.log_head_full(ref)
         if head == oid:
             return
         try:
@@ -297,7 +251,7 @@ class RefStore(ABC):
         """Each ref's chain, oldest first, as (time, oid, ref): what a log that starts late
         owes, in the order a replay of it expects."""
         for name in names:
-            chain = self._imported(self._read_log_head(name), None)
+            chain = self._imported(self.log_head_full(name), None)
             yield [(self.objects.get_record(oid).get("time_ms", 0), oid, ref) for oid, ref in chain]
 
     def _chain_parent(self, name: str, current: str | None) -> tuple[str | None, str | None]:
@@ -307,7 +261,7 @@ class RefStore(ABC):
         then died before its rename, or a ref set back by hand: either way the move never
         took effect. The next record links that head as ``discarded``, so it stays on record.
         """
-        head = self._read_log_head(name)
+        head = self.log_head_full(name)
         if head is None:
             if current is not None:
                 raise CorruptRef(name, "the ref exists but has no update log")
@@ -323,11 +277,11 @@ class RefStore(ABC):
         """The target of an update of ``name`` that wrote its record but never reached the
         ref (the writer died before its rename), or None."""
         name = check_ref_name(name)
-        head = self._read_log_head(name)
+        head = self.log_head_full(name)
         if head is None:
             return None
         record = self.objects.get_record(head)
-        current = self._read(name)
+        current = self.read_full(name)
         if record.get("new") != current and record.get("old") == current:
             return record.get("new")
         return None
@@ -349,8 +303,8 @@ class RefStore(ABC):
     def log(self, name: str) -> Iterator[tuple[str, dict]]:
         """Yield (oid, record) of each update of ``name``, newest first (each one verified)."""
         name = check_ref_name(name)
-        oid = self._read_log_head(name)
-        if oid is None and self._read(name) is None:
+        oid = self.log_head_full(name)
+        if oid is None and self.read_full(name) is None:
             raise RefNotFound(name)
         seen = set()
         while oid is not None:
@@ -371,7 +325,7 @@ class RefStore(ABC):
         """
         for name in self.names():
             if pattern is None or self.matches(name, pattern):
-                value = self._read(name)
+                value = self.read_full(name)
                 if value is not None:
                     yield name, value
 
@@ -407,19 +361,19 @@ def _glob(pattern: str) -> re.Pattern:
 
 
 class MemoryRefs(RefStore):
-    """The memory twin of looserefs.DiskRefs."""
+    """The memory twin of loose.DiskRefs."""
 
     def __init__(self, objects: ObjectStore) -> None:
-        super().__init__(objects, translog.MemoryLog())
+        super().__init__(objects, transparency.MemoryLog())
         self.values: dict[str, str] = {}
         self.heads: dict[str, str] = {}
         self.locked: set[str] = set()
         self._mutex = threading.Lock()
 
-    def _read(self, name: str) -> str | None:
+    def read_full(self, name: str) -> str | None:
         return self.values.get(name)
 
-    def _read_log_head(self, name: str) -> str | None:
+    def log_head_full(self, name: str) -> str | None:
         return self.heads.get(name)
 
     def _write_log_head(self, name: str, oid: str) -> None:

@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from yyb.errors import CorruptRef, UsageError
-from yyb.store import logaudit
-from yyb.store.fsck import Finding, check_ref_chain, error, inspect
-from yyb.store.objects import OID_HEX, is_oid
-from yyb.store.refs import check_ref_name
+from yyb.store.fsck.findings import Finding, error
+from yyb.store.fsck.objects import inspect
+from yyb.store.fsck.update_chain import check_ref_chain
+from yyb.store.log import audit
+from yyb.store.objects.format import OID_HEX, is_oid
+from yyb.store.refs.names import check_ref_name
 from yyb.store.repo import Store
 
 _HEX = frozenset("0123456789abcdef")
@@ -16,24 +18,24 @@ _HEX = frozenset("0123456789abcdef")
 
 def _as_ref(store: Store, name: str) -> str | None:
     """The full ref name if ``name`` is a ref with a value or an update log, else None."""
-    if 4 <= len(name) < OID_HEX and set(name) <= _HEX and store.objects._with_prefix(name):
+    if 4 <= len(name) < OID_HEX and set(name) <= _HEX and store.objects.with_prefix(name):
         return None  # an abbreviated oid wins over a ref of the same spelling, as in rev_parse
     try:
         full = check_ref_name(name)
     except UsageError:
         return None
     try:
-        exists = store.refs._read(full) is not None
+        exists = store.refs.read_full(full) is not None
     except CorruptRef:
         exists = True
-    return full if exists or store.refs._read_log_head(full) is not None else None
+    return full if exists or store.refs.log_head_full(full) is not None else None
 
 
 def verify_chain(store: Store, name: str) -> Iterator[Finding]:
     """Yield every problem found walking links from ``name`` (an oid, an abbreviation or a ref).
 
     For a ref, its update chain is checked and walked too, and held to the store's
-    transparency log (``logaudit.audit_refs``: its logged updates replayed, its log head the
+    transparency log (``audit.audit_refs``: its logged updates replayed, its log head the
     newest of them, every update of its chain logged).
 
     Raises:
@@ -42,7 +44,7 @@ def verify_chain(store: Store, name: str) -> Iterator[Finding]:
     yield from verify_many(store, [name])
     ref = None if is_oid(name) else _as_ref(store, name)
     if ref is not None:
-        yield from logaudit.audit_refs(store, [ref])
+        yield from audit.audit_refs(store, [ref])
 
 
 def verify_many(store: Store, names: list[str], seen: set[str] | None = None) -> Iterator[Finding]:
@@ -63,7 +65,7 @@ def verify_many(store: Store, names: list[str], seen: set[str] | None = None) ->
             else:
                 roots.append(oid)
         try:
-            value = store.refs._read(ref)
+            value = store.refs.read_full(ref)
         except CorruptRef:
             value = None  # check_ref_chain has reported it
         if value is not None:

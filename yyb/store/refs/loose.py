@@ -1,6 +1,6 @@
 """Refs on disk: a file per loose ref (``refs/...``, holding ``<oid>\n``) and per log head
-(``logs/refs/...``), and the packed-refs file (packrefs.py), where a loose file wins. The
-update protocol they serve is ``refs.RefStore``'s."""
+(``logs/refs/...``), and the packed-refs file (packed.py), where a loose file wins. The
+update protocol they serve is ``store.RefStore``'s."""
 
 from __future__ import annotations
 
@@ -10,26 +10,27 @@ import os
 from collections.abc import Iterator
 
 from yyb.errors import CorruptRef, RefConflict, RefLocked, StoreIOError, YybError
-from yyb.store import file, translog
-from yyb.store.object_store import ObjectStore
-from yyb.store.objects import ZERO_OID, is_oid
-from yyb.store.refs import LOCK_SUFFIX, LockHandle, RefStore, check_ref_name
+from yyb.store import file
+from yyb.store.log import transparency
+from yyb.store.objects.format import ZERO_OID, is_oid
+from yyb.store.objects.store import ObjectStore
+from yyb.store.refs.names import LOCK_SUFFIX, check_ref_name
+from yyb.store.refs.packed import PackedRefs
+from yyb.store.refs.store import LockHandle, RefStore
 
 # How often a writer makes a folder again that pack-refs dropped, emptied, meanwhile (as
-# loose.py does for the object folders gc drops).
+# objects/loose.py does for the object folders gc drops).
 FOLDER_RETRIES = 3
 
 
 class DiskRefs(RefStore):
     """Refs as files ``<root>/refs/...`` holding ``<oid>\\n``; log heads under ``<root>/logs``;
-    both also packed in ``<root>/packed-refs`` (packrefs.py), where a loose file wins."""
+    both also packed in ``<root>/packed-refs`` (packed.py), where a loose file wins."""
 
     packed_lock_timeout = 10.0  # a deletion waits this long for a running pack-refs
 
     def __init__(self, objects: ObjectStore, root: str) -> None:
-        from yyb.store.packrefs import PackedRefs  # here: packrefs imports this module
-
-        super().__init__(objects, translog.DiskLog(root))
+        super().__init__(objects, transparency.DiskLog(root))
         self.root = root
         self.packed = PackedRefs(root)
 
@@ -70,13 +71,13 @@ class DiskRefs(RefStore):
 
     # A loose file wins; on a miss, the packed file, looked at again if it changed since
     # (pack-refs writes it before it removes the loose file just missed).
-    def _read(self, name: str) -> str | None:
+    def read_full(self, name: str) -> str | None:
         value = self._read_oid_file(self.path(name), name, "ref file")
         if value is None and (table := self.packed.table()) is not None:
             return table.value(name)
         return value
 
-    def _read_log_head(self, name: str) -> str | None:
+    def log_head_full(self, name: str) -> str | None:
         head = self._read_oid_file(self.log_path(name), name, "log head")
         if head is None and (table := self.packed.table()) is not None:
             return table.head(name)

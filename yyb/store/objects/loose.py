@@ -19,16 +19,23 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from yyb.errors import CorruptObject, ObjectMissing, StoreIOError
 from yyb.store import file
-from yyb.store.object_store import (
+from yyb.store.objects.format import (
+    MAX_HEADER,
+    OID_HEX,
+    hash_object,
+    header,
+    loose_path,
+    parse_header,
+)
+from yyb.store.objects.store import (
     STREAM_THRESHOLD,
     ObjectStore,
     hash_stream,
     small_and_well_formed,
 )
-from yyb.store.objects import MAX_HEADER, OID_HEX, hash_object, header, loose_path, parse_header
 
 if TYPE_CHECKING:
-    from yyb.store import pack
+    from yyb.store.objects import pack
 
 
 # A fan-out folder that gc emptied may be removed between a writer making it and writing into
@@ -69,7 +76,7 @@ class DiskObjects(ObjectStore):
         stamp = (folder.st_ino, folder.st_mtime_ns)
         if self._pack_listing == stamp:
             return list(self._packs.values())
-        from yyb.store import pack  # only a store with packs pays for it
+        from yyb.store.objects import pack  # only a store with packs pays for it
 
         began = time.time_ns()
         with self._packs_lock:
@@ -165,7 +172,7 @@ class DiskObjects(ObjectStore):
                 raise _linked(oid, f"objects/{prefix}") from None
             return None  # a file stands there: no object lies below it
 
-    def _open_fd(self, oid: str) -> int | None:
+    def open_fd(self, oid: str) -> int | None:
         """A descriptor of ``oid``'s file, opened without following a symbolic link at its
         fan-out folder or at the file, and without blocking on a FIFO; None when absent.
 
@@ -202,7 +209,7 @@ class DiskObjects(ObjectStore):
             CorruptObject: a symbolic link, not a regular file, a malformed header, or a
             length mismatch.
         """
-        fd = self._open_fd(oid)
+        fd = self.open_fd(oid)
         if fd is None:
             return None
         handle = os.fdopen(fd, "rb")
@@ -231,7 +238,7 @@ class DiskObjects(ObjectStore):
             packed = self._first_pack(oid)
             if packed is not None:
                 return packed
-        small = self._read_small(oid)
+        small = self.read_small(oid)
         if small is not None:
             return small or None
         opened = self._open(oid)
@@ -241,7 +248,7 @@ class DiskObjects(ObjectStore):
         with handle:
             return header(kind, size) + handle.read(size)
 
-    def _read_small(self, oid: str, limit: int = 1 << 20) -> bytes | None:
+    def read_small(self, oid: str, limit: int = 1 << 20) -> bytes | None:
         """The whole file in one read when it is at most ``limit`` bytes and well-formed.
 
         Returns b"" when absent and None when the file needs the careful path (large, or
@@ -252,7 +259,7 @@ class DiskObjects(ObjectStore):
             if packed is not None:
                 return small_and_well_formed(packed, oid, limit) if len(packed) <= limit else None
         try:
-            fd = self._open_fd(oid)
+            fd = self.open_fd(oid)
         except (CorruptObject, OSError):
             return None
         if fd is None:
@@ -437,7 +444,7 @@ class DiskObjects(ObjectStore):
         or an empty file is a copy that does not verify), then each pack that holds it (the
         packs open; after a miss, any new ones). A pack that cannot be opened is left out
         (``yyb doctor`` reports it as ``bad-pack``)."""
-        from yyb.store import pack
+        from yyb.store.objects import pack  # as in packs(): a loose-only store never pays
 
         found = [loose_path(oid)] if os.path.lexists(self.path(oid)) else []
         try:
@@ -516,7 +523,7 @@ class DiskObjects(ObjectStore):
             found.update(held.oids())
         yield from sorted(found)
 
-    def _with_prefix(self, prefix: str) -> list[str]:
+    def with_prefix(self, prefix: str) -> list[str]:
         try:
             folder = self._folder_fd(prefix[:2])
         except CorruptObject:

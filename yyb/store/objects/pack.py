@@ -32,8 +32,8 @@ from typing import NamedTuple
 
 from yyb.errors import CorruptObject
 from yyb.store import file
-from yyb.store.objects import MAX_HEADER, parse_header
-from yyb.store.prover import Prover
+from yyb.store.objects.format import MAX_HEADER, hash_object, parse_header
+from yyb.store.objects.pack_hashing import Prover
 
 PACK_MAGIC = b"YYBPACK\0"
 INDEX_MAGIC = b"YYBIDX\0\0"
@@ -180,7 +180,7 @@ class Pack:
         self._offsets: array.array | None = None
         self._table: dict[int, int] | None = None  # oid prefix -> entry (_make_table)
         self._ends: array.array | None = None  # where each entry's bytes end (_stop)
-        self._prover: Prover | None = None  # the bulk reader's hashing helper (prover.py)
+        self._prover: Prover | None = None  # the bulk reader's hashing helper (pack_hashing.py)
         self._forked = False
         self._share = 0.5  # of a bulk read, what the helper proves (adjusted as it goes)
 
@@ -310,7 +310,7 @@ class Pack:
         as it is (absent, a record, or damaged: ``read`` names what is wrong). The batch
         readers' path: one lookup, one header check, one hash and no copy an object, each
         step mapped over the whole list by the interpreter's C loops; with ``helper``, a
-        helper process forked for this pack proves a share of the list meanwhile (``prover``;
+        helper process forked for this pack proves a share of the list meanwhile (``pack_hashing``;
         only for a caller with no threads, as a fork needs)."""
         self.finish_bodies(self.begin_bodies(oids, found, helper), found)
 
@@ -461,8 +461,6 @@ class Pack:
         Raises:
             PackError: the first thing that does not verify.
         """
-        from yyb.store.objects import hash_object
-
         if os.path.basename(self.path) != f"pack-{self.data[-HASH:].hex()}.pack":
             raise PackError(self.path, "its name is not pack-<its trailer in hex>.pack")
         body = len(self.index) - HASH

@@ -18,8 +18,8 @@ from yyb.errors import (
     InvalidRecord,
     ObjectMissing,
 )
-from yyb.store import codec
-from yyb.store.objects import (
+from yyb.store.objects import codec
+from yyb.store.objects.format import (
     MAX_RECORD,
     OID_HEX,
     StoredObject,
@@ -176,7 +176,7 @@ class ObjectStore(ABC):
     @abstractmethod
     def contains(self, oid: str) -> bool: ...
 
-    def _read_small(self, oid: str, limit: int = 1 << 20) -> bytes | None:
+    def read_small(self, oid: str, limit: int = 1 << 20) -> bytes | None:
         """Whole stored bytes when small and well-formed; b"" when absent; None otherwise."""
         data = self._read(oid)
         return b"" if data is None else small_and_well_formed(data, oid, limit)
@@ -185,7 +185,8 @@ class ObjectStore(ABC):
     def iter_oids(self) -> Iterator[str]: ...
 
     @abstractmethod
-    def _with_prefix(self, prefix: str) -> list[str]: ...
+    def with_prefix(self, prefix: str) -> list[str]:
+        """Every oid held that starts with ``prefix`` (checked hex), in no order."""
 
     # --- writing ---------------------------------------------------------------------------
 
@@ -304,7 +305,7 @@ class ObjectStore(ABC):
         can prove cheaply (its bytes hash to its oid), else None: the caller reads that one
         with ``get``, which names what is missing or wrong. A body may be a view into a mapped
         pack, valid while the store is open. ``helper``: a pack read in bulk may fork a
-        process that proves a share of the list beside this one (``prover``; only for a
+        process that proves a share of the list beside this one (``pack_hashing``; only for a
         caller with no threads, as a fork needs)."""
         return self.finish_blob_bodies(self.begin_blob_bodies(oids, helper))
 
@@ -332,7 +333,7 @@ class ObjectStore(ABC):
         Raises:
             ObjectMissing, CorruptObject (ChecksumMismatch, NonCanonical).
         """
-        data = self._read_small(oid, limit)
+        data = self.read_small(oid, limit)
         if data is None:
             return None
         if not data:
@@ -349,7 +350,8 @@ class ObjectStore(ABC):
     def read_record(self, oid: str) -> dict:
         """A record's value, its bytes proved by their hash but their encoding not proved
         canonical: for readers of many records that need only the values, beside a check
-        that proves the form (``fsck``, ``yyb doctor --plan``). Costs about half a get_record.
+        that proves the form (``fsck``, the chain checks of one plan). Costs about half a
+        get_record.
 
         Raises:
             ObjectMissing, CorruptObject (ChecksumMismatch, or not a decodable record).
@@ -386,7 +388,7 @@ class ObjectStore(ABC):
         check_prefix(name)
         if len(name) == OID_HEX:
             return name
-        found = sorted(self._with_prefix(name))
+        found = sorted(self.with_prefix(name))
         if not found:
             raise ObjectMissing(name)
         if len(found) > 1:
@@ -419,5 +421,5 @@ class MemoryObjects(ObjectStore):
     def iter_oids(self) -> Iterator[str]:
         return iter(sorted(self.raw))
 
-    def _with_prefix(self, prefix: str) -> list[str]:
+    def with_prefix(self, prefix: str) -> list[str]:
         return [oid for oid in self.raw if oid.startswith(prefix)]

@@ -34,7 +34,8 @@ from dataclasses import dataclass
 
 from yyb.errors import CorruptRef
 from yyb.store import file
-from yyb.store.objects import ZERO_OID
+from yyb.store.lock import store_lock
+from yyb.store.objects.format import ZERO_OID
 
 PACKED_REFS = "packed-refs"  # the file, at the top of the store
 LOCK_NAME = "packed-refs"  # its lock: locks/packed-refs.lock
@@ -236,8 +237,6 @@ class PackedRefs:
         Raises:
             LockHeld: a live process holds it past ``timeout`` seconds.
         """
-        from yyb.store.repo import store_lock
-
         with store_lock(self.root, LOCK_NAME, timeout):
             yield
 

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from yyb.errors import ChecksumMismatch, CorruptObject, InvalidOid, InvalidRecord
-from yyb.store import codec
+from yyb.store.objects import codec
 
 KINDS = ("blob", "record")
 OID_HEX = 64

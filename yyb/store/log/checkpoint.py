@@ -21,7 +21,7 @@ import binascii
 from dataclasses import dataclass
 
 from yyb.errors import UsageError, YybError
-from yyb.store import merkle, translog
+from yyb.store.log import merkle, transparency
 
 CHECKPOINT = "yyb_checkpoint.v1"
 
@@ -71,7 +71,7 @@ def make(store) -> tuple[str, dict]:
         chunks = []
         lines: list[bytes] = []
         for oid, ref in log.entries():
-            lines.append(translog.leaf_line(oid, ref))
+            lines.append(transparency.leaf_line(oid, ref))
             if len(lines) == CHUNK:
                 chunks.append(store.objects.put("blob", b"".join(lines)))
                 lines = []
@@ -105,7 +105,7 @@ def leaves(store, record: dict) -> list[tuple[str, str]]:
         if parts.pop() != b"" or (len(parts) != record["chunk"] and i != len(chunks) - 1):
             raise UsageError(f"checkpoint leaves chunk {i} is not {record['chunk']} whole lines")
         try:
-            found += [translog.parse_line(line) for line in parts]
+            found += [transparency.parse_line(line) for line in parts]
         except UnicodeDecodeError:
             raise UsageError(f"checkpoint leaves chunk {i} is not ASCII") from None
     if len(found) != record["size"]:

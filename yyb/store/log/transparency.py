@@ -37,7 +37,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 
 from yyb.errors import CorruptRef
-from yyb.store import file, merkle
+from yyb.store import file
+from yyb.store.log import merkle
 
 FOLDER = "transparency"
 HASH = merkle.HASH_SIZE

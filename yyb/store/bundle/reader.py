@@ -2,7 +2,7 @@
 
 The grammar is docs/format.md, "Bundles", enforced exactly: one spelling for every number,
 ref lines sorted with each log head right after its ref, objects sorted by oid. A version 1
-bundle frames each object (read here); a version 2 bundle carries a pack (``bundle_pack``).
+bundle frames each object (read here); a version 2 bundle carries a pack (``pack_form``).
 Reading never trusts a declared size: a frame is inflated in bounded chunks, capped at its
 declared length, and hashed against its name; bodies past ``SPILL`` bytes go to a temporary
 file, so memory stays bounded.
@@ -11,18 +11,18 @@ file, so memory stays bounded.
 from __future__ import annotations
 
 import hashlib
-import mmap
 import os
 import re
 import tempfile
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO
 
 from yyb.errors import CorruptBundle, CorruptObject, InvalidBundle, InvalidRefName
-from yyb.store.objects import MAX_HEADER, MAX_RECORD, is_oid, parse_header
-from yyb.store.refs import check_ref_name
+from yyb.store.bundle import pack_form
+from yyb.store.bundle.entry import SPILL, Entry
+from yyb.store.objects.format import MAX_HEADER, MAX_RECORD, is_oid, parse_header
+from yyb.store.refs.names import check_ref_name
 
 MAGIC = b"yyb-bundle "
 # The version a writer writes unless told otherwise: 2, the pack form.
@@ -34,8 +34,6 @@ CAPABILITIES = {1: ("zlib", "ref-logs"), 2: ("pack", "ref-logs")}
 LOG_PREFIX = "logs/"
 TRAILER = 32
 CHUNK = 64 << 10
-# Objects up to this size are inflated in memory; larger ones spill to a temporary file.
-SPILL = 16 << 20
 MAX_LINE = 4096
 MAX_REFS = 100_000
 # A number is ASCII decimal without sign or leading zeros, at most 21 digits: a stored length
@@ -67,31 +65,6 @@ def render_header(header: Header) -> bytes:
         lines.append(f"{header.logs[name]} {LOG_PREFIX}{name}\n".encode())
     lines.append(b"\n")
     return b"".join(lines)
-
-
-@dataclass
-class Entry:
-    """One object read from a bundle, already proved to hash to ``oid``."""
-
-    oid: str
-    kind: str
-    size: int
-    # the stored bytes, when small (or, for a pack read in place, the file's mapping)
-    data: bytes | mmap.mmap | None
-    spill: BinaryIO | None = None  # else the stored bytes in a temporary file, at offset 0
-    start: int = 0  # where the body begins in ``data`` (or in ``spill``)
-
-    def stored(self) -> bytes | None:
-        """The stored bytes (header and body) when they are in memory, else None."""
-        if self.data is None or isinstance(self.data, mmap.mmap):
-            return None
-        return self.data
-
-    def body(self) -> bytes:
-        if self.data is not None:
-            return self.data[self.start : self.start + self.size]
-        self.spill.seek(self.start)
-        return self.spill.read(self.size)
 
 
 class Reader:
@@ -243,9 +216,7 @@ class Reader:
             trailer problem.
         """
         if self.version == 2:
-            from yyb.store import bundle_pack
-
-            yield from bundle_pack.entries(self, private)
+            yield from pack_form.entries(self, private)
             return
         yield from self._frames()
 

@@ -35,9 +35,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from yyb.errors import YybError
-from yyb.store import fanout, file, translog
-from yyb.store.fsck import Finding, error, info
-from yyb.store.refs import REF_UPDATE
+from yyb.store import fanout, file
+from yyb.store.fsck.findings import Finding, error, info
+from yyb.store.log import transparency
+from yyb.store.refs.store import REF_UPDATE
 
 LOG_FILES = ("leaves", "origin", "state", "lock")
 LEVEL_FILE = re.compile(r"level-[0-9]{2}")
@@ -80,7 +81,7 @@ def _audit_part(store, by_ref: dict, last, refs: list[str]) -> list[Finding]:
     return audit_leaves(store, entries, own=True, names=refs, last=last)
 
 
-def _levels(log: translog.View) -> list[Finding]:
+def _levels(log: transparency.View) -> list[Finding]:
     """Every stored subtree hash against the same computed from the leaves. Fewer stored
     than computed is a writer that died before hashing its leaves (the next one does):
     noted. More, or others, is an error."""
@@ -88,20 +89,20 @@ def _levels(log: translog.View) -> list[Finding]:
         try:
             stored = log.stored_level(k)
         except OSError as exc:
-            return [error("log-levels", translog.FOLDER, f"level {k} cannot be read: {exc}")]
+            return [error("log-levels", transparency.FOLDER, f"level {k} cannot be read: {exc}")]
         computed = log.level(k)
         if stored == computed:
             continue
-        name = f"{translog.FOLDER}/level-{k:02d}"
-        if len(stored) % translog.HASH == 0 and computed.startswith(stored):
-            behind = (len(computed) - len(stored)) // translog.HASH
+        name = f"{transparency.FOLDER}/level-{k:02d}"
+        if len(stored) % transparency.HASH == 0 and computed.startswith(stored):
+            behind = (len(computed) - len(stored)) // transparency.HASH
             return [info("log-levels-behind", name, f"{behind} hash(es) short of its leaves")]
-        if len(stored) % translog.HASH == 0 and stored.startswith(computed):
-            extra = (len(stored) - len(computed)) // translog.HASH
+        if len(stored) % transparency.HASH == 0 and stored.startswith(computed):
+            extra = (len(stored) - len(computed)) // transparency.HASH
             detail = f"{extra} hash(es) beyond its leaves: leaves were removed after being hashed"
         else:
             detail = "its hashes disagree with its leaves"
-        return [error("log-levels", translog.FOLDER, f"level-{k:02d}: {detail}")]
+        return [error("log-levels", transparency.FOLDER, f"level-{k:02d}: {detail}")]
     return []
 
 
@@ -109,12 +110,12 @@ def _layout(store) -> list[Finding]:
     """Anything in ``transparency/`` but the log's files, and temp files left there."""
     if store.path is None:
         return []
-    folder = os.path.join(store.path, translog.FOLDER)
+    folder = os.path.join(store.path, transparency.FOLDER)
     if os.path.islink(folder) or not os.path.isdir(folder):
         return []  # fsck reports a folder that is a link, or missing
     findings = []
     for name in sorted(os.listdir(folder)):
-        rel = f"{translog.FOLDER}/{name}"
+        rel = f"{transparency.FOLDER}/{name}"
         path = os.path.join(folder, name)
         if os.path.islink(path):
             findings.append(error("symlink", rel, "a symbolic link in the log's folder"))

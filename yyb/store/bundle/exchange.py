@@ -1,7 +1,7 @@
 """Bundles: refs, their update chains and every object they reach, in one self-checking file.
 
-The format is specified in docs/format.md ("Bundles"); ``bundle_reader`` reads its bytes
-(``bundle_pack`` the pack form's objects). This module writes bundles, verifies one on its own
+The format is specified in docs/format.md ("Bundles"); ``reader`` reads its bytes
+(``pack_form`` the pack form's objects). This module writes bundles, verifies one on its own
 (every record, every link, every ref's update chain by the same rules as ``fsck``, whatever
 the form), and imports one into a store.
 """
@@ -28,20 +28,25 @@ from yyb.errors import (
     RefNotFound,
     UsageError,
 )
-from yyb.store import bundle_pack, checkpoint, file
-from yyb.store.bundle_reader import (
+from yyb.store import file
+from yyb.store.bundle import pack_form
+from yyb.store.bundle.entry import SPILL, Entry
+from yyb.store.bundle.reader import (
     CAPABILITIES,
     CHUNK,
-    SPILL,
     VERSION,
-    Entry,
     Header,
     Reader,
     render_header,
 )
-from yyb.store.fsck import check_body, inspect, walk_ref_chain
-from yyb.store.objects import loose_path
-from yyb.store.refs import REF_UPDATE, check_ref_name
+from yyb.store.fsck.objects import check_body, inspect
+from yyb.store.fsck.update_chain import walk_ref_chain
+from yyb.store.log import checkpoint
+from yyb.store.objects import pack
+from yyb.store.objects.format import loose_path
+from yyb.store.objects.loose import DiskObjects
+from yyb.store.refs.names import check_ref_name
+from yyb.store.refs.store import REF_UPDATE
 from yyb.store.repo import Store
 
 
@@ -131,7 +136,7 @@ def create(store: Store, path: str, header: Header) -> int:
             if header.version == 1:
                 _write_frames(store, handle, header, oids)
             else:
-                bundle_pack.write(store, handle, render_header(header), oids)
+                pack_form.write(store, handle, render_header(header), oids)
             handle.flush()
             os.fchmod(handle.fileno(), 0o644)
             os.fsync(handle.fileno())
@@ -462,9 +467,6 @@ def _land(store: Store, fresh: Iterator[_Fresh]) -> None:
     objects go loose), else loose in batches. Either way the iterator's end, which checks the
     trailer again, comes before the last objects land: a pack is renamed into place only
     once it has been consumed whole."""
-    from yyb.store import pack
-    from yyb.store.loose import DiskObjects
-
     first = list(itertools.islice(fresh, UNPACK_LIMIT))
     rest = itertools.chain(first, fresh)
     objects = store.objects
