@@ -257,41 +257,40 @@ class Bench(RunBench):
     def reevaluate(self, plan, profile: str, verb: str = "regrade", **kwargs) -> list:
         """Regrade or rejudge through the library; return its rows."""
         from yyb.grading import regrade
+        from yyb.grading.invocation import Controls
         from yyb.harness.sandbox import protected_roots
 
         store = self.store
         attempts = {oid: plan.records[oid] for oid in plan.attempt_oids}
+        request = regrade.Request(profile, verb, kwargs.pop("dry_run", False))
+        protected = protected_roots(store.path, self.config(), plan.experiment)
+        controls = Controls(
+            protected, kwargs.pop("cancel", None), kwargs.pop("environ", None) or {}
+        )
         return regrade.reevaluate(
-            store,
-            plan.oid,
-            plan.experiment,
-            attempts,
-            profile,
-            verb,
-            protected_roots(store.path, self.config(), plan.experiment),
-            **kwargs,
+            store, plan.oid, plan.experiment, attempts, request, controls, **kwargs
         )
 
     def evaluate(self, plan, result, profile: str, generation: int | None = None):
         """One evaluation of a retained attempt through ``yyb.grading.evaluate`` directly;
         returns (receipt oid, receipt)."""
+        from yyb.evidence.attempt import AttemptHandle
         from yyb.grading import evaluate
+        from yyb.grading.invocation import Controls
         from yyb.harness.sandbox import protected_roots
 
         store = self.store
-        evidence = store.refs.read(f"refs/runs/{plan.oid}/{result.attempt}/evidence")
-        terminal = self.terminal(result)
-        identity = terminal["identity"]
+        handle = AttemptHandle.read(
+            store, plan.oid, result.attempt, plan.experiment, plan.records[result.attempt]
+        )
+        identity = handle.terminal.record["identity"]
         return evaluate.evaluate(
             store,
-            plan.oid,
-            plan.experiment,
-            result.attempt,
-            plan.records[result.attempt],
+            handle,
             profile,
-            evaluate.Truth.of(store, terminal, evidence),
+            evaluate.Truth.retained(store, handle),
             [identity["requested"], identity["resolved"], identity["observed"] or ""],
-            protected_roots(store.path, self.config(), plan.experiment),
+            Controls(protected_roots(store.path, self.config(), plan.experiment)),
             generation=generation,
         )
 

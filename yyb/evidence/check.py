@@ -12,9 +12,12 @@ moved only from one generation to the next. Listed paths stay inside their folde
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from yyb.errors import YybError
 from yyb.evidence import chain, names, protect, testpatch
 from yyb.evidence import plan as planned
+from yyb.evidence.attempt import AttemptHandle, Held
 from yyb.evidence.records import (
     CASE,
     DETERMINISTIC,
@@ -54,28 +57,42 @@ class AttemptCheck:
     paths, and the history of an evaluation ref beyond its last move.
     """
 
-    def __init__(
-        self,
-        store,
-        plan_oid: str,
-        plan: dict,
-        attempt_oid: str,
-        attempt: dict,
-        profiles: list,
-        thorough: bool = True,
-    ):
-        self.store, self.plan_oid, self.plan, self.oid = store, plan_oid, plan, attempt_oid
-        self.thorough = thorough
-        self.attempt = attempt
-        self.evaluation_profiles = profiles  # profiles with an evaluations ref
+    def __init__(self, store, planned: AttemptHandle, profiles: list, thorough: bool = True):
+        """``planned``: the attempt's handle, its chain not read yet (``AttemptHandle.planned``);
+        ``profiles``: those with an evaluations ref."""
+        self.store, self.planned, self.thorough = store, planned, thorough
+        self.plan_oid, self.plan, self.oid = planned.plan_oid, planned.plan, planned.oid
+        self.attempt = planned.attempt
+        self.evaluation_profiles = profiles
         self.findings: list[Finding] = []
         self.complete = True
+        self.intent: Held | None = None
         self.terminal: tuple[str, dict] | None = None
         self.receipt: dict | None = None
         self.evidence_oid: str | None = None
+        self.evidence: dict | None = None
         self.chains: dict[str, list[tuple[str, dict]]] = {}
         self.execution: dict | None = None
         self.listings: tuple[str | None, str | None] | None = None  # (base, final) oids
+
+    @property
+    def handle(self) -> AttemptHandle:
+        """The attempt's handle holding exactly what these checks read of its chain (what
+        did not read, or was refused, is None)."""
+        if self.terminal is None:  # refused, or never written: nothing it links is held
+            return replace(self.planned, intent=self.intent)
+        links = self.terminal[1]["links"]
+        return replace(
+            self.planned,
+            intent=self.intent,
+            receipt=None if self.receipt is None else Held(links["receipt"], self.receipt),
+            execution=(
+                None if self.execution is None else Held(links["execution"], self.execution)
+            ),
+            terminal=Held(*self.terminal),
+            evidence=None if self.evidence is None else Held(self.evidence_oid, self.evidence),
+            chains={p: tuple(Held(*g) for g in chain) for p, chain in self.chains.items()},
+        )
 
     def fail(self, code: str, detail: str) -> None:
         self.findings.append(error(code, self.oid, detail))
@@ -145,6 +162,8 @@ class AttemptCheck:
             self.fail("incomplete", "never dispatched (no intent)")
             return
         intent = self.record(intent_oid, INTENT, "intent")
+        if intent is not None:
+            self.intent = Held(intent_oid, intent)
         if intent is not None and self.owned(intent, "intent", intent_oid):
             problem = planned.intent_mismatch(self.plan, self.attempt, intent)
             if problem:
@@ -281,7 +300,7 @@ class AttemptCheck:
         evidence_oid = self.leaf("evidence")
         evidence = self.record(evidence_oid, EVIDENCE, "evidence")
         if evidence is not None:
-            self.evidence_oid = evidence_oid
+            self.evidence_oid, self.evidence = evidence_oid, evidence
         if evidence is None:
             if evidence_oid is None:
                 self.fail("incomplete", "no attempt evidence")
@@ -500,12 +519,22 @@ def check_attempt(
 ) -> AttemptCheck:
     """Check one attempt's chain and links (every record it reads is hash-verified);
     ``attempt`` is its attempt plan record when the caller has read it already; ``thorough``
-    as ``AttemptCheck`` says."""
-    profiles = chain.profiles(store, plan_oid, attempt_oid)
-    check = AttemptCheck(store, plan_oid, plan, attempt_oid, attempt or {}, profiles, thorough)
+    as ``AttemptCheck`` says. What the check read is its ``handle``."""
+    planned = AttemptHandle(plan_oid, plan, attempt_oid, attempt or {})
+    return checked(store, planned, thorough, attempt is None)
+
+
+def checked(
+    store, planned: AttemptHandle, thorough: bool = True, read: bool = False
+) -> AttemptCheck:
+    """Check the chain of the attempt ``planned`` names (``read``: its attempt plan record is
+    still to be read, and proved by its hash, here)."""
+    profiles = chain.profiles(store, planned.plan_oid, planned.oid)
+    check = AttemptCheck(store, planned, profiles, thorough)
     try:
-        if attempt is None:
-            check.attempt = store.objects.read_record(attempt_oid)
+        if read:
+            check.attempt = store.objects.read_record(planned.oid)
+            check.planned = replace(planned, attempt=check.attempt)
         check.check()
     except YybError as exc:
         check.fail("unreadable", str(exc))
