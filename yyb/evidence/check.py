@@ -78,20 +78,23 @@ class AttemptCheck:
     @property
     def handle(self) -> AttemptHandle:
         """The attempt's handle holding exactly what these checks read of its chain (what
-        did not read, or was refused, is None)."""
-        if self.terminal is None:  # refused, or never written: nothing it links is held
-            return replace(self.planned, intent=self.intent)
-        links = self.terminal[1]["links"]
-        return replace(
+        did not read, or was refused, is None; without a terminal, nothing it links)."""
+        read = replace(
             self.planned,
             intent=self.intent,
+            evidence=None if self.evidence is None else Held(self.evidence_oid, self.evidence),
+            chains={p: tuple(Held(*g) for g in chain) for p, chain in self.chains.items()},
+        )
+        if self.terminal is None:
+            return read
+        links = self.terminal[1]["links"]
+        return replace(
+            read,
             receipt=None if self.receipt is None else Held(links["receipt"], self.receipt),
             execution=(
                 None if self.execution is None else Held(links["execution"], self.execution)
             ),
             terminal=Held(*self.terminal),
-            evidence=None if self.evidence is None else Held(self.evidence_oid, self.evidence),
-            chains={p: tuple(Held(*g) for g in chain) for p, chain in self.chains.items()},
         )
 
     def fail(self, code: str, detail: str) -> None:
