@@ -24,12 +24,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.calculator import CALC_FIXED, FIX, add_calculator, task, write
 from tests.conftest import RunBench, git
 from yyb.evidence import chain
-
-# The same calculator and test as the built-in example.
-from yyb.example import CALC_BUGGY, CALC_FIXED  # noqa: E402
-from yyb.example import TEST as TEST_CALC  # noqa: E402
 from yyb.store.repo import Store
 
 # Every candidate starts this: MODEL WORKSPACE ENVELOPE PROMPT_FILE (command harness protocol).
@@ -57,8 +54,8 @@ echo "CANDIDATE-RAN"
 
 BEHAVIOURS = {
     # Fixes the bug and commits it.
-    "fixer": """
-sed -i 's/\\$1 - \\$2/$1 + $2/' calc.sh
+    "fixer": f"""
+{FIX}
 commit "fix add"
 echo "changed calc.sh"
 envelope succeeded
@@ -115,16 +112,6 @@ JUDGE_FAIL = (
 echo '{"verdict": "fail", "reason": "JUDGE-RAN: it does not add"}'
 """
 )
-
-
-def write(path: Path, text: str | bytes, executable: bool = False) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(text, bytes):
-        path.write_bytes(text)
-    else:
-        path.write_text(text)
-    path.chmod(0o755 if executable else 0o644)
-    return path
 
 
 def sha256(path: Path | str) -> str:
@@ -339,9 +326,7 @@ def build_bench(root: Path) -> Bench:
     repo, tools = root / "repo", root / "tools"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
-    write(repo / "calc.sh", CALC_BUGGY, executable=True)
-    write(repo / "test_calc.sh", TEST_CALC, executable=True)
-    write(repo / "README.md", "A calculator.\n")
+    add_calculator(repo)
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "calculator with a bug")
     base = git(repo, "rev-parse", "HEAD")
@@ -350,27 +335,10 @@ def build_bench(root: Path) -> Bench:
     write(tools / "agent.sh", DISPATCHER.replace("@TOOLS@", str(tools)), executable=True)
     for name, script in BEHAVIOURS.items():
         write(tools / "behaviours" / name, script)
-    task = write(
-        root / "task.md",
-        f"""---
-id: calc-add
-title: Make add add
-tags: [benchmark-case]
-fields:
-  benchmark:
-    repository: src
-    base_commit: {base}
-    case_version: "1"
-    category: bugfix
-    grader_profile: tests
----
-calc.sh is supposed to print the sum of its two arguments, but test_calc.sh fails.
-Fix calc.sh so that the test passes.
-""",
-    )
+    task_path = task(root / "task.md", base, "Fix calc.sh so that the test passes.\n")
     store_path = str(root / "store")
     Store.init(store_path)
-    return Bench(root, repo, tools, store_path, task, base)
+    return Bench(root, repo, tools, store_path, task_path, base)
 
 
 @pytest.fixture
