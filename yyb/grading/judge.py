@@ -294,15 +294,8 @@ def _judge_once(
             return answer
         channel = envelope.channel()
         try:
-            argv = adapters.invocation(
-                harness,
-                spec["model"],
-                folders.workspace,
-                folders.control,
-                channel.path,
-                payload,
-                extra=extra,
-            )
+            places = adapters.Places(folders.workspace, folders.control, channel.path)
+            argv = adapters.invocation(harness, spec["model"], places, payload, extra=extra)
             tools = sandbox.tool_paths(read_only, protected)
         except UsageError as exc:
             channel.collect()
