@@ -46,10 +46,10 @@ class AttemptCheck:
 
     Each record is read once, proved by its hash (``read_record``); its canonical form and
     schema are proved by ``verify_objects``, which doctor runs after these checks. What the
-    checks read stays available, so a reader of the same evidence (the report) needs no
-    second read and sees exactly the state that was checked: ``terminal`` (oid, record),
-    ``receipt`` (the workspace receipt's record), ``evidence_oid`` and ``chains`` (profile ->
-    [(oid, evaluation)], oldest first; filled once the terminal proved a retained workspace).
+    checks read stays available as one ``handle`` (yyb/evidence/attempt.py), so a reader of
+    the same evidence (the report, a regrade) needs no second read and sees exactly the state
+    that was checked: its terminal, receipt, execution, evidence and chains (profile ->
+    generations, oldest first; filled once the terminal proved a retained workspace).
 
     ``thorough`` (doctor --plan, regrade) checks everything. Without it (the report's default
     gate) the checks cover what the figures rest on and skip the rest: the write-once proof
@@ -57,12 +57,12 @@ class AttemptCheck:
     paths, and the history of an evaluation ref beyond its last move.
     """
 
-    def __init__(self, store, planned: AttemptHandle, profiles: list, thorough: bool = True):
-        """``planned``: the attempt's handle, its chain not read yet (``AttemptHandle.planned``);
+    def __init__(self, store, given: AttemptHandle, profiles: list, thorough: bool = True):
+        """``given``: the attempt's handle, its chain not read yet (``AttemptHandle.planned``);
         ``profiles``: those with an evaluations ref."""
-        self.store, self.planned, self.thorough = store, planned, thorough
-        self.plan_oid, self.plan, self.oid = planned.plan_oid, planned.plan, planned.oid
-        self.attempt = planned.attempt
+        self.store, self.given, self.thorough = store, given, thorough
+        self.plan_oid, self.plan, self.oid = given.plan_oid, given.plan, given.oid
+        self.attempt = given.attempt
         self.evaluation_profiles = profiles
         self.findings: list[Finding] = []
         self.complete = True
@@ -80,7 +80,7 @@ class AttemptCheck:
         """The attempt's handle holding exactly what these checks read of its chain (what
         did not read, or was refused, is None; without a terminal, nothing it links)."""
         read = replace(
-            self.planned,
+            self.given,
             intent=self.intent,
             evidence=None if self.evidence is None else Held(self.evidence_oid, self.evidence),
             chains={p: tuple(Held(*g) for g in chain) for p, chain in self.chains.items()},
@@ -523,21 +523,19 @@ def check_attempt(
     """Check one attempt's chain and links (every record it reads is hash-verified);
     ``attempt`` is its attempt plan record when the caller has read it already; ``thorough``
     as ``AttemptCheck`` says. What the check read is its ``handle``."""
-    planned = AttemptHandle(plan_oid, plan, attempt_oid, attempt or {})
-    return checked(store, planned, thorough, attempt is None)
+    given = AttemptHandle(plan_oid, plan, attempt_oid, attempt or {})
+    return checked(store, given, thorough, attempt is None)
 
 
-def checked(
-    store, planned: AttemptHandle, thorough: bool = True, read: bool = False
-) -> AttemptCheck:
-    """Check the chain of the attempt ``planned`` names (``read``: its attempt plan record is
-    still to be read, and proved by its hash, here)."""
-    profiles = chain.profiles(store, planned.plan_oid, planned.oid)
-    check = AttemptCheck(store, planned, profiles, thorough)
+def checked(store, given: AttemptHandle, thorough: bool = True, read: bool = False) -> AttemptCheck:
+    """Check the chain of the attempt the handle ``given`` names (``read``: its attempt plan
+    record is still to be read, and proved by its hash, here)."""
+    profiles = chain.profiles(store, given.plan_oid, given.oid)
+    check = AttemptCheck(store, given, profiles, thorough)
     try:
         if read:
-            check.attempt = store.objects.read_record(planned.oid)
-            check.planned = replace(planned, attempt=check.attempt)
+            check.attempt = store.objects.read_record(given.oid)
+            check.given = replace(given, attempt=check.attempt)
         check.check()
     except YybError as exc:
         check.fail("unreadable", str(exc))
