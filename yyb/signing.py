@@ -19,7 +19,7 @@ from typing import Any
 
 from yyb.errors import BadSignature, UsageError, YybError
 from yyb.evidence import names, records
-from yyb.store.objects import check_links, is_oid
+from yyb.store.objects.format import check_links, is_oid
 from yyb.store.repo import Store
 
 SIGNATURE = records.SIGNATURE
@@ -381,8 +381,8 @@ def verify_note(text: bytes, trusted: list[Any]):
     """
     from cryptography.exceptions import InvalidSignature
 
-    from yyb.store.checkpoint import parse_body
-    from yyb.store.objects import hash_object
+    from yyb.store.log.checkpoint import parse_body
+    from yyb.store.objects.format import hash_object
 
     head, sep, tail = text.partition(b"\n\n")
     if not sep:
@@ -441,8 +441,8 @@ def verify_log(store: Store, held: list[bytes], trusted: list[Any]) -> tuple[str
         logs, or no log of theirs here. CorruptObject / CorruptRef: a log that does not
         extend a held checkpoint, or a carried checkpoint that does not verify.
     """
-    from yyb.store import checkpoint as checkpoints
-    from yyb.store import logaudit
+    from yyb.store.log import audit as logaudit
+    from yyb.store.log import checkpoint as checkpoints
 
     notes = [verify_note(text, trusted) for text in held]
     origins = {note.origin for note in notes}

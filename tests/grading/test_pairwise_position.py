@@ -13,7 +13,7 @@ import pytest
 from yyb.grading import judge, pairwise
 from yyb.grading.invocation import Invocation
 from yyb.reports import build, render, stats
-from yyb.store import codec
+from yyb.store.objects import codec
 from yyb.store.repo import Store
 
 ATTEMPTS, REPETITIONS = 12, 9

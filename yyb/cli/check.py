@@ -25,7 +25,7 @@ def verify_chain(ctx, as_json, trusted, name):
 
     Prints one line per problem, '<level> <code> <subject>: <detail>'; exit 1 on any.
     """
-    from yyb.store.chain import verify_chain as walk
+    from yyb.store.fsck.verify_chain import verify_chain as walk
 
     store = open_store(ctx)
     findings = walk(store, name)
@@ -94,8 +94,8 @@ def doctor(ctx, plan_name, as_json, experiment):
     import itertools
 
     from yyb.readiness import verify as readiness
-    from yyb.store import logaudit
     from yyb.store.fsck import fsck
+    from yyb.store.log import audit as logaudit
 
     findings = itertools.chain(
         fsck(store),
@@ -113,7 +113,7 @@ def _governed(store, experiment: str, plan_name, as_json: bool) -> int:
     """``yyb doctor workflow-<plan oid>``: the governed experiment's chain (check.doctor)."""
     from yyb.errors import UsageError
     from yyb.evidence import names
-    from yyb.store.objects import is_oid
+    from yyb.store.objects.format import is_oid
     from yyb.workflow import check
     from yyb.workflow.plan import load
 
@@ -134,8 +134,8 @@ def _checkpoint(store):
     """The checkpoint under refs/transparency/checkpoint, if any: its note, root and leaves
     agree, and when it is this store's own, its log still extends it."""
     from yyb.errors import YybError
-    from yyb.store import checkpoint
     from yyb.store.fsck import error
+    from yyb.store.log import checkpoint
 
     oid = store.refs.read(checkpoint.REF)
     if oid is None:

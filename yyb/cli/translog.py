@@ -46,7 +46,7 @@ def take(store, key) -> dict:
     """Checkpoint the log, sign the note with ``key`` (None: unsigned), point
     refs/transparency/checkpoint at it; return the record. ``yyb run`` and ``yyb report``
     call it when a signing key is configured, so signed evidence comes with a signed log."""
-    from yyb.store import checkpoint as checkpoints
+    from yyb.store.log import checkpoint as checkpoints
 
     pending = store.refs.pending(checkpoints.REF)
     if pending is not None and store.objects.contains(pending):
@@ -60,7 +60,7 @@ def _publish(store, oid: str, record: dict, key) -> None:
     """Move refs/transparency/checkpoint to ``oid``, its note signed first: a crash while
     signing leaves the move pending, and the next ``take`` finishes it."""
     from yyb import signing
-    from yyb.store import checkpoint as checkpoints
+    from yyb.store.log import checkpoint as checkpoints
 
     sign = (lambda: signing.sign(store, record["links"]["note"], key)) if key else None
     store.refs.update(

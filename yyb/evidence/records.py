@@ -12,7 +12,7 @@ from typing import Literal, get_args
 # envelopes, the store's ref updates); they are named here too so that this is the one list.
 from yyb.harness.envelope import ENVELOPE  # noqa: F401
 from yyb.harness.manifest import LISTING, MANIFEST  # noqa: F401
-from yyb.store.refs import REF_UPDATE  # noqa: F401
+from yyb.store.refs.store import REF_UPDATE  # noqa: F401
 
 # --- schema names ---------------------------------------------------------------------------
 

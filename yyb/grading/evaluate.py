@@ -23,7 +23,7 @@ from yyb.evidence.terminal import identities as terminal_identities
 from yyb.grading import command, judge, pairwise, testsuite
 from yyb.grading.invocation import Controls, Invocation
 from yyb.grading.outcome import Outcome
-from yyb.store import codec
+from yyb.store.objects import codec
 
 
 class GenerationError(YybError):

@@ -18,8 +18,8 @@ from yyb.errors import UsageError
 from yyb.evidence import names, records
 from yyb.plans import budget
 from yyb.store import file
-from yyb.store.object_store import record_body
-from yyb.store.objects import hash_object
+from yyb.store.objects.format import hash_object
+from yyb.store.objects.store import record_body
 
 EXPERIMENT = records.PLAN
 ATTEMPT = records.ATTEMPT_PLAN

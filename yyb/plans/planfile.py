@@ -11,9 +11,10 @@ import os
 
 from yyb.errors import UsageError, YybError
 from yyb.evidence.records import PLAN
-from yyb.store import codec, file
-from yyb.store.object_store import record_body
-from yyb.store.objects import hash_object, is_oid
+from yyb.store import file
+from yyb.store.objects import codec
+from yyb.store.objects.format import hash_object, is_oid
+from yyb.store.objects.store import record_body
 
 FORMAT = "yyb-plan-file.v1"
 

@@ -23,7 +23,7 @@ from yyb.evidence.records import (
 )
 from yyb.readiness.suite import CASES, PARTS, Case, store_canary
 from yyb.store.fsck import Finding, error, info
-from yyb.store.objects import hash_object
+from yyb.store.objects.format import hash_object
 
 BY_NAME = {case.name: case for case in CASES}
 

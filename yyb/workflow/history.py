@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from yyb.errors import YybError
-from yyb.store import codec
+from yyb.store.objects import codec
 
 MAX_BYTES = 16 << 20
 _NAMED = re.compile(r"^([0-9a-f]{64})(\.json)?$")

@@ -20,8 +20,8 @@ from yyb.errors import UsageError
 from yyb.evidence import names
 from yyb.evidence.records import GOVERNED_PLAN, GOVERNED_STEP, GOVERNED_WORKFLOW
 from yyb.plans import planfile
-from yyb.store.object_store import record_body
-from yyb.store.objects import hash_object
+from yyb.store.objects.format import hash_object
+from yyb.store.objects.store import record_body
 from yyb.workflow import files
 from yyb.workflow.config import GovernedConfig
 
