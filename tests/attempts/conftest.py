@@ -22,11 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.calculator import CALC_FIXED, FIX, add_calculator, task, write
 from tests.conftest import RunBench, git
-
-# The same calculator, test and grader protocol as the built-in example.
-from yyb.example import CALC_BUGGY, CALC_FIXED  # noqa: E402
-from yyb.example import TEST as TEST_CALC  # noqa: E402
 from yyb.store.repo import Store
 
 # The grader runs the test in the rebuilt final workspace and answers with the grader output
@@ -75,9 +72,9 @@ commit_all() {  # keep the worktree clean: commit whatever the behaviour left be
 
 BEHAVIOURS = {
     # Fixes the bug, commits it, adds a file, deletes another.
-    "fixer": """
+    "fixer": f"""
 echo "fixer read the prompt: $(head -c 40 "$PROMPT")"
-sed -i 's/\\$1 - \\$2/$1 + $2/' calc.sh
+{FIX}
 echo "notes of the fixer" > NOTES.md
 rm -f docs/old.md
 git add -A && git -c user.name=agent -c user.email=agent@example.invalid commit -qm "fix add" \\
@@ -90,12 +87,6 @@ echo "looked around, changed nothing"
 envelope succeeded
 """,
 }
-
-
-def _write(path: Path, text: str, executable: bool = False) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    path.chmod(0o755 if executable else 0o644)
 
 
 def alive(mark: str) -> list[tuple[int, str]]:
@@ -150,7 +141,7 @@ class Bench(RunBench):
 
     def behaviour(self, name: str, script: str) -> str:
         """Add a stand-in behaviour; its model is ``stand/<name>``."""
-        _write(self.tools / "behaviours" / name, script)
+        write(self.tools / "behaviours" / name, script)
         return f"stand/{name}"
 
     def configure(
@@ -167,7 +158,7 @@ class Bench(RunBench):
         if grader is not None:
             self.grader_text = grader
         grader_path = self.root / "graders" / "grader.sh"  # apart from the tools
-        _write(grader_path, self.grader_text, executable=True)
+        write(grader_path, self.grader_text, executable=True)
         data = config.template("src", yylo_version="test")
         data["repositories"] = {"src": "."}
         if excluded_paths is not None:
@@ -287,60 +278,41 @@ def build_bench(root: Path) -> Bench:
         "history": f"OLD-HISTORY-{tag}",
     }
     git(repo, "init", "-q", "-b", "main")
-    _write(repo / "history.txt", f"{markers['history']}\n")
+    write(repo / "history.txt", f"{markers['history']}\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "an older commit")
     (repo / "history.txt").unlink()
-    _write(repo / "calc.sh", CALC_BUGGY, executable=True)
-    _write(repo / "test_calc.sh", TEST_CALC, executable=True)
-    _write(repo / "README.md", "A calculator.\n")
-    _write(repo / "docs" / "old.md", "old notes\n")
-    _write(repo / ".yylo-benchmark" / "registry" / "note.txt", f"{markers['excluded']}\n")
-    _write(repo / ".juno_task" / "task.md", f"{markers['excluded']}\n")
-    _write(repo / "yylo-benchmark.config.json", json.dumps({"old": markers["excluded"]}))
+    add_calculator(repo)
+    write(repo / "docs" / "old.md", "old notes\n")
+    write(repo / ".yylo-benchmark" / "registry" / "note.txt", f"{markers['excluded']}\n")
+    write(repo / ".juno_task" / "task.md", f"{markers['excluded']}\n")
+    write(repo / "yylo-benchmark.config.json", json.dumps({"old": markers["excluded"]}))
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "calculator with a bug")
     base = git(repo, "rev-parse", "HEAD")
     git(repo, "tag", "v1")
     git(repo, "checkout", "-q", "-b", "feature")
-    _write(repo / "feature.txt", f"{markers['branch']}\n")
+    write(repo / "feature.txt", f"{markers['branch']}\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "another branch")
     git(repo, "checkout", "-q", "main")
-    _write(repo / "calc.sh", CALC_FIXED + f"# {markers['future']}\n", executable=True)
-    _write(repo / "FUTURE.md", f"{markers['future']}\n")
+    write(repo / "calc.sh", CALC_FIXED + f"# {markers['future']}\n", executable=True)
+    write(repo / "FUTURE.md", f"{markers['future']}\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", f"the fix {markers['future']}")
     later = git(repo, "rev-parse", "HEAD")
     git(repo, "remote", "add", "origin", "https://example.invalid/calc.git")
     git(repo, "config", "core.hooksPath", ".githooks")
-    _write(repo / ".git" / "hooks" / "post-checkout", f"#!/bin/sh\ntouch {root}/hooked\n", True)
+    write(repo / ".git" / "hooks" / "post-checkout", f"#!/bin/sh\ntouch {root}/hooked\n", True)
     mark = str(900_000 + int.from_bytes(os.urandom(3), "big") % 99_999)
-    _write(tools / "agent.sh", DISPATCHER.format(tools=tools, mark=mark), executable=True)
-    _write(tools / "lib.sh", LIB)
+    write(tools / "agent.sh", DISPATCHER.format(tools=tools, mark=mark), executable=True)
+    write(tools / "lib.sh", LIB)
     for name, script in BEHAVIOURS.items():
-        _write(tools / "behaviours" / name, script)
-    task = root / "task.md"
-    _write(
-        task,
-        f"""---
-id: calc-add
-title: Make add add
-tags: [benchmark-case]
-fields:
-  benchmark:
-    repository: src
-    base_commit: {base}
-    case_version: "1"
-    category: bugfix
-    grader_profile: tests
----
-calc.sh is supposed to print the sum of its two arguments, but test_calc.sh fails.
-""",
-    )
+        write(tools / "behaviours" / name, script)
+    task_path = task(root / "task.md", base)
     store_path = str(root / "store")
     Store.init(store_path)
-    bench = Bench(root, repo, tools, store_path, task, base, later, mark, markers)
+    bench = Bench(root, repo, tools, store_path, task_path, base, later, mark, markers)
     bench.configure()
     return bench
 

@@ -192,7 +192,7 @@ def test_sigkill_during_regrade(tmp_path, template, keyed):
     def one_generation_each(store_path, plan_oid):
         """The rerun completed the interrupted pass: every attempt is at the same generation
         (2, or 3 when the kill came after the first pass had already finished)."""
-        from yyb.grading.evaluate import history
+        from yyb.evidence.chain import history
 
         store = Store.open(store_path)
         plan = store.objects.get_record(plan_oid)

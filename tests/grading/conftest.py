@@ -24,12 +24,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.calculator import CALC_FIXED, FIX, add_calculator, task, write
 from tests.conftest import RunBench, git
 from yyb.evidence import chain
-
-# The same calculator and test as the built-in example.
-from yyb.example import CALC_BUGGY, CALC_FIXED  # noqa: E402
-from yyb.example import TEST as TEST_CALC  # noqa: E402
 from yyb.store.repo import Store
 
 # Every candidate starts this: MODEL WORKSPACE ENVELOPE PROMPT_FILE (command harness protocol).
@@ -57,8 +54,8 @@ echo "CANDIDATE-RAN"
 
 BEHAVIOURS = {
     # Fixes the bug and commits it.
-    "fixer": """
-sed -i 's/\\$1 - \\$2/$1 + $2/' calc.sh
+    "fixer": f"""
+{FIX}
 commit "fix add"
 echo "changed calc.sh"
 envelope succeeded
@@ -115,16 +112,6 @@ JUDGE_FAIL = (
 echo '{"verdict": "fail", "reason": "JUDGE-RAN: it does not add"}'
 """
 )
-
-
-def write(path: Path, text: str | bytes, executable: bool = False) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(text, bytes):
-        path.write_bytes(text)
-    else:
-        path.write_text(text)
-    path.chmod(0o755 if executable else 0o644)
-    return path
 
 
 def sha256(path: Path | str) -> str:
@@ -257,41 +244,40 @@ class Bench(RunBench):
     def reevaluate(self, plan, profile: str, verb: str = "regrade", **kwargs) -> list:
         """Regrade or rejudge through the library; return its rows."""
         from yyb.grading import regrade
+        from yyb.grading.invocation import Controls
         from yyb.harness.sandbox import protected_roots
 
         store = self.store
         attempts = {oid: plan.records[oid] for oid in plan.attempt_oids}
+        request = regrade.Request(profile, verb, kwargs.pop("dry_run", False))
+        protected = protected_roots(store.path, self.config(), plan.experiment)
+        controls = Controls(
+            protected, kwargs.pop("cancel", None), kwargs.pop("environ", None) or {}
+        )
         return regrade.reevaluate(
-            store,
-            plan.oid,
-            plan.experiment,
-            attempts,
-            profile,
-            verb,
-            protected_roots(store.path, self.config(), plan.experiment),
-            **kwargs,
+            store, plan.oid, plan.experiment, attempts, request, controls, **kwargs
         )
 
     def evaluate(self, plan, result, profile: str, generation: int | None = None):
         """One evaluation of a retained attempt through ``yyb.grading.evaluate`` directly;
         returns (receipt oid, receipt)."""
+        from yyb.evidence.attempt import AttemptHandle
         from yyb.grading import evaluate
+        from yyb.grading.invocation import Controls
         from yyb.harness.sandbox import protected_roots
 
         store = self.store
-        evidence = store.refs.read(f"refs/runs/{plan.oid}/{result.attempt}/evidence")
-        terminal = self.terminal(result)
-        identity = terminal["identity"]
+        handle = AttemptHandle.read(
+            store, plan.oid, result.attempt, plan.experiment, plan.records[result.attempt]
+        )
+        identity = handle.terminal.record["identity"]
         return evaluate.evaluate(
             store,
-            plan.oid,
-            plan.experiment,
-            result.attempt,
-            plan.records[result.attempt],
+            handle,
             profile,
-            evaluate.Truth.of(store, terminal, evidence),
+            evaluate.Truth.retained(store, handle),
             [identity["requested"], identity["resolved"], identity["observed"] or ""],
-            protected_roots(store.path, self.config(), plan.experiment),
+            Controls(protected_roots(store.path, self.config(), plan.experiment)),
             generation=generation,
         )
 
@@ -340,9 +326,7 @@ def build_bench(root: Path) -> Bench:
     repo, tools = root / "repo", root / "tools"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
-    write(repo / "calc.sh", CALC_BUGGY, executable=True)
-    write(repo / "test_calc.sh", TEST_CALC, executable=True)
-    write(repo / "README.md", "A calculator.\n")
+    add_calculator(repo)
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "calculator with a bug")
     base = git(repo, "rev-parse", "HEAD")
@@ -351,27 +335,10 @@ def build_bench(root: Path) -> Bench:
     write(tools / "agent.sh", DISPATCHER.replace("@TOOLS@", str(tools)), executable=True)
     for name, script in BEHAVIOURS.items():
         write(tools / "behaviours" / name, script)
-    task = write(
-        root / "task.md",
-        f"""---
-id: calc-add
-title: Make add add
-tags: [benchmark-case]
-fields:
-  benchmark:
-    repository: src
-    base_commit: {base}
-    case_version: "1"
-    category: bugfix
-    grader_profile: tests
----
-calc.sh is supposed to print the sum of its two arguments, but test_calc.sh fails.
-Fix calc.sh so that the test passes.
-""",
-    )
+    task_path = task(root / "task.md", base, "Fix calc.sh so that the test passes.\n")
     store_path = str(root / "store")
     Store.init(store_path)
-    return Bench(root, repo, tools, store_path, task, base)
+    return Bench(root, repo, tools, store_path, task_path, base)
 
 
 @pytest.fixture

@@ -404,6 +404,8 @@ def test_an_evaluation_needs_the_rebuilt_workspace_only(bench, monkeypatch):
     the attempt folders and the agent are gone and it still grades the same result."""
     import shutil
 
+    from yyb.evidence.attempt import AttemptHandle
+    from yyb.grading.invocation import Controls
     from yyb.harness.sandbox import protected_roots
 
     bench.configure({"tests": bench.command("honest")})
@@ -412,19 +414,10 @@ def test_an_evaluation_needs_the_rebuilt_workspace_only(bench, monkeypatch):
     shutil.rmtree(bench.tools)
     store = bench.store
     evidence = store.refs.read(f"refs/runs/{plan.oid}/{fixer.attempt}/evidence")
-    terminal = bench.terminal(fixer)
-    truth = evaluate.Truth.of(store, terminal, evidence)
-    _, receipt = evaluate.evaluate(
-        store,
-        plan.oid,
-        plan.experiment,
-        fixer.attempt,
-        plan.records[fixer.attempt],
-        "tests",
-        truth,
-        ["zz/fixer"],
-        protected_roots(store.path, None, plan.experiment),
-    )
+    handle = AttemptHandle.read(store, plan.oid, fixer.attempt, plan.experiment)
+    truth = evaluate.Truth.retained(store, handle)
+    controls = Controls(protected_roots(store.path, None, plan.experiment))
+    _, receipt = evaluate.evaluate(store, handle, "tests", truth, ["zz/fixer"], controls)
     assert (receipt["generation"], receipt["verdict"]) == (2, "pass")
     assert receipt["links"]["evidence"] == evidence
     assert os.path.exists(plan.experiment["evaluators"]["catalog"]["tests"]["executable"])

@@ -12,6 +12,7 @@ from tests.grading.conftest import JUDGE_FAIL, JUDGE_HEAD
 from yyb.errors import UsageError
 from yyb.evidence import cost as costs
 from yyb.grading import judge
+from yyb.grading.invocation import Invocation
 
 # What a judge prints at run time; its script holds only "JUDGE-$((6*7))-RAN", so no stored
 # object (the plan binds the script) holds this text unless a judge really ran.
@@ -456,7 +457,7 @@ def test_a_hostile_listing_is_refused_before_the_judge_reads_it(store, path, rea
     with pytest.raises(UnsafeListing, match=reason):
         judge.build_payload(store, spec, truth, b"task")
     harness = {"kind": "command", "argv": ["/bin/false"]}
-    outcome = judge.run(store, spec, harness, truth, b"task", ["m/x"], [], None)
+    outcome = judge.run(store, Invocation(spec, [], harness=harness), truth, b"task", ["m/x"])
     assert outcome.verdict == "invalid" and "cannot be shown to the judge" in outcome.reason
 
 

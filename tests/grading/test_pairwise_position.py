@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from yyb.grading import judge, pairwise
+from yyb.grading.invocation import Invocation
 from yyb.reports import build, render, stats
 from yyb.store.objects import codec
 from yyb.store.repo import Store
@@ -69,9 +70,8 @@ def judged(monkeypatch, answer, patches=(b"same patch\n", b"same patch\n")) -> d
             "identities": ["m/baseline", "m/baseline", "m/baseline"],
         }
         ids = ["m/judged", "m/judged", "m/judged"]
-        outcome = pairwise.run(
-            store, SPEC, {}, {"patch": ours}, partner, b"task", ids, f"seed/{n}", []
-        )
+        call = Invocation(SPEC, [], harness={})
+        outcome = pairwise.run(store, call, {"patch": ours}, partner, b"task", ids, f"seed/{n}")
         result = {"details": outcome.details, "verdict": outcome.verdict}
         result_oid = store.objects.put("record", codec.encode(result))
         receipt = {"links": {"result": result_oid}}

@@ -17,7 +17,8 @@ def test_command_placeholders(tmp_path):
         "kind": "command",
         "argv": ["/bin/echo", "--model={model}", "{workspace}", "{envelope}", "{prompt_file}"],
     }
-    argv = adapters.invocation(harness, "v/m", "/ws", str(control), "/dev/fd/9", b"do it")
+    places = adapters.Places("/ws", str(control), "/dev/fd/9")
+    argv = adapters.invocation(harness, "v/m", places, b"do it")
     assert argv == ["/bin/echo", "--model=v/m", "/ws", "/dev/fd/9", str(control / "prompt.md")]
     assert (control / "prompt.md").read_bytes() == b"do it"
 
@@ -31,7 +32,8 @@ def test_yylo_pi_needs_yy(tmp_path, monkeypatch):
     fake.chmod(0o755)
     control = tmp_path / "c"
     control.mkdir()
-    argv = adapters.invocation({"kind": "yylo_pi"}, "v/m", "/ws", str(control), "/dev/fd/7", b"p")
+    places = adapters.Places("/ws", str(control), "/dev/fd/7")
+    argv = adapters.invocation({"kind": "yylo_pi"}, "v/m", places, b"p")
     assert argv == [
         str(fake),
         "pi",
@@ -59,13 +61,9 @@ def test_workflow_runner_gets_workflow_and_variables(tmp_path):
     argv = adapters.invocation(
         harness,
         "v/m",
-        "/ws",
-        str(control),
-        "/dev/fd/3",
+        adapters.Places("/ws", str(control), "/dev/fd/3"),
         None,
-        b"steps: []\n",
-        variables,
-        "candidate_model",
+        adapters.Workflow(b"steps: []\n", variables, "candidate_model"),
     )
     assert argv[1:] == [
         str(control / "workflow.yaml"),

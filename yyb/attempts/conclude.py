@@ -5,7 +5,7 @@ from __future__ import annotations
 from yyb.attempts.dispatch import inputs
 from yyb.evidence import cost
 from yyb.evidence import plan as planned
-from yyb.evidence.chain import history
+from yyb.evidence.attempt import AttemptHandle
 from yyb.evidence.kinds.attempt import (
     CandidateCost,
     DispatchIntent,
@@ -22,6 +22,7 @@ from yyb.evidence.records import TerminalClass
 from yyb.evidence.terminal import INDETERMINATE, Facts, decide, identities
 from yyb.evidence.verdict import conclude as verdict_of
 from yyb.grading import evaluate
+from yyb.grading.invocation import Controls
 
 
 def conclude(ctx, attempt_oid: str, execution_oid: str, execution: Execution) -> Terminal:
@@ -72,27 +73,16 @@ def _grade(ctx, attempt_oid: str, execution: Execution, facts: Facts, links: dic
         receipt=links.get("receipt"),
     )
     names = identities(execution.identity.to_value())
+    handle = AttemptHandle.read(ctx.store, ctx.plan_oid, attempt_oid, ctx.plan, attempt)
+    controls = Controls(ctx.protected(), ctx.cancel, ctx.environ, ctx.signer)
     histories, receipts = {}, []
     for profile in planned.first_generation_profiles(ctx.plan, case):
-        retained = history(ctx.store, ctx.plan_oid, attempt_oid, profile)
+        retained = handle.generations(profile)
         if retained:  # graded before an interruption: reuse, never grade generation 1 twice
             receipts.append(retained[0][0])
             histories[profile] = [record for _, record in retained]
             continue
-        oid, receipt = evaluate.evaluate(
-            ctx.store,
-            ctx.plan_oid,
-            ctx.plan,
-            attempt_oid,
-            attempt,
-            profile,
-            truth,
-            names,
-            ctx.protected(),
-            cancel=ctx.cancel,
-            environ=ctx.environ,
-            signer=ctx.signer,
-        )
+        oid, receipt = evaluate.evaluate(ctx.store, handle, profile, truth, names, controls)
         receipts.append(oid)
         histories[profile] = [receipt]
     if not histories:

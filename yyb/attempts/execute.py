@@ -154,14 +154,13 @@ def _run(ctx, attempt_oid, intent_oid, folders, mine, held, snap, bounds) -> tup
         argv = adapters.invocation(
             ctx.harness,
             model,
-            folders.workspace,
-            folders.control,
-            channel.path,
+            adapters.Places(folders.workspace, folders.control, channel.path, mine.control),
             prompt,
-            workflow,
-            workflow_plan.get("variables"),
-            workflow_plan.get("controlled_model_variable"),
-            written=mine.control,
+            adapters.Workflow(
+                workflow,
+                workflow_plan.get("variables"),
+                workflow_plan.get("controlled_model_variable"),
+            ),
         )
         read_only = ctx.plan["tool_policy"]["read_only_paths"]
         env, policy = build(folders, read_only, sorted(ctx.secrets), ctx.secrets)

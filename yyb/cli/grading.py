@@ -25,6 +25,7 @@ def _key_path() -> tuple[str, ...]:
 
 def _reevaluate(ctx, verb: str, plan_name: str, profile: str, dry_run: bool, as_json: bool):
     from yyb.grading import regrade
+    from yyb.grading.invocation import Controls
     from yyb.harness.sandbox import protected_roots
 
     plan_oid, records = load_plan(ctx, plan_name)
@@ -55,13 +56,11 @@ def _reevaluate(ctx, verb: str, plan_name: str, profile: str, dry_run: bool, as_
             plan_oid,
             plan,
             attempts,
-            profile,
-            verb,
-            protected_roots(store.path, config, plan, _key_path()),
-            dry_run,
+            regrade.Request(profile, verb, dry_run),
+            Controls(
+                protected_roots(store.path, config, plan, _key_path()), cancel, dict(os.environ)
+            ),
             progress,
-            cancel,
-            dict(os.environ),
         )
     finally:
         for sig, handler in previous.items():

@@ -43,6 +43,7 @@ def investigate(ctx, plan_name, attempt_name, show, max_bytes):
     grader: each evaluation generation's verdict and output; patch: its diff; outputs: the
     candidate's stdout and stderr.
     """
+    from yyb.evidence.attempt import AttemptHandle
     from yyb.reports import investigate as answers
 
     plan_oid = resolve_plan(ctx, plan_name)
@@ -53,5 +54,6 @@ def investigate(ctx, plan_name, attempt_name, show, max_bytes):
     if plan.get("schema_version") != records.PLAN:
         raise UsageError(f"{plan_name} is not an experiment plan")
     attempt_oid = answers.resolve_attempt(plan, attempt_name)
-    sys.stdout.buffer.write(answers.answer(store, plan_oid, plan, attempt_oid, show, max_bytes))
+    handle = AttemptHandle.read(store, plan_oid, attempt_oid, plan)
+    sys.stdout.buffer.write(answers.answer(store, handle, show, max_bytes))
     return 0

@@ -12,9 +12,12 @@ moved only from one generation to the next. Listed paths stay inside their folde
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from yyb.errors import YybError
 from yyb.evidence import chain, names, protect, testpatch
 from yyb.evidence import plan as planned
+from yyb.evidence.attempt import AttemptHandle, Held
 from yyb.evidence.records import (
     CASE,
     DETERMINISTIC,
@@ -43,10 +46,10 @@ class AttemptCheck:
 
     Each record is read once, proved by its hash (``read_record``); its canonical form and
     schema are proved by ``verify_objects``, which doctor runs after these checks. What the
-    checks read stays available, so a reader of the same evidence (the report) needs no
-    second read and sees exactly the state that was checked: ``terminal`` (oid, record),
-    ``receipt`` (the workspace receipt's record), ``evidence_oid`` and ``chains`` (profile ->
-    [(oid, evaluation)], oldest first; filled once the terminal proved a retained workspace).
+    checks read stays available as one ``handle`` (yyb/evidence/attempt.py), so a reader of
+    the same evidence (the report, a regrade) needs no second read and sees exactly the state
+    that was checked: its terminal, receipt, execution, evidence and chains (profile ->
+    generations, oldest first; filled once the terminal proved a retained workspace).
 
     ``thorough`` (doctor --plan, regrade) checks everything. Without it (the report's default
     gate) the checks cover what the figures rest on and skip the rest: the write-once proof
@@ -54,28 +57,45 @@ class AttemptCheck:
     paths, and the history of an evaluation ref beyond its last move.
     """
 
-    def __init__(
-        self,
-        store,
-        plan_oid: str,
-        plan: dict,
-        attempt_oid: str,
-        attempt: dict,
-        profiles: list,
-        thorough: bool = True,
-    ):
-        self.store, self.plan_oid, self.plan, self.oid = store, plan_oid, plan, attempt_oid
-        self.thorough = thorough
-        self.attempt = attempt
-        self.evaluation_profiles = profiles  # profiles with an evaluations ref
+    def __init__(self, store, given: AttemptHandle, profiles: list, thorough: bool = True):
+        """``given``: the attempt's handle, its chain not read yet (``AttemptHandle.planned``);
+        ``profiles``: those with an evaluations ref."""
+        self.store, self.given, self.thorough = store, given, thorough
+        self.plan_oid, self.plan, self.oid = given.plan_oid, given.plan, given.oid
+        self.attempt = given.attempt
+        self.evaluation_profiles = profiles
         self.findings: list[Finding] = []
         self.complete = True
+        self.intent: Held | None = None
         self.terminal: tuple[str, dict] | None = None
         self.receipt: dict | None = None
         self.evidence_oid: str | None = None
+        self.evidence: dict | None = None
         self.chains: dict[str, list[tuple[str, dict]]] = {}
         self.execution: dict | None = None
         self.listings: tuple[str | None, str | None] | None = None  # (base, final) oids
+
+    @property
+    def handle(self) -> AttemptHandle:
+        """The attempt's handle holding exactly what these checks read of its chain (what
+        did not read, or was refused, is None; without a terminal, nothing it links)."""
+        read = replace(
+            self.given,
+            intent=self.intent,
+            evidence=None if self.evidence is None else Held(self.evidence_oid, self.evidence),
+            chains={p: tuple(Held(*g) for g in chain) for p, chain in self.chains.items()},
+        )
+        if self.terminal is None:
+            return read
+        links = self.terminal[1]["links"]
+        return replace(
+            read,
+            receipt=None if self.receipt is None else Held(links["receipt"], self.receipt),
+            execution=(
+                None if self.execution is None else Held(links["execution"], self.execution)
+            ),
+            terminal=Held(*self.terminal),
+        )
 
     def fail(self, code: str, detail: str) -> None:
         self.findings.append(error(code, self.oid, detail))
@@ -145,6 +165,8 @@ class AttemptCheck:
             self.fail("incomplete", "never dispatched (no intent)")
             return
         intent = self.record(intent_oid, INTENT, "intent")
+        if intent is not None:
+            self.intent = Held(intent_oid, intent)
         if intent is not None and self.owned(intent, "intent", intent_oid):
             problem = planned.intent_mismatch(self.plan, self.attempt, intent)
             if problem:
@@ -281,7 +303,7 @@ class AttemptCheck:
         evidence_oid = self.leaf("evidence")
         evidence = self.record(evidence_oid, EVIDENCE, "evidence")
         if evidence is not None:
-            self.evidence_oid = evidence_oid
+            self.evidence_oid, self.evidence = evidence_oid, evidence
         if evidence is None:
             if evidence_oid is None:
                 self.fail("incomplete", "no attempt evidence")
@@ -500,12 +522,20 @@ def check_attempt(
 ) -> AttemptCheck:
     """Check one attempt's chain and links (every record it reads is hash-verified);
     ``attempt`` is its attempt plan record when the caller has read it already; ``thorough``
-    as ``AttemptCheck`` says."""
-    profiles = chain.profiles(store, plan_oid, attempt_oid)
-    check = AttemptCheck(store, plan_oid, plan, attempt_oid, attempt or {}, profiles, thorough)
+    as ``AttemptCheck`` says. What the check read is its ``handle``."""
+    given = AttemptHandle(plan_oid, plan, attempt_oid, attempt or {})
+    return checked(store, given, thorough, attempt is None)
+
+
+def checked(store, given: AttemptHandle, thorough: bool = True, read: bool = False) -> AttemptCheck:
+    """Check the chain of the attempt the handle ``given`` names (``read``: its attempt plan
+    record is still to be read, and proved by its hash, here)."""
+    profiles = chain.profiles(store, given.plan_oid, given.oid)
+    check = AttemptCheck(store, given, profiles, thorough)
     try:
-        if attempt is None:
-            check.attempt = store.objects.read_record(attempt_oid)
+        if read:
+            check.attempt = store.objects.read_record(given.oid)
+            check.given = replace(given, attempt=check.attempt)
         check.check()
     except YybError as exc:
         check.fail("unreadable", str(exc))

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from yyb.evidence import testpatch
-from yyb.grading.outcome import evaluation_folders, run_sandboxed
+from yyb.grading.outcome import SandboxRequest, evaluation_folders, run_sandboxed
 from yyb.harness import apply, overlay, sandbox
 from yyb.harness.channel import Channel
 from yyb.harness.environment import build
@@ -81,9 +81,8 @@ def collect(
         channel = Channel(1)  # nothing is read from it: the ids come on stdout
         held.callback(channel.collect)
         env, _ = build(folders, box.get("read_only", []), [], {})
-        outcome, result = run_sandboxed(
-            folders, [*pytest, *ARGS, *files], env, TIMEOUT_MS, channel, tools, protected
-        )
+        request = SandboxRequest([*pytest, *ARGS, *files], env, TIMEOUT_MS, tools, protected)
+        outcome, result = run_sandboxed(folders, request, channel)
     text = result.log[:MAX_LOG].decode("utf-8", "replace")
     ids = {line for line in text.splitlines() if any(line.startswith(f + "::") for f in files)}
     lines = [line for line in text.splitlines() if line.strip()]

@@ -23,8 +23,9 @@ import os
 from yyb.errors import UsageError
 from yyb.evidence import protect
 from yyb.evidence.records import GRADER_INPUT, GRADER_OUTPUT
-from yyb.grading.outcome import Outcome, evaluation_folders, run_sandboxed
-from yyb.harness import manifest, overlay, sandbox
+from yyb.grading.invocation import Invocation
+from yyb.grading.outcome import Outcome, SandboxRequest, evaluation_folders, run_sandboxed
+from yyb.harness import overlay, manifest, sandbox
 from yyb.harness.channel import Channel
 from yyb.harness.environment import build
 from yyb.harness.pinned import verified_copy
@@ -57,31 +58,25 @@ def parse_output(data: bytes | None) -> tuple[dict | None, str | None]:
 
 def run(
     store,
-    spec: dict,
+    call: Invocation,
     listing_oid: str,
     patch_oid: str | None,
     grader_input: dict,
-    protected: list[str],
-    cancel=None,
-    read_only: list[str] | None = None,
     base_listing: str | None = None,
 ) -> Outcome:
-    """Run one command evaluator on the final workspace named by ``listing_oid``, with the
-    tool policy's ``read_only`` paths visible (and on its PATH) as a candidate has them, and
-    the profile's ``protected_paths`` put back as ``base_listing`` has them."""
+    """Run one command evaluator (``call.spec``) on the final workspace named by
+    ``listing_oid``, with the tool policy's read-only paths visible (and on its PATH) as a
+    candidate has them, and the profile's ``protected_paths`` put back as ``base_listing`` has
+    them."""
+    spec = call.spec
     try:
-        tools = sandbox.tool_paths(read_only or [], protected)
+        tools = sandbox.tool_paths(call.read_only, call.protected)
     except UsageError as exc:
         return Outcome.invalid(f"the evaluator cannot start: {exc}")
     with evaluation_folders() as (folders, held):
         executable = os.path.join(folders.control, "grader")
         assets = os.path.join(folders.control, "assets")
-        os.makedirs(assets)
-        problem = verified_copy(spec["executable"], spec["sha256"], executable)
-        for asset in spec.get("assets", []):
-            if problem is None:
-                target = os.path.join(assets, os.path.basename(asset["path"]))
-                problem = verified_copy(asset["path"], asset["sha256"], target)
+        problem = _pinned(spec, executable, assets)
         if problem is None and spec.get("protected_paths") and base_listing is None:
             problem = "its protected paths cannot be put back: the base listing is not known"
         if problem is not None:
@@ -91,86 +86,99 @@ def run(
         mount = held.enter_context(
             overlay.workspace(store, base_listing, base, graded, folders.workspace, git=True)
         )
-        input_path = os.path.join(folders.control, "grader-input.json")
         channel = Channel(MAX_OUTPUT)
         held.callback(channel.collect)
-        output_path = channel.path
-        patch_path = os.path.join(folders.control, "patch.diff")
-        with open(patch_path, "wb") as handle:
-            handle.write(store.objects.get(patch_oid).body if patch_oid else b"")
-        document = dict(
-            grader_input,
-            workspace=folders.workspace,
-            assets=assets,
-            patch_file=patch_path,
-            output_file=output_path,
-        )
-        input_bytes = (json.dumps(document, indent=2, sort_keys=True) + "\n").encode()
-        with open(input_path, "wb") as handle:
-            handle.write(input_bytes)
-        env, _ = build(folders, read_only or [], [], {})
-        env.update(
-            YYB_GRADER_INPUT=input_path,
-            YYB_GRADER_OUTPUT=output_path,
-            YYB_GRADER_OUTPUT_FD=str(channel.fd),
-            YYB_GRADER_ASSETS=assets,
-        )
         values = {
             "workspace": folders.workspace,
             "assets": assets,
-            "input": input_path,
-            "output": output_path,
+            "input": os.path.join(folders.control, "grader-input.json"),
+            "output": channel.path,
         }
+        patch = store.objects.get(patch_oid).body if patch_oid else b""
+        input_bytes = _write_input(folders, values, grader_input, patch)
+        env, _ = build(folders, call.read_only, [], {})
+        env.update(
+            YYB_GRADER_INPUT=values["input"],
+            YYB_GRADER_OUTPUT=values["output"],
+            YYB_GRADER_OUTPUT_FD=str(channel.fd),
+            YYB_GRADER_ASSETS=assets,
+        )
         argv = [executable] + [_fill(a, values) for a in spec.get("argv", [])]
         timeout_ms = spec.get("timeout_ms", DEFAULT_TIMEOUT_MS)
-        outcome, result = run_sandboxed(
-            folders,
-            argv,
-            env,
-            timeout_ms,
-            channel,
-            tools,
-            protected,
-            cancel,
-            input_bytes,
-            protected_record,
-            mount,
+        request = SandboxRequest(argv, env, timeout_ms, tools, call.protected, call.cancel, mount)
+        outcome, result = run_sandboxed(folders, request, channel, input_bytes, protected_record)
+        return _verdict(outcome, result)
+
+
+def _pinned(spec: dict, executable: str, assets: str) -> str | None:
+    """Copy the evaluator's executable and assets, each verified against its pinned hash,
+    into its control folder; why one could not be, or None."""
+    os.makedirs(assets)
+    problem = verified_copy(spec["executable"], spec["sha256"], executable)
+    for asset in spec.get("assets", []):
+        if problem is None:
+            target = os.path.join(assets, os.path.basename(asset["path"]))
+            problem = verified_copy(asset["path"], asset["sha256"], target)
+    return problem
+
+
+def _write_input(folders, values: dict[str, str], grader_input: dict, patch: bytes) -> bytes:
+    """Write the candidate's patch and the grader input document into the control folder;
+    returns the document's exact bytes (retained as the evaluation's input)."""
+    patch_path = os.path.join(folders.control, "patch.diff")
+    with open(patch_path, "wb") as handle:
+        handle.write(patch)
+    document = dict(
+        grader_input,
+        workspace=values["workspace"],
+        assets=values["assets"],
+        patch_file=patch_path,
+        output_file=values["output"],
+    )
+    input_bytes = (json.dumps(document, indent=2, sort_keys=True) + "\n").encode()
+    with open(values["input"], "wb") as handle:
+        handle.write(input_bytes)
+    return input_bytes
+
+
+def _verdict(outcome, result: Outcome) -> Outcome:
+    """The verdict the rule (docs/grading.md) gives the supervised ``outcome`` and what the
+    evaluator's channel received (on ``result``)."""
+    output, signal = result.output_bytes, result.signal
+    if result.problem is not None:
+        return result
+    if outcome.cancelled:
+        return result.with_verdict("invalid", "the evaluation was interrupted", "interrupted")
+    if not outcome.cleanup_confirmed:
+        return result.with_verdict(
+            "invalid",
+            "could not confirm the evaluator's processes ended",
+            "cleanup_unconfirmed",
         )
-        output, signal = result.output_bytes, result.signal
-        if result.problem is not None:
-            return result
-        if outcome.cancelled:
-            return result.with_verdict("invalid", "the evaluation was interrupted", "interrupted")
-        if not outcome.cleanup_confirmed:
-            return result.with_verdict(
-                "invalid",
-                "could not confirm the evaluator's processes ended",
-                "cleanup_unconfirmed",
-            )
-        if outcome.timed_out:
-            return result.with_verdict("invalid", "the evaluator timed out", "timed_out")
-        if signal is not None:
-            # yyb sends signals only on a timeout or a cancellation, handled above: this one
-            # came from inside, where the code under test runs. Whatever the channel holds,
-            # an evaluator that did not finish cannot pass.
-            return result.with_verdict(
-                "fail",
-                f"the evaluator was killed by signal {signal}, which yyb did not send; "
-                "an evaluator that did not finish cannot pass",
-            )
-        value, problem = parse_output(output)
-        if problem is not None:
-            return result.with_verdict("invalid", problem, "no_verdict")
-        result.details = {"checks": value.get("checks", []), "summary": value.get("summary", "")}
-        if value["passed"] and outcome.exit_code != 0:
-            return result.with_verdict(
-                "fail",
-                f"the evaluator answered pass but exited with status {outcome.exit_code}; "
-                "a pass needs exit status 0",
-            )
-        if value["passed"]:
-            return result.with_verdict("pass", value.get("summary") or "the grader passed")
-        return result.with_verdict("fail", value.get("summary") or "the grader failed")
+    if outcome.timed_out:
+        return result.with_verdict("invalid", "the evaluator timed out", "timed_out")
+    if signal is not None:
+        # yyb sends signals only on a timeout or a cancellation, handled above: this one
+        # came from inside, where the code under test runs. Whatever the channel holds,
+        # an evaluator that did not finish cannot pass.
+        return result.with_verdict(
+            "fail",
+            f"the evaluator was killed by signal {signal}, which yyb did not send; "
+            "an evaluator that did not finish cannot pass",
+        )
+    value, problem = parse_output(output)
+    if problem is not None:
+        return result.with_verdict("invalid", problem, "no_verdict")
+    result.details = {"checks": value.get("checks", []), "summary": value.get("summary", "")}
+    if value["passed"] and outcome.exit_code != 0:
+        return result.with_verdict(
+            "fail",
+            f"the evaluator answered pass but exited with status {outcome.exit_code}; "
+            "a pass needs exit status 0",
+        )
+    if value["passed"]:
+        return result.with_verdict("pass", value.get("summary") or "the grader passed")
+    return result.with_verdict("fail", value.get("summary") or "the grader failed")
 
 
 def _graded(store, spec: dict, listing_oid: str, base) -> tuple[dict, dict | None]:

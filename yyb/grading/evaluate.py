@@ -11,14 +11,17 @@ the newest, moved only by compare-and-swap from the one before it.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
 from yyb.errors import RefMismatch, UsageError, YybError
 from yyb.evidence import names
 from yyb.evidence import plan as planned
-from yyb.evidence.chain import history
+from yyb.evidence.attempt import AttemptHandle, Held
 from yyb.evidence.records import EVALUATION, EVALUATION_RESULT, JUDGE_INTENT
+from yyb.evidence.terminal import identities as terminal_identities
 from yyb.grading import command, judge, pairwise, testsuite
+from yyb.grading.invocation import Controls, Invocation
 from yyb.grading.outcome import Outcome
 from yyb.store.objects import codec
 
@@ -75,10 +78,15 @@ class Truth:
         return store.objects.get_record(self.receipt)["links"].get("listing")
 
     @classmethod
-    def of(cls, store, terminal: dict, evidence: str | None = None) -> Truth:
+    def of(
+        cls, store, terminal: dict, evidence: str | None = None, attempt: dict | None = None
+    ) -> Truth:
+        """The truth a ``terminal`` retained (``attempt``: its attempt plan record, when the
+        caller holds it already)."""
         links = terminal["links"]
         post = store.objects.get_record(links["manifest"])
-        attempt = store.objects.get_record(links["attempt"])
+        if attempt is None:
+            attempt = store.objects.get_record(links["attempt"])
         prompt = b""
         if attempt.get("links", {}).get("case"):
             case = store.objects.get_record(attempt["links"]["case"])
@@ -94,25 +102,29 @@ class Truth:
             post["links"].get("receipt"),
         )
 
+    @classmethod
+    def retained(cls, store, handle: AttemptHandle) -> Truth:
+        """The truth the handle's terminal retained, linked to its evidence."""
+        evidence = handle.evidence.oid if handle.evidence is not None else None
+        return cls.of(store, handle.terminal.record, evidence, handle.attempt)
+
 
 def run_evaluator(
     store,
-    plan: dict,
-    spec: dict,
+    handle: AttemptHandle,
     profile: str,
     truth: Truth,
-    attempt: dict,
     identities: list[str],
     generation: int,
-    protected: list[str],
-    cancel=None,
-    environ: dict | None = None,
-    place: tuple[str, str] | None = None,
+    controls: Controls,
 ) -> Outcome:
-    """One evaluation's outcome; ``place`` is (plan oid, attempt oid), which a pairwise judge
-    needs to find the attempt's partner."""
-    if spec.get("kind") == "tests":
-        case_oid = attempt.get("links", {}).get("case")
+    """One evaluation's outcome: ``profile`` of the handle's plan run on ``truth``."""
+    plan, attempt = handle.plan, handle.attempt
+    spec = profile_spec(plan, profile)
+    call = Invocation(
+        spec, controls.protected, plan["tool_policy"]["read_only_paths"], controls.cancel
+    )
+    if spec.get("kind") in ("tests", "command"):
         header = {
             "profile": profile,
             "grader_id": spec["grader_id"],
@@ -120,122 +132,86 @@ def run_evaluator(
             "generation": generation,
             "case_id": attempt.get("case_id"),
         }
-        return testsuite.run(
-            store,
-            spec,
-            store.objects.get_record(case_oid) if case_oid else None,
-            truth.listing,
-            truth.base_listing(store),
-            protected,
-            header,
-            cancel,
-            read_only=plan["tool_policy"]["read_only_paths"],
-        )
+    if spec.get("kind") == "tests":
+        case_oid = attempt.get("links", {}).get("case")
+        case = store.objects.get_record(case_oid) if case_oid else None
+        return testsuite.run(store, call, case, truth.listing, truth.base_listing(store), header)
     if spec.get("kind") == "command":
-        grader_input = {
-            "schema_version": command.INPUT,
-            "profile": profile,
-            "grader_id": spec["grader_id"],
-            "version": spec["version"],
-            "generation": generation,
-            "case_id": attempt.get("case_id"),
-        }
-        return command.run(
-            store,
-            spec,
-            truth.listing,
-            truth.patch,
-            grader_input,
-            protected,
-            cancel,
-            read_only=plan["tool_policy"]["read_only_paths"],
-            base_listing=truth.base_listing(store),
-        )
-    harnesses = plan["evaluators"].get("harnesses", {})
-    harness = harnesses.get(spec.get("harness"))
+        grader_input = {"schema_version": command.INPUT, **header}
+        base_listing = truth.base_listing(store)
+        return command.run(store, call, truth.listing, truth.patch, grader_input, base_listing)
+    seed = "/".join([handle.plan_oid, handle.oid, profile, str(generation)])
+    return _judged(store, handle, call, truth, identities, seed, controls.environ)
+
+
+def _judged(
+    store,
+    handle: AttemptHandle,
+    call: Invocation,
+    truth: Truth,
+    identities: list[str],
+    seed: str,
+    environ: Mapping[str, str],
+) -> Outcome:
+    """The outcome of the judge ``call.spec`` (single or pairwise, drawn from ``seed``)
+    through the harness the plan binds it to, with that harness's secrets from ``environ``."""
+    spec = call.spec
+    harness = handle.plan["evaluators"].get("harnesses", {}).get(spec.get("harness"))
     if harness is None:
         return Outcome.invalid(
             f"the judge harness {spec.get('harness')!r} is not bound in the plan"
         )
-    truth_links = truth.links()
-    missing = [n for n in harness.get("secrets", []) if n not in (environ or {})]
+    missing = [n for n in harness.get("secrets", []) if n not in environ]
     if missing:
         return Outcome.invalid(f"the judge harness needs the secret {missing[0]}, which is not set")
-    secrets = {name: (environ or {})[name] for name in harness.get("secrets", [])}
+    secrets = {name: environ[name] for name in harness.get("secrets", [])}
+    call = replace(call, harness=harness, secrets=secrets)
     if spec.get("mode") == "pairwise":
-        partner, problem = _partner(store, plan, place, attempt, spec)
+        partner, problem = _partner(store, handle, spec)
         if problem is not None:
             return Outcome.invalid(problem)
-        return pairwise.run(
-            store,
-            spec,
-            harness,
-            truth_links,
-            partner,
-            truth.prompt,
-            identities,
-            "/".join([*place, profile, str(generation)]),
-            protected,
-            cancel,
-            read_only=plan["tool_policy"]["read_only_paths"],
-            secrets=secrets,
-        )
-    return judge.run(
-        store,
-        spec,
-        harness,
-        truth_links,
-        truth.prompt,
-        identities,
-        protected,
-        cancel,
-        read_only=plan["tool_policy"]["read_only_paths"],
-        secrets=secrets,
-    )
+        return pairwise.run(store, call, truth.links(), partner, truth.prompt, identities, seed)
+    return judge.run(store, call, truth.links(), truth.prompt, identities)
 
 
 def evaluate(
     store,
-    plan_oid: str,
-    plan: dict,
-    attempt_oid: str,
-    attempt: dict,
+    handle: AttemptHandle,
     profile: str,
     truth: Truth,
     identities: list[str],
-    protected: list[str],
+    controls: Controls,
     generation: int | None = None,
-    cancel=None,
-    environ: dict | None = None,
-    signer=None,
-) -> tuple[str, dict]:
-    """Run ``profile`` on the attempt's retained truth and append it as the next generation,
-    signed with ``signer`` (when given) before its ref moves.
+) -> Held:
+    """Run ``profile`` on the attempt's retained truth and append it as the next generation
+    after the handle's, signed with the controls' signer (when given) before its ref moves.
 
     A receipt of exactly that generation whose publishing a crash cut short (found pending on
     the evaluation ref) is published instead: the evaluator never runs twice for one
     generation.
 
+    Returns:
+        The receipt (oid, record); ``handle.with_generation`` makes it part of the chain.
+
     Raises:
         UsageError: the profile is not in the plan's catalog.
-        GenerationError: ``generation`` is given and is not exactly the next one.
+        GenerationError: ``generation`` is given and is not exactly the next one, or another
+            evaluation took the next generation since the handle was read.
     """
-    spec = profile_spec(plan, profile)
-    previous = history(store, plan_oid, attempt_oid, profile)
-    expected = previous[-1][1]["generation"] + 1 if previous else 1
+    spec = profile_spec(handle.plan, profile)
+    previous = handle.generations(profile)
+    expected = handle.next_generation(profile)
     if generation is None:
         generation = expected
     if generation != expected:
-        raise GenerationError(profile, attempt_oid, generation, expected)
-    ref = names.evaluation(plan_oid, attempt_oid, profile)
-    old = previous[-1][0] if previous else None
-    pending = _pending(store, ref, old, (plan_oid, attempt_oid, profile, generation))
+        raise GenerationError(profile, handle.oid, generation, expected)
+    ref = names.evaluation(handle.plan_oid, handle.oid, profile)
+    old = previous[-1].oid if previous else None
+    pending = _pending(store, ref, old, (handle.plan_oid, handle.oid, profile, generation))
     if pending is not None:  # graded before a crash cut its publishing short: never again
-        _publish(store, ref, old, *pending, signer)
+        _publish(store, ref, old, pending, controls.signer)
         return pending
-    if spec["kind"] == "llm_judge" and not _judge_intent(
-        store, plan_oid, attempt_oid, profile, generation
-    ):
+    if spec["kind"] == "llm_judge" and not _judge_intent(store, handle, profile, generation):
         outcome = Outcome(
             "invalid",
             f"a judge was dispatched for generation {generation} before an interruption; it "
@@ -243,23 +219,41 @@ def evaluate(
             problem="interrupted",
         )
     else:
-        outcome = run_evaluator(
-            store,
-            plan,
-            spec,
-            profile,
-            truth,
-            attempt,
-            identities,
-            generation,
-            protected,
-            cancel,
-            environ,
-            (plan_oid, attempt_oid),
-        )
+        outcome = run_evaluator(store, handle, profile, truth, identities, generation, controls)
+    links = _artifacts(store, handle, truth, outcome, old)
+    receipt = {
+        "schema_version": EVALUATION,
+        "plan": handle.plan_oid,
+        "attempt": handle.oid,
+        "profile": profile,
+        "kind": spec["kind"],
+        "generation": generation,
+        "evaluator": planned.evaluator(spec, profile),
+        "required": spec.get("required", True),
+        "purpose": spec.get("purpose", "correctness"),
+        "verdict": outcome.verdict,
+        "wall_ms": outcome.wall_ms,
+        "judge_cost": outcome.judge_cost,
+        "links": links,
+    }
+    if outcome.verdict == "invalid" and outcome.problem is not None:
+        receipt["problem"] = outcome.problem
+    if outcome.protected is not None:
+        receipt["protected"] = outcome.protected["touched"]
+        links["graded_listing"] = outcome.protected["listing"]
+    held = Held(store.objects.put_record(receipt), receipt)
+    _publish(store, ref, old, held, controls.signer)
+    return held
+
+
+def _artifacts(
+    store, handle: AttemptHandle, truth: Truth, outcome: Outcome, old: str | None
+) -> dict:
+    """Store the evaluation's input, output, log and typed result; the receipt's links to
+    them, to what was judged and to the generation before (``old``)."""
     links = {
-        "plan": plan_oid,
-        "attempt": attempt_oid,
+        "plan": handle.plan_oid,
+        "attempt": handle.oid,
         "manifest": truth.manifest,
         "input": store.objects.put("blob", outcome.input_bytes),
     }
@@ -282,42 +276,20 @@ def evaluate(
     links["result"] = store.objects.put_record(result)
     if old is not None:
         links["previous"] = old
-    receipt = {
-        "schema_version": EVALUATION,
-        "plan": plan_oid,
-        "attempt": attempt_oid,
-        "profile": profile,
-        "kind": spec["kind"],
-        "generation": generation,
-        "evaluator": planned.evaluator(spec, profile),
-        "required": spec.get("required", True),
-        "purpose": spec.get("purpose", "correctness"),
-        "verdict": outcome.verdict,
-        "wall_ms": outcome.wall_ms,
-        "judge_cost": outcome.judge_cost,
-        "links": links,
-    }
-    if outcome.verdict == "invalid" and outcome.problem is not None:
-        receipt["problem"] = outcome.problem
-    if outcome.protected is not None:
-        receipt["protected"] = outcome.protected["touched"]
-        links["graded_listing"] = outcome.protected["listing"]
-    oid = store.objects.put_record(receipt)
-    _publish(store, ref, old, oid, receipt, signer)
-    return oid, receipt
+    return links
 
 
-def _partner(store, plan: dict, place, attempt: dict, spec: dict) -> tuple[dict | None, str | None]:
-    """(the pairwise partner of ``attempt``: the baseline model's attempt on the same case with
-    the same attempt number, with its retained truth and identities, None), or (None, why
-    there is no pair)."""
+def _partner(store, handle: AttemptHandle, spec: dict) -> tuple[dict | None, str | None]:
+    """(the pairwise partner of the handle's attempt: the baseline model's attempt on the same
+    case with the same attempt number, with its retained truth and identities, None), or (None,
+    why there is no pair)."""
+    attempt = handle.attempt
     baseline = spec.get("baseline")
-    if place is None or not baseline:
+    if not baseline:
         return None, "a pairwise judge needs its baseline model and the attempt's plan"
     if attempt["model"]["resolved"] == baseline:
         return None, f"the baseline {baseline}'s own attempts are not judged against themselves"
-    plan_oid, _ = place
-    for oid in plan["links"]["attempts"]:
+    for oid in handle.plan["links"]["attempts"]:
         other = store.objects.get_record(oid)
         if (other["model"]["resolved"], other.get("case_id"), other["attempt"]) != (
             baseline,
@@ -325,7 +297,7 @@ def _partner(store, plan: dict, place, attempt: dict, spec: dict) -> tuple[dict 
             attempt["attempt"],
         ):
             continue
-        terminal_oid = store.refs.read(names.attempt(plan_oid, oid, "terminal"))
+        terminal_oid = store.refs.read(names.attempt(handle.plan_oid, oid, "terminal"))
         if terminal_oid is None:
             return None, (
                 f"the baseline {baseline}'s attempt {oid} has no terminal yet: list the "
@@ -334,13 +306,12 @@ def _partner(store, plan: dict, place, attempt: dict, spec: dict) -> tuple[dict 
         terminal = store.objects.get_record(terminal_oid)
         if terminal["class"] in pairwise.NO_PAIR:
             return None, f"the baseline {baseline}'s attempt {oid} ended {terminal['class']}"
-        theirs = Truth.of(store, terminal)
-        identity = terminal["identity"]
+        theirs = Truth.of(store, terminal, attempt=other)
         return {
             "attempt": oid,
             "model": baseline,
             "truth": theirs.links(),
-            "identities": [identity["requested"], identity["resolved"], identity["observed"] or ""],
+            "identities": terminal_identities(terminal["identity"]),
         }, None
     return None, (
         f"the plan has no attempt of the baseline {baseline} on this case with attempt "
@@ -348,7 +319,7 @@ def _partner(store, plan: dict, place, attempt: dict, spec: dict) -> tuple[dict 
     )
 
 
-def _judge_intent(store, plan_oid: str, attempt_oid: str, profile: str, generation: int) -> bool:
+def _judge_intent(store, handle: AttemptHandle, profile: str, generation: int) -> bool:
     """Write the intent to dispatch the judge of ``profile`` for ``generation``, durably,
     before it is dispatched; False when one for that generation is already there (a crash cut
     that dispatch short: it is never made twice).
@@ -356,6 +327,7 @@ def _judge_intent(store, plan_oid: str, attempt_oid: str, profile: str, generati
     Raises:
         GenerationError: another process wrote that intent first.
     """
+    plan_oid, attempt_oid = handle.plan_oid, handle.oid
     ref = names.judge_intent(plan_oid, attempt_oid, profile)
     held = store.refs.read(ref)
     if held is not None and store.objects.get_record(held).get("generation") == generation:
@@ -381,7 +353,7 @@ def _judge_intent(store, plan_oid: str, attempt_oid: str, profile: str, generati
     return True
 
 
-def _pending(store, ref: str, old: str | None, place: tuple) -> tuple[str, dict] | None:
+def _pending(store, ref: str, old: str | None, place: tuple) -> Held | None:
     """The receipt a cut-short update of ``ref`` was publishing, when it is exactly the
     next generation after ``old`` for ``place`` (plan, attempt, profile, generation)."""
     oid = store.refs.pending(ref)
@@ -391,17 +363,19 @@ def _pending(store, ref: str, old: str | None, place: tuple) -> tuple[str, dict]
     fields = ("plan", "attempt", "profile", "generation")
     if receipt.get("schema_version") != EVALUATION or tuple(map(receipt.get, fields)) != place:
         return None
-    return (oid, receipt) if receipt.get("links", {}).get("previous") == old else None
+    return Held(oid, receipt) if receipt.get("links", {}).get("previous") == old else None
 
 
-def _publish(store, ref: str, old: str | None, oid: str, receipt: dict, signer) -> None:
-    """Move ``ref`` from ``old`` to the receipt ``oid``, signed with ``signer`` (when given)
+def _publish(store, ref: str, old: str | None, held: Held, signer) -> None:
+    """Move ``ref`` from ``old`` to the receipt ``held``, signed with ``signer`` (when given)
     once the move is on record and before the ref names it: a published receipt is signed,
     and a crash while signing leaves the move pending for the next evaluation to finish.
 
     Raises:
         GenerationError: another evaluation moved the ref first.
     """
+
+    oid, receipt = held
 
     def seal() -> None:
         if signer is not None:

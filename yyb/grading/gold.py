@@ -25,6 +25,7 @@ from yyb.evidence import names
 from yyb.evidence import plan as planned
 from yyb.evidence.records import CASE_VALIDATION, GOLD_RUNS
 from yyb.grading import collection, testsuite
+from yyb.grading.invocation import Invocation
 from yyb.grading.outcome import Outcome
 from yyb.harness import apply, manifest, sandbox, scratch, snapshot, worktree
 from yyb.store.objects.codec import from_json
@@ -94,19 +95,11 @@ def validate(store, config, task_path: str, environ: dict | None = None, cancel=
         if listings[run] is None:
             outcome = Outcome.invalid(unapplied)
         else:
-            outcome = testsuite.run(
-                store,
-                spec,
-                record_case,
-                listings[run],
-                base_oid,
-                protected,
-                header,
-                cancel,
-                read_only=config.tool_policy()["read_only_paths"],
-            )
+            read_only = config.tool_policy()["read_only_paths"]
+            call = Invocation(spec, protected, read_only, cancel)
+            outcome = testsuite.run(store, call, record_case, listings[run], base_oid, header)
             if outcome.exit_code == testsuite.REFUSED_ARGUMENTS and outcome.verdict == "fail":
-                box = {"protected": protected, "read_only": config.tool_policy()["read_only_paths"]}
+                box = {"protected": protected, "read_only": read_only}
                 outcome.reason = _unknown_ids(store, spec, record_case, base, box) or outcome.reason
         runs[run] = _run(store, outcome, run, links)
     discriminating = runs["gold"]["verdict"] == "pass" and runs["empty"]["verdict"] == "fail"

@@ -11,13 +11,15 @@ evaluation invalid. Judge cost is kept apart from candidate cost.
 from __future__ import annotations
 
 import json
+import os
 import re
 
-from yyb.errors import UnsafeListing
+from yyb.errors import UnsafeListing, UsageError
 from yyb.evidence import cost
+from yyb.grading.invocation import Invocation
 from yyb.grading.outcome import Outcome
 from yyb.harness import adapters, envelope, limits, manifest, sandbox, scratch, worktree
-from yyb.harness.environment import Folders, build
+from yyb.harness.environment import Folders, build, redact
 from yyb.harness.pinned import pinned_bytes, verified_copy
 from yyb.store.objects import codec
 
@@ -158,24 +160,14 @@ def aggregate(verdicts: list[str], rule: str) -> str:
     return "pass" if passes * 2 > len(verdicts) else "fail"
 
 
-def run(
-    store,
-    spec: dict,
-    harness: dict,
-    truth: dict,
-    prompt: bytes,
-    identities: list[str],
-    protected: list[str],
-    cancel=None,
-    read_only: list[str] = (),
-    secrets: dict[str, str] | None = None,
-) -> Outcome:
+def run(store, call: Invocation, truth: dict, prompt: bytes, identities: list[str]) -> Outcome:
     """Judge one attempt: build and check the payload, run the judge, parse and aggregate.
 
-    The judge sees the tool policy's read-only folders (where judge programs live), may use
-    the network (it reaches its provider), and gets its harness's secrets by name; its answers
-    are redacted of their values.
+    The judge (``call.spec`` through ``call.harness``) sees the tool policy's read-only
+    folders (where judge programs live), may use the network (it reaches its provider), and
+    gets its harness's secrets by name; its answers are redacted of their values.
     """
+    spec = call.spec
     references, pinned, problem = pins(spec)
     if problem is not None:
         return Outcome.invalid(problem)
@@ -199,9 +191,7 @@ def run(
                 f"names the candidate ({hit!r}); the judge was not run",
             )
     payloads = [payload] * spec.get("repetitions", 1)
-    answers, problem = repeat(
-        outcome, spec, harness, payloads, protected, cancel, read_only, secrets
-    )
+    answers, problem = repeat(outcome, call, payloads)
     if problem is not None:
         return outcome.with_verdict("invalid", problem)
     verdicts = [a["verdict"] for a in answers]
@@ -217,7 +207,7 @@ def run(
 
 
 def repeat(
-    outcome: Outcome, spec, harness, payloads, protected, cancel, read_only, secrets
+    outcome: Outcome, call: Invocation, payloads: list[bytes]
 ) -> tuple[list[dict], str | None]:
     """Run the judge once per payload, in order, keeping every answer on ``outcome`` (its
     output, wall time and summed cost); stop at the first that has a problem. Returns (the
@@ -226,7 +216,13 @@ def repeat(
     problem = None
     for payload in payloads:
         answer = _judge_once(
-            spec, harness, payload, protected, cancel, list(read_only), secrets or {}
+            call.spec,
+            call.harness or {},
+            payload,
+            call.protected,
+            call.cancel,
+            list(call.read_only),
+            dict(call.secrets),
         )
         answers.append({k: v for k, v in answer.items() if k != "cost"})
         outcome.wall_ms += answer["wall_ms"]
@@ -239,23 +235,9 @@ def repeat(
     return answers, problem
 
 
-def _judge_once(
-    spec: dict,
-    harness: dict,
-    payload: bytes,
-    protected: list[str],
-    cancel,
-    read_only: list[str],
-    secrets: dict[str, str],
-) -> dict:
-    import os
-
-    from yyb.errors import UsageError
-    from yyb.harness.environment import redact
-
-    root = scratch.folder("judge")
-    unavailable = {"completeness": "unavailable", "currency": "USD", "micros": None}
-    answer = {
+def _unanswered(spec: dict) -> dict:
+    """A judge run's answer before anything is known of it."""
+    return {
         "stdout": "",
         "stderr": "",
         "exit_code": None,
@@ -263,7 +245,7 @@ def _judge_once(
         "verdict": None,
         "reason": "",
         "problem": None,
-        "cost": unavailable,
+        "cost": {"completeness": "unavailable", "currency": "USD", "micros": None},
         # requested is the profile's model, resolved the same exact id (a judge's model is
         # never a selector), observed what its envelope reported.
         "identity": {
@@ -273,30 +255,47 @@ def _judge_once(
             "session_id": None,
         },
     }
+
+
+def _control_files(spec: dict, folders: Folders) -> tuple[dict[str, str], str | None]:
+    """Write the judge's settings and copy its pinned executable (when it has one) into the
+    control folder; returns (the placeholders they fill, why the executable could not be
+    copied or None)."""
+    extra = {"settings_file": os.path.join(folders.control, "settings.json")}
+    with open(extra["settings_file"], "w") as handle:
+        json.dump(spec.get("settings", {}), handle, sort_keys=True)
+    if spec.get("executable"):
+        extra["judge"] = os.path.join(folders.control, "judge")
+        problem = verified_copy(spec["executable"], spec["sha256"], extra["judge"])
+        if problem is not None:
+            return extra, f"the judge's pinned executable: {problem}"
+    return extra, None
+
+
+def _judge_once(
+    spec: dict,
+    harness: dict,
+    payload: bytes,
+    protected: list[str],
+    cancel,
+    read_only: list[str],
+    secrets: dict[str, str],
+) -> dict:
+    """One judge run on ``payload``: its answer (output, identity, cost, verdict, problem)."""
+    root = scratch.folder("judge")
+    answer = _unanswered(spec)
     try:
         folders = Folders(root)
         folders.create()
         os.makedirs(folders.workspace)
-        extra = {"settings_file": os.path.join(folders.control, "settings.json")}
-        with open(extra["settings_file"], "w") as handle:
-            json.dump(spec.get("settings", {}), handle, sort_keys=True)
-        if spec.get("executable"):
-            extra["judge"] = os.path.join(folders.control, "judge")
-            problem = verified_copy(spec["executable"], spec["sha256"], extra["judge"])
-            if problem is not None:
-                answer["problem"] = f"the judge's pinned executable: {problem}"
-                return answer
+        extra, problem = _control_files(spec, folders)
+        if problem is not None:
+            answer["problem"] = problem
+            return answer
         channel = envelope.channel()
         try:
-            argv = adapters.invocation(
-                harness,
-                spec["model"],
-                folders.workspace,
-                folders.control,
-                channel.path,
-                payload,
-                extra=extra,
-            )
+            places = adapters.Places(folders.workspace, folders.control, channel.path)
+            argv = adapters.invocation(harness, spec["model"], places, payload, extra=extra)
             tools = sandbox.tool_paths(read_only, protected)
         except UsageError as exc:
             channel.collect()
@@ -318,42 +317,46 @@ def _judge_once(
             ran, _ = box.run(argv, env, timeout_ms, cancel, root, pass_fds=(channel.fd,))
         finally:
             written = channel.collect()
-        stdout = redact(ran.stdout.data, secrets)
-        answer.update(
-            stdout=stdout.decode("utf-8", "replace"),
-            stderr=redact(ran.stderr.data, secrets).decode("utf-8", "replace")[-4096:],
-            exit_code=ran.exit_code,
-            wall_ms=ran.wall_ms,
-        )
-        if ran.cancelled or ran.timed_out or not ran.cleanup_confirmed:
-            answer["problem"] = "the judge timed out or was interrupted"
-            return answer
-        value, problem = envelope.read(written, ran.started_ms, ran.ended_ms)
-        if value is None:
-            answer["problem"] = f"judge identity or session missing: {problem}"
-            return answer
-        answer["identity"].update(
-            observed=envelope.observed(value), session_id=value.get("session_id")
-        )
-        if not value.get("session_id"):
-            answer["problem"] = "judge identity or session missing: the envelope names no session"
-            return answer
-        if envelope.observed(value) != spec["model"].lower():
-            answer["problem"] = (
-                f"the judge envelope observed {envelope.observed(value)}, not {spec['model']}"
-            )
-            return answer
-        answer["cost"] = dict(value["cost"])  # an envelope refused above claims no cost
-        if ran.exit_code != 0 or value["status"] != "succeeded":
-            answer["problem"] = f"the judge harness failed (exit {ran.exit_code})"
-            return answer
-        verdict, reason = parse_answer(
-            stdout, spec.get("parsing", "strict_json"), spec.get("mode") == "pairwise"
-        )
-        if verdict is None:
-            answer["problem"] = f"malformed judge output: {reason}"
-            return answer
-        answer.update(verdict=verdict, reason=reason)
-        return answer
+        return _answered(answer, spec, ran, written, secrets)
     finally:
         worktree.remove(root)  # however deep the code it ran made it
+
+
+def _answered(answer: dict, spec: dict, ran, written: bytes | None, secrets: dict) -> dict:
+    """``answer`` filled from the supervised judge run ``ran`` and the envelope it
+    ``written``: its problem when the run, its identity or its output is not usable."""
+    stdout = redact(ran.stdout.data, secrets)
+    answer.update(
+        stdout=stdout.decode("utf-8", "replace"),
+        stderr=redact(ran.stderr.data, secrets).decode("utf-8", "replace")[-4096:],
+        exit_code=ran.exit_code,
+        wall_ms=ran.wall_ms,
+    )
+    if ran.cancelled or ran.timed_out or not ran.cleanup_confirmed:
+        answer["problem"] = "the judge timed out or was interrupted"
+        return answer
+    value, problem = envelope.read(written, ran.started_ms, ran.ended_ms)
+    if value is None:
+        answer["problem"] = f"judge identity or session missing: {problem}"
+        return answer
+    answer["identity"].update(observed=envelope.observed(value), session_id=value.get("session_id"))
+    if not value.get("session_id"):
+        answer["problem"] = "judge identity or session missing: the envelope names no session"
+        return answer
+    if envelope.observed(value) != spec["model"].lower():
+        answer["problem"] = (
+            f"the judge envelope observed {envelope.observed(value)}, not {spec['model']}"
+        )
+        return answer
+    answer["cost"] = dict(value["cost"])  # an envelope refused above claims no cost
+    if ran.exit_code != 0 or value["status"] != "succeeded":
+        answer["problem"] = f"the judge harness failed (exit {ran.exit_code})"
+        return answer
+    verdict, reason = parse_answer(
+        stdout, spec.get("parsing", "strict_json"), spec.get("mode") == "pairwise"
+    )
+    if verdict is None:
+        answer["problem"] = f"malformed judge output: {reason}"
+        return answer
+    answer.update(verdict=verdict, reason=reason)
+    return answer

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from yyb.evidence.records import EvaluationProblem
 from yyb.harness import scratch, worktree
@@ -62,23 +63,39 @@ def evaluation_folders() -> Iterator[tuple[Folders, contextlib.ExitStack]]:
         yield folders, held
 
 
+@dataclass(frozen=True)
+class SandboxRequest:
+    """One evaluator process to run in the sandbox.
+
+    Attributes:
+        argv, env: its command line and environment.
+        timeout_ms: how long it may run.
+        tools: the tool policy's paths, read-only (from ``sandbox.tool_paths``).
+        protected: roots hidden from it.
+        cancel: the run's cancel event.
+        overlay: the workspace's overlay mount (harness/overlay.py), when it is one.
+    """
+
+    argv: list[str]
+    env: dict
+    timeout_ms: int
+    tools: dict
+    protected: list[str]
+    cancel: Any = None
+    overlay: Any = None
+
+
 def run_sandboxed(
     folders,
-    argv: list[str],
-    env: dict,
-    timeout_ms: int,
+    request: SandboxRequest,
     channel,
-    tools: dict,
-    protected: list[str],
-    cancel=None,
     input_bytes: bytes = b"",
     protected_record: dict | None = None,
-    overlay=None,
 ) -> tuple:
     """Run one evaluator process (a command evaluator, a test runner) in the sandbox: its
-    workspace and private folders writable, the tool policy's ``tools`` read-only, resource
+    workspace and private folders writable, the request's ``tools`` read-only, resource
     limits on (the code under test runs in there), ``channel`` inherited and collected once
-    every holder is gone; ``overlay`` (harness/overlay.py), when the workspace is one, mounted.
+    every holder is gone; the request's overlay, when the workspace is one, mounted.
 
     Returns (the supervised outcome, an ``Outcome`` with no verdict yet: what the channel
     received, the log, the exit status, and the signal that ended the process, which yyb did
@@ -89,17 +106,23 @@ def run_sandboxed(
 
     box = sandbox.Sandbox(
         writable=[folders.workspace, *folders.private()],
-        hidden=protected,
-        read_only=tools,
+        hidden=request.protected,
+        read_only=request.tools,
         cwd=folders.workspace,
         limits=limits.resolve(None),
-        overlay=overlay,
+        overlay=request.overlay,
     )
     try:
         # The evaluation's folder is removed once the run is over and nothing in it is read
         # (its answer came through the channel): it is not given back to the controller's uid.
         outcome, resources = box.run(
-            argv, env, timeout_ms, cancel, folders.root, pass_fds=(channel.fd,), give_back=False
+            request.argv,
+            request.env,
+            request.timeout_ms,
+            request.cancel,
+            folders.root,
+            pass_fds=(channel.fd,),
+            give_back=False,
         )
     finally:
         received = channel.collect()

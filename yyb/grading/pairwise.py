@@ -24,6 +24,7 @@ import hashlib
 from yyb.errors import UnsafeListing
 from yyb.evidence.records import PAIRWISE_BOTH_ORDERS
 from yyb.grading import judge
+from yyb.grading.invocation import Invocation
 from yyb.grading.outcome import Outcome
 
 # Classes whose attempt has nothing a judge could compare (no candidate work was graded).
@@ -49,19 +50,16 @@ def orders(seed: str, repetition: int) -> tuple[str, tuple[str, str]]:
 
 def run(
     store,
-    spec: dict,
-    harness: dict,
+    call: Invocation,
     truth: dict,
     partner: dict,
     prompt: bytes,
     identities: list[str],
     seed: str,
-    protected: list[str],
-    cancel=None,
-    read_only: list[str] = (),
-    secrets: dict[str, str] | None = None,
 ) -> Outcome:
-    """Judge ``truth`` against ``partner`` (``{"attempt", "model", "truth", "identities"}``)."""
+    """Judge ``truth`` against ``partner`` (``{"attempt", "model", "truth", "identities"}``)
+    with the pairwise judge ``call.spec``, each repetition's sides drawn from ``seed``."""
+    spec = call.spec
     _, _, problem = judge.pins(spec)
     if problem is not None:
         return Outcome.invalid(problem)
@@ -89,9 +87,7 @@ def run(
                 f"privacy failure: the blinded payload names a candidate ({hit!r}); "
                 "the judge was not run",
             )
-    answers, problem = judge.repeat(
-        outcome, spec, harness, payloads, protected, cancel, read_only, secrets
-    )
+    answers, problem = judge.repeat(outcome, call, payloads)
     if problem is not None:
         return outcome.with_verdict("invalid", problem)
     return _scored(outcome, partner, repetitions, answers)

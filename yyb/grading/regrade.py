@@ -8,18 +8,21 @@ profile; attempts whose candidate did not finish cleanly have nothing to grade.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Literal
 
 from yyb import signing
 from yyb.errors import UsageError
 from yyb.evidence import names
-from yyb.evidence.chain import history
-from yyb.evidence.check import check_attempt
+from yyb.evidence.attempt import AttemptHandle
+from yyb.evidence.check import AttemptCheck, check_attempt
 from yyb.evidence.records import DETERMINISTIC, REEVALUATION_PASS
 from yyb.evidence.terminal import gradeable, identities
 from yyb.evidence.verdict import conclude
 from yyb.grading import evaluate
+from yyb.grading.invocation import Controls
 
+Verb = Literal["regrade", "rejudge"]
 KINDS_OF = {"regrade": DETERMINISTIC, "rejudge": ("llm_judge",)}
 
 
@@ -36,14 +39,19 @@ class Row:
     reason: str
 
 
-def current_verdict(store, plan_oid: str, plan: dict, attempt_oid: str) -> tuple[str, str]:
+@dataclass(frozen=True)
+class Request:
+    """One regrade or rejudge pass: the profile it brings to its next generation, which verb
+    asked for it, and whether it only says what it would do."""
+
+    profile: str
+    verb: Verb
+    dry_run: bool = False
+
+
+def current_verdict(handle: AttemptHandle) -> tuple[str, str]:
     """The attempt's current verdict over every generation of every profile it has."""
-    histories = {}
-    for profile in sorted(plan["evaluators"]["catalog"]):
-        records = [r for _, r in history(store, plan_oid, attempt_oid, profile)]
-        if records:
-            histories[profile] = records
-    return conclude(histories)
+    return conclude(handle.histories())
 
 
 def reevaluate(
@@ -51,44 +59,45 @@ def reevaluate(
     plan_oid: str,
     plan: dict,
     attempts: dict[str, dict],
-    profile: str,
-    verb: str,
-    protected: list[str],
-    dry_run: bool = False,
+    request: Request,
+    controls: Controls,
     progress: Callable[[Row], None] | None = None,
-    cancel=None,
-    environ: dict | None = None,
 ) -> list[Row]:
-    """Append the next generation of ``profile`` to every gradeable attempt of the plan.
+    """Append the next generation of ``request.profile`` to every gradeable attempt of the
+    plan; the receipts are signed with the key ``controls.environ`` configures (none for a
+    dry run, whatever ``controls.signer`` says).
 
     Raises:
         UsageError: the profile is not in the plan's catalog, or is of the other kind, or
             a signing key is named but missing.
         LockHeld: another regrade or rejudge of this plan is running.
     """
+    profile, verb = request.profile, request.verb
     spec = evaluate.profile_spec(plan, profile)
     if spec["kind"] not in KINDS_OF[verb]:
         other = "rejudge" if verb == "regrade" else "regrade"
         raise UsageError(f"{profile} is a {spec['kind']} evaluator: use yyb {other}")
-    signer = None if dry_run else signing.configured_signer(environ or {})
+    signer = None if request.dry_run else signing.configured_signer(dict(controls.environ))
+    controls = replace(controls, signer=signer)
     rows = []
+    cancel = controls.cancel
     with store.exclusive(f"reevaluate-{plan_oid}"):
-        goals, pass_oid = _goals(store, plan_oid, attempts, profile, verb, dry_run)
+        # Each attempt's chain is read once, by the check a new generation rests on; the
+        # pass's goals, the evaluation and the current verdict all come from that one read.
+        # An attempt with no retained evidence has not run yet: there is nothing to check.
+        checks = {
+            oid: check_attempt(store, plan_oid, plan, oid, attempts[oid])
+            for oid in attempts
+            if store.refs.read(names.attempt(plan_oid, oid, "evidence")) is not None
+        }
+        goals, pass_oid = _goals(store, plan_oid, checks, request)
         for attempt_oid in sorted(attempts, key=lambda a: attempts[a]["ordinal"]):
-            row = _one(
-                store,
-                plan_oid,
-                plan,
-                attempt_oid,
-                attempts[attempt_oid],
-                profile,
-                protected,
-                dry_run,
-                cancel,
-                goals.get(attempt_oid),
-                environ,
-                signer,
-            )
+            check = checks.get(attempt_oid)
+            if check is None:
+                planned = AttemptHandle(plan_oid, plan, attempt_oid, attempts[attempt_oid])
+                row = _row(planned, "skipped", reason="no retained evidence (not run yet)")
+            else:
+                row = _one(store, check, request, goals.get(attempt_oid), controls)
             rows.append(row)
             if progress:
                 progress(row)
@@ -99,7 +108,7 @@ def reevaluate(
 
 
 def _goals(
-    store, plan_oid: str, attempts: dict[str, dict], profile: str, verb: str, dry_run: bool
+    store, plan_oid: str, checks: dict[str, AttemptCheck], request: Request
 ) -> tuple[dict[str, int], str | None]:
     """The generation this pass brings each gradeable attempt to, and the pass record's oid.
 
@@ -108,21 +117,20 @@ def _goals(
     when it is done. A pass that finds such a ref was interrupted before: it resumes those
     goals instead of starting another generation.
     """
+    profile, verb = request.profile, request.verb
     ref = names.reevaluation_pass(plan_oid, profile)
     existing = store.refs.read(ref)
     if existing is not None:
         return dict(store.objects.get_record(existing)["goals"]), existing
     goals = {}
-    for attempt_oid in attempts:
-        evidence_oid = store.refs.read(names.attempt(plan_oid, attempt_oid, "evidence"))
-        if evidence_oid is None:
+    for attempt_oid, check in checks.items():
+        handle = check.handle
+        if handle.evidence is None or handle.terminal is None:
             continue
-        evidence = store.objects.get_record(evidence_oid)
-        if gradeable(store.objects.get_record(evidence["links"]["terminal"])) is not None:
+        if gradeable(handle.terminal.record) is not None:
             continue
-        done = history(store, plan_oid, attempt_oid, profile)
-        goals[attempt_oid] = (done[-1][1]["generation"] if done else 0) + 1
-    if dry_run or not goals:
+        goals[attempt_oid] = handle.next_generation(profile)
+    if request.dry_run or not goals:
         return goals, None
     record = {
         "schema_version": REEVALUATION_PASS,
@@ -137,76 +145,61 @@ def _goals(
     return goals, oid
 
 
-def _one(
-    store,
-    plan_oid,
-    plan,
-    attempt_oid,
-    attempt,
-    profile,
-    protected,
-    dry_run,
-    cancel,
-    goal: int | None,
-    environ: dict | None,
-    signer,
+def _row(
+    handle: AttemptHandle,
+    action: str,
+    generation: int | None = None,
+    verdict: str | None = None,
+    current: str | None = None,
+    reason: str = "",
 ) -> Row:
-    def row(action, generation=None, verdict=None, current=None, reason=""):
-        return Row(
-            attempt_oid,
-            attempt["ordinal"],
-            attempt.get("case_id"),
-            attempt["model"]["resolved"],
-            action,
-            generation,
-            verdict,
-            current,
-            reason,
-        )
+    return Row(
+        handle.oid,
+        handle.ordinal,
+        handle.case_id,
+        handle.model,
+        action,
+        generation,
+        verdict,
+        current,
+        reason,
+    )
 
-    if store.refs.read(names.attempt(plan_oid, attempt_oid, "evidence")) is None:
-        return row("skipped", reason="no retained evidence (not run yet)")
+
+def _one(store, check: AttemptCheck, request: Request, goal: int | None, controls: Controls) -> Row:
+    """Evaluate one checked attempt for the pass (or say why not)."""
+    handle = check.handle
+
+    def row(*args, **kwargs) -> Row:
+        return _row(handle, *args, **kwargs)
+
     # Only evidence whose whole chain verifies is graded again: a new generation must never
     # lend a verdict to records that doctor --plan would reject.
-    check = check_attempt(store, plan_oid, plan, attempt_oid)
     errors = [f for f in check.findings if f.level == "error"]
-    if errors or check.terminal is None or check.evidence_oid is None:
+    if errors or handle.terminal is None or handle.evidence is None:
         detail = errors[0].detail if errors else "its chain is incomplete"
         return row("refused", reason=f"its chain does not verify: {detail}")
-    evidence_oid, (_, terminal) = check.evidence_oid, check.terminal
-    why_not = gradeable(terminal)
+    why_not = gradeable(handle.terminal.record)
     if why_not is not None:
         return row("skipped", reason=why_not)
-    previous = history(store, plan_oid, attempt_oid, profile)
-    generation = previous[-1][1]["generation"] + 1 if previous else 1
+    previous = handle.generations(request.profile)
+    generation = handle.next_generation(request.profile)
     if goal is None or generation > goal:
-        done = previous[-1][1] if previous else None
+        done = previous[-1].record if previous else None
         return row(
             "skipped",
             done and done["generation"],
             done and done["verdict"],
             reason="already evaluated in this pass" if done else "not in this pass",
         )
-    if dry_run:
+    if request.dry_run:
         return row("would evaluate", generation, reason="dry run")
-    if cancel is not None and cancel.is_set():
+    if controls.cancel is not None and controls.cancel.is_set():
         return row("skipped", reason="interrupted")
-    truth = evaluate.Truth.of(store, terminal, evidence_oid)
-    blind = identities(terminal["identity"])
-    _, receipt = evaluate.evaluate(
-        store,
-        plan_oid,
-        plan,
-        attempt_oid,
-        attempt,
-        profile,
-        truth,
-        blind,
-        protected,
-        generation=generation,
-        cancel=cancel,
-        environ=environ,
-        signer=signer,
+    truth = evaluate.Truth.retained(store, handle)
+    blind = identities(handle.terminal.record["identity"])
+    held = evaluate.evaluate(
+        store, handle, request.profile, truth, blind, controls, generation=generation
     )
-    current, reason = current_verdict(store, plan_oid, plan, attempt_oid)
-    return row("evaluated", generation, receipt["verdict"], current, reason)
+    current, reason = current_verdict(handle.with_generation(request.profile, held))
+    return row("evaluated", generation, held.record["verdict"], current, reason)

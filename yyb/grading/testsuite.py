@@ -29,8 +29,9 @@ import json
 from yyb.errors import UsageError
 from yyb.evidence import testpatch
 from yyb.grading import junit
-from yyb.grading.outcome import Outcome, evaluation_folders, run_sandboxed
-from yyb.harness import apply, manifest, overlay, sandbox
+from yyb.grading.invocation import Invocation
+from yyb.grading.outcome import Outcome, SandboxRequest, evaluation_folders, run_sandboxed
+from yyb.harness import apply, overlay, manifest, sandbox
 from yyb.harness.channel import Channel
 from yyb.harness.environment import build
 
@@ -42,26 +43,24 @@ REFUSED_ARGUMENTS = 4
 
 def run(
     store,
-    spec: dict,
+    call: Invocation,
     case: dict | None,
     listing_oid: str,
     base_listing: str | None,
-    protected: list[str],
     header: dict,
-    cancel=None,
-    read_only: list[str] | None = None,
 ) -> Outcome:
-    """Run the ``tests`` profile ``spec`` on the final workspace named by ``listing_oid``
+    """Run the ``tests`` profile ``call.spec`` on the final workspace named by ``listing_oid``
     for ``case`` (its record, whose ``tests`` and ``links.test_patch`` say what to run);
     ``header`` (profile, grader id, version, generation, case id) opens the retained input.
     """
+    spec = call.spec
     refused = _unready(store, case, base_listing)
     if refused is not None:
         return Outcome.invalid(refused)
     tests, patch_oid = case["tests"], case["links"]["test_patch"]
     patch = store.objects.get(patch_oid).body
     try:
-        tools = sandbox.tool_paths(read_only or [], protected)
+        tools = sandbox.tool_paths(call.read_only, call.protected)
     except UsageError as exc:
         return Outcome.invalid(f"the evaluator cannot start: {exc}")
     listed = [*tests["fail_to_pass"], *tests["pass_to_pass"]]
@@ -99,22 +98,11 @@ def run(
             junit=channel.path,
         )
         input_bytes = (json.dumps(document, indent=2, sort_keys=True) + "\n").encode()
-        env, _ = build(folders, read_only or [], [], {})
+        env, _ = build(folders, call.read_only, [], {})
         env["YYB_JUNIT_FD"] = str(channel.fd)
         timeout_ms = spec.get("timeout_ms", DEFAULT_TIMEOUT_MS)
-        outcome, result = run_sandboxed(
-            folders,
-            argv,
-            env,
-            timeout_ms,
-            channel,
-            tools,
-            protected,
-            cancel,
-            input_bytes,
-            protected_record,
-            mount,
-        )
+        request = SandboxRequest(argv, env, timeout_ms, tools, call.protected, call.cancel, mount)
+        outcome, result = run_sandboxed(folders, request, channel, input_bytes, protected_record)
         report = result.output_bytes
         return verdict(result, outcome, tests, report)
 

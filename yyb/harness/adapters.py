@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from dataclasses import dataclass
 
 from yyb.errors import UsageError
 
@@ -59,25 +60,52 @@ def executable(harness: dict) -> str:
     return found
 
 
+@dataclass(frozen=True)
+class Places:
+    """Where one harness process finds its files.
+
+    Attributes:
+        workspace: its working tree.
+        control: the folder its prompt, workflow and variables files are written to.
+        envelope: the path of its envelope channel.
+        written: the path by which the controller reaches ``control``, when it is not the one
+            the process sees (on the attempt's disk, yyb/harness/disk.py); None: the same.
+    """
+
+    workspace: str
+    control: str
+    envelope: str
+    written: str | None = None
+
+
+@dataclass(frozen=True)
+class Workflow:
+    """What a ``workflow_runner`` harness is given beside the prompt: the workflow's bytes,
+    the planned variables (name -> {type, value}) and the variable that names the model."""
+
+    document: bytes | None = None
+    variables: dict | None = None
+    model_variable: str | None = None
+
+
 def invocation(
     harness: dict,
     model: str,
-    workspace: str,
-    control: str,
-    envelope: str,
+    places: Places,
     prompt: bytes | None,
-    workflow: bytes | None = None,
-    variables: dict | None = None,
-    model_variable: str | None = None,
+    workflow: Workflow | None = None,
     extra: dict[str, str] | None = None,
-    written: str | None = None,
-) -> tuple[list[str], str]:
-    """The argv of one attempt, ``envelope`` the path of its envelope channel; writes the
-    prompt and workflow files into control (through ``written``, the path by which the
-    controller reaches that folder, when it is not the one the process sees: on the attempt's
-    disk, yyb/harness/disk.py). ``extra`` fills further placeholders (a judge's
-    ``settings_file`` and ``judge``)."""
-    values = {"workspace": workspace, "model": model, "envelope": envelope, **(extra or {})}
+) -> list[str]:
+    """The argv of one attempt; writes the prompt and workflow files into ``places.control``.
+    ``extra`` fills further placeholders (a judge's ``settings_file`` and ``judge``)."""
+    workflow = workflow or Workflow()
+    control, written = places.control, places.written
+    values = {
+        "workspace": places.workspace,
+        "model": model,
+        "envelope": places.envelope,
+        **(extra or {}),
+    }
 
     def mine(path: str) -> str:
         return path if written is None else os.path.join(written, os.path.relpath(path, control))
@@ -92,7 +120,7 @@ def invocation(
             executable(harness),
             "pi",
             "--execution-envelope",
-            envelope,
+            places.envelope,
             "--model",
             model,
             "--prompt-file",
@@ -102,14 +130,14 @@ def invocation(
     if kind == "workflow_runner":
         values["workflow_file"] = os.path.join(control, "workflow.yaml")
         with open(mine(values["workflow_file"]), "wb") as handle:
-            handle.write(workflow or b"")
+            handle.write(workflow.document or b"")
         resolved = {
             name: (spec["value"] if spec["type"] == "string" else json.loads(spec["value"]))
-            for name, spec in (variables or {}).items()
+            for name, spec in (workflow.variables or {}).items()
         }
-        if model_variable:
-            resolved[model_variable] = model
-            values["model_variable"] = model_variable
+        if workflow.model_variable:
+            resolved[workflow.model_variable] = model
+            values["model_variable"] = workflow.model_variable
         values["variables_file"] = os.path.join(control, "variables.json")
         with open(mine(values["variables_file"]), "w") as handle:
             json.dump(resolved, handle, sort_keys=True)

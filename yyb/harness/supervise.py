@@ -108,21 +108,21 @@ def run(
     cwd: str | None,
     timeout_ms: int,
     cancel: threading.Event | None = None,
-    output_limit: int = OUTPUT_LIMIT,
     grace_ms: int | None = None,
-    cleanup_ms: int | None = None,
     pass_fds: tuple[int, ...] = (),
 ) -> Outcome:
     """Run ``argv`` to its end, its timeout, or ``cancel``; never leave a process behind.
 
+    A process stopped early gets TERM and ``grace_ms`` (default ``GRACE_MS``) before KILL;
     ``pass_fds`` are the descriptors the process inherits, at the same numbers; every other
-    descriptor of the controller is closed in it.
+    descriptor of the controller is closed in it. Each output keeps its first
+    ``OUTPUT_LIMIT`` bytes; the cleanup is confirmed within ``CLEANUP_MS``.
 
     Raises:
         OSError: the executable could not be started (nothing ran).
     """
     grace_ms = GRACE_MS if grace_ms is None else grace_ms
-    cleanup_ms = CLEANUP_MS if cleanup_ms is None else cleanup_ms
+    cleanup_ms = CLEANUP_MS
     started_ms = now_ms()
     start = time.monotonic()
     proc = subprocess.Popen(
@@ -136,34 +136,15 @@ def run(
         pass_fds=pass_fds,
     )
     group = proc.pid
-    ours = _namespace(os.getpid())
-    namespace = None
     outputs: list[dict] = [{}, {}]
     readers = [
-        threading.Thread(target=_reader, args=(s, output_limit, o), daemon=True)
+        threading.Thread(target=_reader, args=(s, OUTPUT_LIMIT, o), daemon=True)
         for s, o in zip((proc.stdout, proc.stderr), outputs, strict=True)
     ]
     for reader in readers:
         reader.start()
-    deadline = start + timeout_ms / 1000
-    timed_out = cancelled = False
-    while True:
-        if namespace is None:
-            for child in _children(proc.pid):
-                candidate = _namespace(child)
-                if candidate is not None and candidate != ours:
-                    namespace = candidate
-        try:
-            proc.wait(timeout=0.02)
-            break
-        except subprocess.TimeoutExpired:
-            pass
-        if cancel is not None and cancel.is_set():
-            cancelled = True
-            break
-        if time.monotonic() >= deadline:
-            timed_out = True
-            break
+    namespace, ended = _wait(proc, start + timeout_ms / 1000, cancel)
+    timed_out, cancelled = ended == "timed_out", ended == "cancelled"
     if timed_out or cancelled:
         _signal_group(group, signal.SIGTERM)
         try:
@@ -194,6 +175,31 @@ def run(
         stderr=outputs[1].get("captured", empty),
         leftover=leftover,
     )
+
+
+def _wait(
+    proc: subprocess.Popen, deadline: float, cancel: threading.Event | None
+) -> tuple[str | None, str]:
+    """Wait for ``proc`` to end, ``deadline`` (monotonic) to pass or ``cancel`` to be set,
+    finding the PID namespace its sandbox made on the way (a child's namespace other than
+    ours). Returns (that namespace or None, ``exited`` | ``timed_out`` | ``cancelled``)."""
+    ours = _namespace(os.getpid())
+    namespace = None
+    while True:
+        if namespace is None:
+            for child in _children(proc.pid):
+                candidate = _namespace(child)
+                if candidate is not None and candidate != ours:
+                    namespace = candidate
+        try:
+            proc.wait(timeout=0.02)
+            return namespace, "exited"
+        except subprocess.TimeoutExpired:
+            pass
+        if cancel is not None and cancel.is_set():
+            return namespace, "cancelled"
+        if time.monotonic() >= deadline:
+            return namespace, "timed_out"
 
 
 def _signal_group(group: int, sig: int) -> None:

@@ -16,6 +16,7 @@ from yyb.errors import UsageError, YybError
 from yyb.evidence import check as verify
 from yyb.evidence import cost, experiment, invalidity
 from yyb.evidence import plan as planned
+from yyb.evidence.attempt import AttemptHandle
 from yyb.evidence.records import (
     COST_COMPLETENESS,
     INVALIDITY_CAUSES,
@@ -71,27 +72,29 @@ def _matches(receipt: dict, version: str) -> bool:
     return evaluator["version"] == version
 
 
-def collect(plan: dict, attempt: dict, check: verify.AttemptCheck, version: str | None) -> Facts:
-    """Decide one attempt's outcome from what the gate read of it."""
+def collect(handle: AttemptHandle, version: str | None) -> Facts:
+    """Decide one attempt's outcome from what the gate read of it (``check.handle``)."""
+    attempt = handle.attempt
     facts = Facts(
-        check.oid, attempt["ordinal"], attempt["model"]["resolved"], attempt.get("case_id")
+        handle.oid, attempt["ordinal"], attempt["model"]["resolved"], attempt.get("case_id")
     )
-    facts.evidence = check.evidence_oid
+    facts.evidence = handle.evidence.oid if handle.evidence is not None else None
     histories: dict[str, list[dict]] = {}
-    for profile in sorted(plan["evaluators"]["catalog"]):
-        chain = check.chains.get(profile, [])
+    for profile in sorted(handle.plan["evaluators"]["catalog"]):
+        chain = handle.generations(profile)
         if version is not None:
             chain = [(oid, r) for oid, r in chain if _matches(r, version)]
         if chain:
             histories[profile] = [r for _, r in chain]
             facts.evaluations += [(oid, {k: r[k] for k in EVALUATION_FACTS}) for oid, r in chain]
             facts.generations[profile] = chain[-1][1]["generation"]
-    if check.terminal is None:
+    if handle.terminal is None:
         facts.pinned_out = version is not None and not histories
         return facts
-    facts.terminal, terminal = check.terminal
+    facts.terminal, terminal = handle.terminal
     facts.terminal_class = terminal["class"]
-    facts.candidate_cost, facts.cost_note = candidate_cost(terminal, check.execution)
+    execution = handle.execution.record if handle.execution is not None else None
+    facts.candidate_cost, facts.cost_note = candidate_cost(terminal, execution)
     # A refused envelope's claim is no spend either (terminals written before it was refused
     # may flag one).
     spend = (terminal.get("spend") or {}).get("over_ceiling_micros")
@@ -113,8 +116,9 @@ def collect(plan: dict, attempt: dict, check: verify.AttemptCheck, version: str 
         facts.outcome = "failed"
     else:
         facts.outcome = "invalid"
-        execution = check.execution and check.execution["facts"]
-        facts.invalid_cause = invalidity.of_terminal(terminal["class"], execution)
+        facts.invalid_cause = invalidity.of_terminal(
+            terminal["class"], execution and execution["facts"]
+        )
     return facts
 
 
@@ -368,7 +372,7 @@ def examine(
         check.fail("unreadable", attempt)
         return check, Facts(attempt_oid, -1, "?", None)
     try:
-        facts = collect(plan, attempt, check, version)
+        facts = collect(check.handle, version)
         problem = shape_problem(facts)
     except (KeyError, TypeError, AttributeError) as exc:
         problem = f"lacks or mistypes {exc}"

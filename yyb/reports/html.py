@@ -207,7 +207,7 @@ def _comparison_parts(report: dict) -> list[str]:
 
 
 def document(report: dict, layer: dict) -> str:
-    banner = render._banner(report)
+    banner = render.banner_lines(report)
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -222,13 +222,15 @@ def document(report: dict, layer: dict) -> str:
     unprotected = render.unprotected_warnings(report)
     if unprotected:
         parts.append('<p class="banner">' + "<br>".join(escape(w) for w in unprotected) + "</p>")
-    parts.append("<ul>" + "".join(f"<li>{escape(h)}</li>" for h in render._head(report, layer)))
+    parts.append(
+        "<ul>" + "".join(f"<li>{escape(h)}</li>" for h in render.head_lines(report, layer))
+    )
     parts.append("</ul>")
     parts.append('<div class="chart">' + rate_chart(report) + "</div>")
     parts.append('<div class="chart">' + class_chart(report) + "</div>")
     parts.append('<div class="chart">' + runtime_chart(report) + "</div>")
     parts.append("<h2>Per model and case</h2>")
-    parts.append(_table(render.HEADER, render._rows(report)))
+    parts.append(_table(render.HEADER, render.table_rows(report)))
     notes = render.cost_notes(report)
     if notes:
         parts.append("<h2>Candidate costs not counted</h2>")
@@ -296,7 +298,9 @@ def longitudinal_document(report: dict, layer: dict) -> str:
         "<title>yyb longitudinal report</title>",
         f"<style>{STYLE}</style></head><body>",
         "<h1>Longitudinal report</h1>",
-        "<ul>" + "".join(f"<li>{escape(h)}</li>" for h in shape._head(report, layer)) + "</ul>",
+        "<ul>"
+        + "".join(f"<li>{escape(h)}</li>" for h in shape.head_lines(report, layer))
+        + "</ul>",
     ]
     charted = cohorts[:CHART_COHORTS]
     labels = [f"{c['case_id'] or '-'} {c['model']} {c['key_hash'][:6]}" for c in charted]
@@ -309,7 +313,7 @@ def longitudinal_document(report: dict, layer: dict) -> str:
         row[:2]
         + [_hash(c["key_hash"]), "<br>".join(_oid(p, f"/plan/{p}") for p in c["plans"])]
         + row[4:]
-        for row, c in zip(shape._rows(report), cohorts, strict=True)
+        for row, c in zip(shape.table_rows(report), cohorts, strict=True)
     ]
     parts.append(_table(shape.HEADER, rows, raw={2, 3}))
     parts.append(f"<h2>Incompatibilities ({len(report['incompatibilities'])})</h2>")

@@ -11,7 +11,7 @@ import json
 
 from yyb.errors import UsageError
 from yyb.evidence import names
-from yyb.evidence.chain import history
+from yyb.evidence.attempt import AttemptHandle, Held
 from yyb.evidence.terminal import replay
 from yyb.evidence.verdict import conclude
 
@@ -63,8 +63,9 @@ def _refs(store, plan_oid: str, attempt_oid: str) -> list[str]:
     return store.refs.names(under=names.attempt_folder(plan_oid, attempt_oid))
 
 
-def timeline(store, plan_oid: str, attempt_oid: str) -> str:
+def timeline(store, handle: AttemptHandle) -> str:
     """Every update of the attempt's refs in time order, plus the measured candidate run."""
+    plan_oid, attempt_oid = handle.plan_oid, handle.oid
     events = []
     for name in _refs(store, plan_oid, attempt_oid):
         leaf = name.rsplit(f"{attempt_oid}/", 1)[1]
@@ -74,9 +75,8 @@ def timeline(store, plan_oid: str, attempt_oid: str) -> str:
             if new is not None:
                 kind = store.objects.get_record(new).get("schema_version", "-")
             events.append((update["time_ms"], leaf, new, kind, update["reason"], oid))
-    terminal_oid = store.refs.read(names.attempt(plan_oid, attempt_oid, "terminal"))
-    if terminal_oid is not None:
-        terminal = store.objects.get_record(terminal_oid)
+    if handle.terminal is not None:
+        terminal = handle.terminal.record
         if "execution" in terminal["links"]:
             run = terminal["runtime"]
             events.append((run["started_ms"], "candidate", None, "-", "candidate started", None))
@@ -94,21 +94,27 @@ def timeline(store, plan_oid: str, attempt_oid: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _terminal(store, plan_oid: str, attempt_oid: str) -> tuple[str, dict] | None:
-    oid = store.refs.read(names.attempt(plan_oid, attempt_oid, "terminal"))
-    return (oid, store.objects.get_record(oid)) if oid else None
+def _linked(store, handle: AttemptHandle, oid: str) -> dict:
+    """The record ``oid`` a terminal links, from the handle when it holds that one."""
+    held = [h for h in (handle.execution, *_first_generations(handle)) if h is not None]
+    for found in held:
+        if found.oid == oid:
+            return found.record
+    return store.objects.get_record(oid)
 
 
-def terminal_answer(store, plan_oid: str, attempt_oid: str) -> str:
+def _first_generations(handle: AttemptHandle) -> list[Held]:
+    return [chain[0] for chain in handle.chains.values() if chain]
+
+
+def terminal_answer(store, handle: AttemptHandle) -> str:
     """Why the attempt's terminal class is what it is: class, reason, execution facts."""
     from yyb.evidence.terminal import gradeable
 
-    found = _terminal(store, plan_oid, attempt_oid)
-    if found is None:
-        intent = store.refs.read(names.attempt(plan_oid, attempt_oid, "intent"))
-        why = "dispatched but never closed" if intent else "never dispatched"
-        return f"attempt {attempt_oid}: no terminal ({why}; 'yyb run' closes it)\n"
-    oid, terminal = found
+    if handle.terminal is None:
+        why = "dispatched but never closed" if handle.intent else "never dispatched"
+        return f"attempt {handle.oid}: no terminal ({why}; 'yyb run' closes it)\n"
+    oid, terminal = handle.terminal
     lines = [
         f"terminal {oid}",
         f"class: {terminal['class']}",
@@ -119,14 +125,14 @@ def terminal_answer(store, plan_oid: str, attempt_oid: str) -> str:
     ]
     execution_oid = terminal["links"].get("execution")
     if execution_oid:
-        execution = store.objects.get_record(execution_oid)
+        execution = _linked(store, handle, execution_oid)
         lines.append(f"execution {execution_oid} facts:")
         lines += [f"  {k}: {json.dumps(v)}" for k, v in sorted(execution["facts"].items())]
     else:
         lines.append("no execution record: the attempt closed before its candidate ran")
     not_gradeable = gradeable(terminal)
     lines.append("gradeable: yes" if not_gradeable is None else f"gradeable: no ({not_gradeable})")
-    cls, reason = _replay(store, terminal, execution_oid)
+    cls, reason = _replay(store, handle, execution_oid)
     lines.append(
         f"terminal table row (docs/attempts.md, replayed from the retained facts): {cls}: {reason}"
     )
@@ -135,25 +141,23 @@ def terminal_answer(store, plan_oid: str, attempt_oid: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _replay(store, terminal: dict, execution_oid: str | None) -> tuple[str, str]:
+def _replay(store, handle: AttemptHandle, execution_oid: str | None) -> tuple[str, str]:
     """The first row of the terminal table that applies to the retained facts."""
+    terminal = handle.terminal.record
     if execution_oid is None:
         # Closed before the candidate ran: the stored reason is the only retained fact.
         return terminal["class"], terminal["reason"]
-    facts = store.objects.get_record(execution_oid)["facts"]
-    receipts = [store.objects.get_record(oid) for oid in terminal["links"].get("evaluations", [])]
-    return replay(facts, receipts)
+    facts = _linked(store, handle, execution_oid)["facts"]
+    linked = terminal["links"].get("evaluations", [])
+    return replay(facts, [_linked(store, handle, oid) for oid in linked])
 
 
-def grader_answer(store, plan_oid: str, plan: dict, attempt_oid: str, each: int) -> str:
+def grader_answer(store, handle: AttemptHandle, each: int) -> str:
     """Each evaluation generation's verdict and its grader output (``each`` bytes at most)."""
     lines = []
-    histories = {}
-    for profile in sorted(plan["evaluators"]["catalog"]):
-        chain = history(store, plan_oid, attempt_oid, profile)
-        if chain:
-            histories[profile] = [r for _, r in chain]
-        for oid, receipt in chain:
+    histories = handle.histories()
+    for profile in sorted(handle.plan["evaluators"]["catalog"]):
+        for oid, receipt in handle.generations(profile):
             ev = receipt["evaluator"]
             lines.append(
                 f"{profile} generation {receipt['generation']}: {receipt['verdict']} "
@@ -183,7 +187,7 @@ def grader_answer(store, plan_oid: str, plan: dict, attempt_oid: str, each: int)
             else:
                 lines.append("  no grader output retained")
     if not histories:
-        return f"attempt {attempt_oid}: no evaluation retained\n"
+        return f"attempt {handle.oid}: no evaluation retained\n"
     verdict, reason = conclude(histories)
     lines.append(f"current verdict: {verdict} ({reason})")
     return "\n".join(lines) + "\n"
@@ -204,25 +208,26 @@ def _checks(checks: list) -> list[str]:
     return lines
 
 
-def _blob(store, plan_oid: str, attempt_oid: str, role: str) -> tuple[str, bytes] | None:
-    found = _terminal(store, plan_oid, attempt_oid)
-    if found is None or role not in found[1]["links"]:
+def _blob(store, handle: AttemptHandle, role: str) -> tuple[str, bytes] | None:
+    if handle.terminal is None or role not in handle.terminal.record["links"]:
         return None
-    oid = found[1]["links"][role]
+    oid = handle.terminal.record["links"][role]
     return oid, store.objects.get(oid).body
 
 
-def patch_answer(store, plan_oid: str, attempt_oid: str) -> bytes:
-    found = _blob(store, plan_oid, attempt_oid, "patch")
+def patch_answer(store, handle: AttemptHandle) -> bytes:
+    """The candidate's retained patch, as it was stored."""
+    found = _blob(store, handle, "patch")
     if found is None:
-        return f"attempt {attempt_oid}: no patch retained\n".encode()
+        return f"attempt {handle.oid}: no patch retained\n".encode()
     return found[1]
 
 
-def outputs_answer(store, plan_oid: str, attempt_oid: str, each: int) -> bytes:
+def outputs_answer(store, handle: AttemptHandle, each: int) -> bytes:
+    """The candidate's retained stdout and stderr, ``each`` bytes of each at most."""
     parts = []
     for role in ("stdout", "stderr"):
-        found = _blob(store, plan_oid, attempt_oid, role)
+        found = _blob(store, handle, role)
         if found is None:
             parts.append(f"== {role}: not retained\n".encode())
             continue
@@ -234,18 +239,18 @@ def outputs_answer(store, plan_oid: str, attempt_oid: str, each: int) -> bytes:
     return b"".join(parts)
 
 
-def answer(store, plan_oid: str, plan: dict, attempt_oid: str, show: str, max_bytes: int) -> bytes:
-    """The bounded answer to ``show`` about one attempt."""
+def answer(store, handle: AttemptHandle, show: str, max_bytes: int) -> bytes:
+    """The bounded answer to ``show`` about the handle's attempt."""
     if show == "timeline":
-        data = timeline(store, plan_oid, attempt_oid).encode()
+        data = timeline(store, handle).encode()
     elif show == "terminal":
-        data = terminal_answer(store, plan_oid, attempt_oid).encode()
+        data = terminal_answer(store, handle).encode()
     elif show == "grader":
-        data = grader_answer(store, plan_oid, plan, attempt_oid, max(64, max_bytes // 2)).encode()
+        data = grader_answer(store, handle, max(64, max_bytes // 2)).encode()
     elif show == "patch":
-        data = patch_answer(store, plan_oid, attempt_oid)
+        data = patch_answer(store, handle)
     elif show == "outputs":
-        data = outputs_answer(store, plan_oid, attempt_oid, max(64, max_bytes // 2))
+        data = outputs_answer(store, handle, max(64, max_bytes // 2))
     else:
         raise UsageError(f"--show {show}: choose one of {', '.join(SHOWS)}")
     return bound(data, max_bytes)

@@ -222,7 +222,7 @@ def _keyed_chunk(
                 continue
         check, facts = build.examine(store, plan_oid, plan, attempt_oid, attempt, version)
         if not check.complete:
-            if check.terminal is None and all(
+            if check.handle.terminal is None and all(
                 f.code == "incomplete" for f in check.findings if f.level == "error"
             ):
                 entries.append(("unretained", None, None))  # no terminal yet: nothing to pool
@@ -233,9 +233,11 @@ def _keyed_chunk(
         if facts.pinned_out:
             entries.append(("pinned_out", None, None))
             continue
-        receipt = check.receipt
-        if receipt is None and "receipt" in check.terminal[1]["links"]:  # closed early
-            receipt = store.objects.get_record(check.terminal[1]["links"]["receipt"])
+        handle = check.handle
+        receipt = handle.receipt.record if handle.receipt is not None else None
+        linked = handle.terminal.record["links"]
+        if receipt is None and "receipt" in linked:  # closed early
+            receipt = store.objects.get_record(linked["receipt"])
         key = compatibility_key(store, plan, parts, attempt, facts, receipt)
         khash = key_hash(key)
         keys.setdefault(khash, key)

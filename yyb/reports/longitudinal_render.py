@@ -20,7 +20,8 @@ HEADER = [
 ]
 
 
-def _rows(report: dict) -> list[list[str]]:
+def table_rows(report: dict) -> list[list[str]]:
+    """The cohort table, one row of cells (text) per cohort."""
     return [
         [
             c["case_id"] or "-",
@@ -46,7 +47,8 @@ def _incompatibilities(report: dict) -> list[str]:
     ]
 
 
-def _head(report: dict, layer: dict) -> list[str]:
+def head_lines(report: dict, layer: dict) -> list[str]:
+    """The lines that say which filters and report layer the longitudinal report is."""
     filters = report["filters"]
     shown = [
         f"{k} {v}" for k, v in (("case", filters["case_id"]), ("model", filters["model"])) if v
@@ -74,9 +76,9 @@ def _head(report: dict, layer: dict) -> list[str]:
 
 
 def text(report: dict, layer: dict) -> str:
-    rows = _rows(report)
+    rows = table_rows(report)
     widths = [max(len(r[i]) for r in rows + [HEADER]) for i in range(len(HEADER))]
-    lines = _head(report, layer) + [""]
+    lines = head_lines(report, layer) + [""]
     lines.append("  ".join(h.ljust(w) for h, w in zip(HEADER, widths, strict=True)).rstrip())
     for row in rows:
         lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
@@ -90,10 +92,10 @@ def text(report: dict, layer: dict) -> str:
 
 
 def markdown(report: dict, layer: dict) -> str:
-    lines = [f"- {line}" for line in _head(report, layer)] + [""]
+    lines = [f"- {line}" for line in head_lines(report, layer)] + [""]
     lines.append("| " + " | ".join(HEADER) + " |")
     lines.append("|" + "---|" * len(HEADER))
-    for row in _rows(report):
+    for row in table_rows(report):
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
     found = _incompatibilities(report)
     lines += ["", f"**Incompatibilities** ({len(found)}): cohorts that cannot pool", ""]

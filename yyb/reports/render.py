@@ -44,7 +44,8 @@ def _ms(dist: dict) -> str:
     return f"{dist['median_ms']}/{dist['p90_ms']}/{dist['total_ms']}"
 
 
-def _rows(report: dict) -> list[list[str]]:
+def table_rows(report: dict) -> list[list[str]]:
+    """The per-model and per-case table, one row of cells (text) per model and per case."""
     rows = []
     for model in report["models"]:
         for entry, label in [(model, "(all)")] + [(c, c["case_id"]) for c in model["cases"]]:
@@ -109,7 +110,8 @@ def layer_line(layer: dict) -> str:
     return f"layer: {layer['oid']}" + (" (unchanged)" if layer["reused"] else "")
 
 
-def _banner(report: dict) -> list[str]:
+def banner_lines(report: dict) -> list[str]:
+    """The warnings every rendering opens with (an incomplete or unverified experiment)."""
     doctor = report["doctor"]
     if report["status"] == "complete":
         return []
@@ -240,7 +242,8 @@ def _changes(report: dict) -> list[str]:
     ]
 
 
-def _head(report: dict, layer: dict) -> list[str]:
+def head_lines(report: dict, layer: dict) -> list[str]:
+    """The lines that say which plan, pin and report layer the report is."""
     pin = report["grader_version"]
     lines = [
         f"plan {report['plan']} ({report['comparison_classification']})",
@@ -253,10 +256,10 @@ def _head(report: dict, layer: dict) -> list[str]:
 
 
 def text(report: dict, layer: dict) -> str:
-    rows = _rows(report)
+    rows = table_rows(report)
     widths = [max(len(r[i]) for r in rows + [HEADER]) for i in range(len(HEADER))]
     mark = report["status"] != "complete"
-    lines = _banner(report) + _head(report, layer) + [""]
+    lines = banner_lines(report) + head_lines(report, layer) + [""]
     lines.append("  ".join(h.ljust(w) for h, w in zip(HEADER, widths, strict=True)).rstrip())
     for row in rows:
         line = "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
@@ -276,18 +279,18 @@ def text(report: dict, layer: dict) -> str:
     if changes:
         lines += ["", "verdicts changed by a regrade since an earlier layer"]
         lines += ["  " + line for line in changes]
-    lines += _banner(report)
+    lines += banner_lines(report)
     return "\n".join(lines) + "\n"
 
 
 def markdown(report: dict, layer: dict) -> str:
-    lines = [f"> **{line.strip('! ')}**" for line in _banner(report)]
+    lines = [f"> **{line.strip('! ')}**" for line in banner_lines(report)]
     if lines:
         lines.append("")
-    lines += [f"- {line}" for line in _head(report, layer)] + [""]
+    lines += [f"- {line}" for line in head_lines(report, layer)] + [""]
     lines.append("| " + " | ".join(HEADER) + " |")
     lines.append("|" + "---|" * len(HEADER))
-    for row in _rows(report):
+    for row in table_rows(report):
         cells = [c.replace("|", "\\|") for c in row]
         if report["status"] != "complete":
             cells[5] += " (incomplete)"

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 
 from yyb.errors import YybError
 from yyb.evidence import names
+from yyb.evidence.attempt import AttemptHandle, NotInPlan
 from yyb.evidence.chain import MAX_GENERATIONS, profiles
-from yyb.evidence.check import check_attempt
+from yyb.evidence.check import checked as check_chain
 from yyb.evidence.records import PLAN
 from yyb.store.fsck import Finding
 from yyb.store.objects.format import is_oid
@@ -113,9 +114,12 @@ def read(store, plan_oid: str, attempt_oid: str, trusted: list) -> AttemptChain:
         NotInStore: no such plan, or the attempt is not one of its attempts.
     """
     plan = read_plan(store, plan_oid)
-    if attempt_oid not in plan.get("links", {}).get("attempts", []):
-        raise NotInStore(f"{attempt_oid} is not an attempt of plan {plan_oid}")
-    checked = check_attempt(store, plan_oid, plan, attempt_oid, thorough=True)
+    try:
+        planned = AttemptHandle.planned(plan_oid, plan, attempt_oid, {})
+    except NotInPlan:
+        raise NotInStore(f"{attempt_oid} is not an attempt of plan {plan_oid}") from None
+    # The attempt plan record is read (and proved) by the check, as doctor --plan reads it.
+    checked = check_chain(store, planned, thorough=True, read=True)
     found = AttemptChain(plan_oid, attempt_oid, plan, findings=checked.findings)
     found.complete = checked.complete
     reader = Reader(store, trusted, checked.findings)

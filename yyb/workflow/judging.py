@@ -18,6 +18,7 @@ import os
 from yyb.evidence import names
 from yyb.evidence.records import GOVERNED_JUDGEMENT
 from yyb.grading import judge
+from yyb.grading.invocation import Invocation
 from yyb.workflow.plan import Plan
 
 MASK = "<model>"
@@ -75,16 +76,9 @@ def judge_step(store, cfg, plan: Plan, attempt_oid: str, profile: str, environ=N
     if "outputs" in spec["evidence"] and terminal["links"].get("output"):
         truth["stdout"] = terminal["links"]["output"]
     identities = [step["model"]["requested"], step["model"]["resolved"], terminal["observed"] or ""]
-    outcome = judge.run(
-        store,
-        spec,
-        harness,
-        truth,
-        payload_task(plan, step, terminal),
-        identities,
-        [r for r in protected_roots(store, cfg) if not _shows(cfg.tool_paths, r)],
-        read_only=list(cfg.tool_paths),
-    )
+    protected = [r for r in protected_roots(store, cfg) if not _shows(cfg.tool_paths, r)]
+    call = Invocation(spec, protected, list(cfg.tool_paths), harness=harness)
+    outcome = judge.run(store, call, truth, payload_task(plan, step, terminal), identities)
     ref = names.governed_judgement(plan.oid, attempt_oid, profile)
     previous = store.refs.read(ref)
     generation = 1 + (store.objects.get_record(previous)["generation"] if previous else 0)
