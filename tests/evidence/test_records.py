@@ -136,7 +136,8 @@ def test_records_are_frozen():
 def _resolved(schema: dict, root: dict) -> dict:
     while "$ref" in schema:
         target = root
-        for part in schema["$ref"].removeprefix("#/").split("/"):
+        # A compiled schema's refs may have been made absolute ("<$id>#/$defs/x").
+        for part in schema["$ref"].split("#", 1)[-1].removeprefix("/").split("/"):
             target = target[part]
         schema = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
     return schema
