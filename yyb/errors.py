@@ -21,6 +21,7 @@ module names it last, under ``yyb.`` (tests/test_errors.py compares the drawing 
     │   ├── PatchError              exit 2  a patch unreadable or not applying  [harness.apply]
     │   ├── ConfigError             exit 2  an invalid configuration file  [config]
     │   ├── PlanFileError           exit 2  a plan file that is not one  [plans.planfile]
+    │   ├── NotInPlan               exit 2  an attempt not of the plan named  [evidence.attempt]
     │   ├── DirtyCheckout           exit 2  a checkout with changes  [readiness.identity]
     │   ├── UnboundBuild            exit 2  code running that the build lacks  [readiness.identity]
     │   ├── GovernedConfigError     exit 2  an invalid governed configuration  [workflow.config]
@@ -33,7 +34,7 @@ module names it last, under ``yyb.`` (tests/test_errors.py compares the drawing 
     ├── CorruptObject               exit 1  stored bytes that are not a valid object
     │   ├── ChecksumMismatch        exit 1  bytes that do not hash to their name
     │   ├── NonCanonical            exit 1  a record body with more than one possible encoding
-    │   └── PackError               exit 1  a pack or index that does not verify  [store.objects.pack]
+    │   └── PackError               exit 1  a pack or index that fails a check  [store.objects.pack]
     ├── CorruptBundle               exit 1  a bundle whose bytes fail a check (hash, length, end)
     ├── UnsafeListing               exit 1  a file listing naming a path outside its folder
     ├── BadSignature                exit 1  a signature that does not verify, or no trusted one
@@ -171,9 +172,13 @@ class InvalidBundle(UsageError):
 
 
 class StoreNotFound(UsageError):
-    def __init__(self, path: str, reason: str):
+    """No store at ``path``; ``named`` is False when none was named and none could be found
+    for ``path`` (the CLI then says how to name one)."""
+
+    def __init__(self, path: str, reason: str, named: bool = True):
         super().__init__(f"{reason}: {path}")
         self.path = path
+        self.named = named
 
 
 class StoreOverlapsRepository(UsageError):

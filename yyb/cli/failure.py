@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import sys
 
-from yyb.errors import InvalidArgument, NotFastForward, YybError
+from yyb.errors import InvalidArgument, NotFastForward, StoreNotFound, YybError
+from yyb.store.location import ENV_STORE
 
 # A library parameter -> the option that gives it, where the option is not named after it.
-OPTIONS = {"output_path": "--output", "held": "--checkpoint", "selected": "--steps", "config_path": "--config"}
+OPTIONS = {
+    "output_path": "--output",
+    "held": "--checkpoint",
+    "selected": "--steps",
+    "config_path": "--config",
+}
 
 
 def fail(message: str, code: int) -> int:
@@ -23,6 +29,8 @@ def worded(exc: YybError) -> str:
     if isinstance(exc, InvalidArgument):
         option = OPTIONS.get(exc.argument, "--" + exc.argument.replace("_", "-"))
         return f"{option}: {exc.reason}"
+    if isinstance(exc, StoreNotFound) and not exc.named:
+        return f"{exc.message}; name one with --store DIR or {ENV_STORE}"
     if isinstance(exc, NotFastForward):  # every command that imports refs takes --force
         return f"{exc.message}; --force moves it anyway"
     return exc.message

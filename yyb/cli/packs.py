@@ -93,11 +93,8 @@ def verify_pack(paths, verbose):
         try:
             held.verify()
             if verbose:
-                for i in range(held.count):
-                    oid = held._oid(i).hex()
-                    data = held._entry(i, oid)
-                    kind, size, _ = pack.parse_header(data[: pack.MAX_HEADER], oid)
-                    click.echo(f"{oid} {kind} {size} {held._offset(i)}")
+                for oid, kind, size, offset in held.listing():
+                    click.echo(f"{oid} {kind} {size} {offset}")
             click.echo(f"ok {stem}.pack {held.count} objects")
         finally:
             held.close()

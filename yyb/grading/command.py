@@ -25,7 +25,7 @@ from yyb.evidence import protect
 from yyb.evidence.records import GRADER_INPUT, GRADER_OUTPUT
 from yyb.grading.invocation import Invocation
 from yyb.grading.outcome import Outcome, SandboxRequest, evaluation_folders, run_sandboxed
-from yyb.harness import overlay, manifest, sandbox
+from yyb.harness import manifest, overlay, sandbox
 from yyb.harness.channel import Channel
 from yyb.harness.environment import build
 from yyb.harness.pinned import verified_copy

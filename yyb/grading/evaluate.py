@@ -301,7 +301,8 @@ def _partner(store, handle: AttemptHandle, spec: dict) -> tuple[dict | None, str
         if terminal_oid is None:
             return None, (
                 f"the baseline {baseline}'s attempt {oid} has no terminal yet: list the "
-                "baseline first and run with --jobs 1, or rejudge this profile after the run"
+                "baseline first and run one attempt at a time, or rejudge this profile after "
+                "the run"
             )
         terminal = store.objects.get_record(terminal_oid)
         if terminal["class"] in pairwise.NO_PAIR:

@@ -31,7 +31,7 @@ from yyb.evidence import testpatch
 from yyb.grading import junit
 from yyb.grading.invocation import Invocation
 from yyb.grading.outcome import Outcome, SandboxRequest, evaluation_folders, run_sandboxed
-from yyb.harness import apply, overlay, manifest, sandbox
+from yyb.harness import apply, manifest, overlay, sandbox
 from yyb.harness.channel import Channel
 from yyb.harness.environment import build
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
 
-from yyb.errors import UsageError
+from yyb.errors import InvalidArgument, UsageError
 
 CURRENCY = "USD"
 MICROS = 1_000_000
@@ -20,12 +20,12 @@ def parse_usd(text: str) -> int:
     try:
         amount = Decimal(text.strip())
     except (InvalidOperation, AttributeError):
-        raise UsageError(f"--max-usd: {text!r} is not a number") from None
+        raise InvalidArgument("max_usd", f"{text!r} is not a number", text) from None
     if not amount.is_finite() or amount <= 0:
-        raise UsageError(f"--max-usd: {text!r} must be a positive amount")
+        raise InvalidArgument("max_usd", f"{text!r} must be a positive amount", text)
     micros = amount * MICROS
     if micros != micros.to_integral_value():
-        raise UsageError(f"--max-usd: {text!r} has more than 6 decimal places")
+        raise InvalidArgument("max_usd", f"{text!r} has more than 6 decimal places", text)
     return int(micros)
 
 

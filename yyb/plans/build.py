@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from yyb import __version__
 from yyb.cases import Task, hidden_patch, load_case
 from yyb.config import Config
-from yyb.errors import UsageError
+from yyb.errors import InvalidArgument, UsageError
 from yyb.evidence import names
 from yyb.evidence.kinds.plan import (
     AttemptPlan,
@@ -50,14 +50,18 @@ def parse_models(text: str, config: Config) -> list[dict]:
     """``M1,M2`` -> [{"requested", "resolved"}], refusing unknown and duplicate models."""
     names = [m.strip() for m in text.split(",")]
     if not text.strip() or any(not m for m in names):
-        raise UsageError("--models: give a comma-separated list of models, without empty items")
+        raise InvalidArgument(
+            "models", "give a comma-separated list of models, without empty items", text
+        )
     models, seen = [], {}
     for requested in names:
         resolved = config.resolve_model(requested)
         if resolved in seen:
-            raise UsageError(
-                f"--models: {requested!r} and {seen[resolved]!r} are both "
-                f"{resolved}; each model may appear once"
+            raise InvalidArgument(
+                "models",
+                f"{requested!r} and {seen[resolved]!r} are both {resolved}; "
+                "each model may appear once",
+                text,
             )
         seen[resolved] = requested
         models.append({"requested": requested, "resolved": resolved})
@@ -145,7 +149,7 @@ def _add_blob(plan: Plan, data: bytes) -> str:
 
 def _check_attempts(attempts: int) -> None:
     if attempts < 1:
-        raise UsageError(f"--attempts must be at least 1, not {attempts}")
+        raise InvalidArgument("attempts", f"must be at least 1, not {attempts}", attempts)
 
 
 def task_plan(
@@ -158,7 +162,7 @@ def task_plan(
     """
     _check_attempts(attempts)
     if not task_paths:
-        raise UsageError("give at least one --task FILE")
+        raise InvalidArgument("task", "give at least one case file")
     models = parse_models(models_text, config)
     total = budget.DEFAULT_TOTAL_MICROS if max_usd is None else budget.parse_usd(max_usd)
     loaded = _load_cases(config, task_paths)
@@ -239,9 +243,9 @@ def parse_vars(items: list[str]) -> dict:
     for item in items:
         name, sep, text = item.partition("=")
         if not sep or not name:
-            raise UsageError(f"--var {item!r}: expected NAME=VALUE")
+            raise InvalidArgument("var", f"{item!r}: expected NAME=VALUE", item)
         if name in out:
-            raise UsageError(f"--var {name}: given twice")
+            raise InvalidArgument("var", f"{name}: given twice", item)
         try:
             value = json.loads(text)
         except ValueError:
@@ -281,9 +285,10 @@ def workflow_plan(
     variables = parse_vars(var_items)
     if controlled_variable is not None:
         if not controlled_variable or controlled_variable in variables:
-            raise UsageError(
-                f"--controlled-model-variable {controlled_variable!r} must be a "
-                "name not also given with --var"
+            raise InvalidArgument(
+                "controlled_model_variable",
+                f"{controlled_variable!r} must be a name not also given a value",
+                controlled_variable,
             )
     plan = Plan("", {})
     workflow_oid = _add_blob(plan, data)

@@ -10,7 +10,7 @@ import re
 import time
 from datetime import UTC, datetime
 
-from yyb.errors import UsageError, YybError
+from yyb.errors import InvalidArgument, UsageError, YybError
 from yyb.evidence import records
 from yyb.evidence.kinds.plan import Grant, GrantLinks
 from yyb.evidence.record import kind_of
@@ -48,14 +48,14 @@ def parse_expiry(text: str, now: int) -> int:
         try:
             moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
         except ValueError:
-            raise UsageError(
-                f"--expires: {text!r} is neither +N[smhd] nor an ISO 8601 time"
+            raise InvalidArgument(
+                "expires", f"{text!r} is neither +N[smhd] nor an ISO 8601 time", text
             ) from None
         if moment.tzinfo is None:
-            raise UsageError(f"--expires: {text!r} needs a time zone (for example Z)")
+            raise InvalidArgument("expires", f"{text!r} needs a time zone (for example Z)", text)
         expires = int(moment.astimezone(UTC).timestamp() * 1000)
     if expires <= now:
-        raise UsageError(f"--expires: {text!r} is not in the future")
+        raise InvalidArgument("expires", f"{text!r} is not in the future", text)
     return expires
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from yyb.errors import UsageError
+from yyb.errors import InvalidArgument
 from yyb.evidence import names
 from yyb.evidence.attempt import AttemptHandle, Held
 from yyb.evidence.terminal import replay
@@ -32,13 +32,19 @@ def resolve_attempt(plan: dict, name: str, records: dict | None = None) -> str:
         ordinal = int(name)
         if ordinal < len(attempts):
             return attempts[ordinal]  # attempts are linked in ordinal order
-        raise UsageError(f"--attempt {name}: the plan has ordinals 0..{len(attempts) - 1}")
+        raise InvalidArgument(
+            "attempt", f"{name}: the plan has ordinals 0..{len(attempts) - 1}", name
+        )
     matches = [a for a in attempts if a.startswith(name.lower())]
     if len(matches) == 1 and len(name) >= 4:
         return matches[0]
     if len(matches) > 1:
-        raise UsageError(f"--attempt {name}: ambiguous, matches {len(matches)} attempts")
-    raise UsageError(f"--attempt {name}: no attempt of the plan has this oid, prefix or ordinal")
+        raise InvalidArgument(
+            "attempt", f"{name}: ambiguous, matches {len(matches)} attempts", name
+        )
+    raise InvalidArgument(
+        "attempt", f"{name}: no attempt of the plan has this oid, prefix or ordinal", name
+    )
 
 
 def bound(data: bytes, max_bytes: int) -> bytes:
@@ -252,5 +258,5 @@ def answer(store, handle: AttemptHandle, show: str, max_bytes: int) -> bytes:
     elif show == "outputs":
         data = outputs_answer(store, handle, max(64, max_bytes // 2))
     else:
-        raise UsageError(f"--show {show}: choose one of {', '.join(SHOWS)}")
+        raise InvalidArgument("show", f"{show}: choose one of {', '.join(SHOWS)}", show)
     return bound(data, max_bytes)

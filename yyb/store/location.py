@@ -42,9 +42,7 @@ def default_store(cwd: str, env: dict) -> str:
     """
     repo = find_repository(cwd)
     if repo is None:
-        raise StoreNotFound(
-            cwd, f"not inside a Git repository; name a store with --store DIR or {ENV_STORE}"
-        )
+        raise StoreNotFound(cwd, "no store named, and not inside a Git repository", named=False)
     digest = hashlib.sha256(repo.encode("utf-8", "surrogateescape")).hexdigest()[:16]
     name = os.path.basename(repo) or "root"
     return os.path.join(state_home(env), "yyb", "stores", f"{name}-{digest}")

@@ -221,6 +221,17 @@ class Pack:
         lo = struct.unpack_from(">I", self.index, at + 4 * (byte - 1))[0] if byte else 0
         return lo, hi
 
+    def listing(self) -> Iterator[tuple[str, str, int, int]]:
+        """Each object's (oid, kind, size, offset), in index order (``verify-pack -v``).
+
+        Raises:
+            PackError: an entry whose offset or header does not fit the pack.
+        """
+        for i in range(self.count):
+            oid = self._oid(i).hex()
+            _, kind, body, stop = self._span(i, oid)
+            yield oid, kind, stop - body, self._offset(i)
+
     def _oid(self, i: int) -> bytes:
         at = HEAD.size + FANOUT.size + i * HASH
         return self.index[at : at + HASH]
