@@ -15,6 +15,9 @@ from collections.abc import Iterator
 
 from yyb.errors import YybError
 from yyb.evidence import names
+from yyb.evidence.kinds.attempt import Terminal
+from yyb.evidence.kinds.grading import Evaluation
+from yyb.evidence.kinds.plan import AttemptPlan, ExperimentPlan
 from yyb.evidence.kinds.readiness import (
     ReadinessCheck,
     ReadinessCheckExpected,
@@ -53,14 +56,14 @@ def observe(store, plan_oid: str, attempt_oid: str, case: Case) -> dict:
         if case.leakage:
             observed.update(probe="absent", findings=[])
         return observed
-    terminal = store.objects.get_record(terminal_oid)
-    receipts = [store.objects.get_record(o) for o in terminal["links"].get("evaluations", [])]
+    terminal = Terminal.read(store.objects, terminal_oid)
+    receipts = [Evaluation.read(store.objects, o) for o in terminal.links.evaluations or ()]
     observed = {
-        "class": terminal["class"],
-        "verdicts": sorted([r["profile"], r["verdict"]] for r in receipts),
+        "class": terminal.class_,
+        "verdicts": sorted([r.profile, r.verdict] for r in receipts),
     }
     if case.leakage:
-        stdout = terminal["links"].get("stdout")
+        stdout = terminal.links.stdout
         completed, findings = probe_report(
             store.objects.get(stdout).body if stdout else b"", case.leakage
         )
@@ -229,10 +232,10 @@ def _against_runs(store, oid: str, checks: list[dict]) -> list[Finding]:
             findings.append(error("readiness-runs", oid, f"no runs ref for its {part} plan"))
             continue
         try:
-            plan = store.objects.get_record(plan_oid)
-            for attempt_oid in plan["links"]["attempts"]:
-                attempt = store.objects.get_record(attempt_oid)
-                by_case[attempt["case_id"]] = (plan_oid, attempt_oid)
+            plan = ExperimentPlan.read(store.objects, plan_oid)
+            for attempt_oid in plan.links.attempts:
+                attempt = AttemptPlan.read(store.objects, attempt_oid)
+                by_case[attempt.case_id] = (plan_oid, attempt_oid)
         except (YybError, KeyError, TypeError) as exc:
             findings.append(error("readiness-runs", oid, f"its {part} plan: {exc}"))
     for record in checks:
