@@ -156,13 +156,13 @@ def report(store, plan: Plan) -> dict:
         if oid is None:
             cell["incomplete"] += 1
             continue
-        cls = store.objects.get_record(oid)["class"]
+        cls = GovernedTerminal.read(store.objects, oid).class_
         cell["classes"][cls] = cell["classes"].get(cls, 0) + 1
         profile = judging.profile_of(step)
         judged = judging.newest(store, plan, attempt_oid, profile) if profile else None
         if judged is not None:
             verdicts = cell.setdefault("judged", {})
-            verdicts[judged["verdict"]] = verdicts.get(judged["verdict"], 0) + 1
+            verdicts[judged.verdict] = verdicts.get(judged.verdict, 0) + 1
     rows, models = [], {}
     for step in plan.value["steps"]:
         for model in plan.value["models"]:

@@ -67,7 +67,9 @@ def protected_roots(store, cfg) -> list[str]:
     )
 
 
-def judge_step(store, cfg, plan: Plan, attempt_oid: str, profile: str, environ=None) -> dict:
+def judge_step(
+    store, cfg, plan: Plan, attempt_oid: str, profile: str, environ=None
+) -> GovernedJudgement:
     """Judge the step attempt's retained terminal with ``profile`` as its next generation;
     return the judgement record (stored, its ref moved)."""
     step = plan.records[attempt_oid]
@@ -115,8 +117,8 @@ def judge_step(store, cfg, plan: Plan, attempt_oid: str, profile: str, environ=N
         judge_cost=outcome.judge_cost,
         wall_ms=outcome.wall_ms,
         links=links,
-    ).to_value()
-    oid = store.objects.put_record(record)
+    )
+    oid = store.objects.put_record(record.to_value())
     store.refs.update(ref, oid, old=previous, reason=f"judgement {generation}")
     return record
 
@@ -127,9 +129,10 @@ def _shows(tool_paths, root: str) -> bool:
     return any(os.path.realpath(p).startswith(root.rstrip("/") + "/") for p in tool_paths)
 
 
-def newest(store, plan: Plan, attempt_oid: str, profile: str) -> dict | None:
+def newest(store, plan: Plan, attempt_oid: str, profile: str) -> GovernedJudgement | None:
+    """The newest judgement generation of ``profile`` for the step attempt (None: unjudged)."""
     oid = store.refs.read(names.governed_judgement(plan.oid, attempt_oid, profile))
-    return store.objects.get_record(oid) if oid else None
+    return GovernedJudgement.read(store.objects, oid) if oid else None
 
 
 def rejudge(store, cfg, plan: Plan, profile: str) -> list[dict]:
@@ -146,5 +149,5 @@ def rejudge(store, cfg, plan: Plan, profile: str) -> list[dict]:
             continue
         if store.refs.read(names.governed_step(plan.oid, attempt_oid, "terminal")) is None:
             continue
-        done.append(judge_step(store, cfg, plan, attempt_oid, profile))
+        done.append(judge_step(store, cfg, plan, attempt_oid, profile).to_value())
     return done

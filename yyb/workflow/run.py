@@ -187,7 +187,7 @@ def _walk(ctx: Context, interrupted, fresh, judge: bool = True) -> list[StepResu
         try:
             if terminal is not None:
                 result.status = "retained"
-                result.terminal_class = ctx.store.objects.get_record(terminal)["class"]
+                result.terminal_class = GovernedTerminal.read(ctx.store.objects, terminal).class_
                 if judge:
                     judge_if_due(ctx, attempt_oid, step, result)
             elif intent_oid is not None:
@@ -391,7 +391,7 @@ def judge_if_due(ctx: Context, attempt_oid: str, step: dict, result: StepResult)
     found = judging.newest(ctx.store, ctx.plan, attempt_oid, profile)
     if found is None:
         found = judging.judge_step(ctx.store, ctx.cfg, ctx.plan, attempt_oid, profile)
-    result.judgement = found["verdict"]
+    result.judgement = found.verdict
 
 
 def classify(data: bytes | None, exit_code: int | None, requested: str) -> tuple:
