@@ -101,7 +101,7 @@ def git_pack(repo: Path, oids: list[str], verifier: Path, env: dict) -> Path:
 
 def bundle_v1(store_path: Path, path: Path) -> None:
     """The same refs bundled in version 1 (a zlib frame per object), what yyb wrote before."""
-    from yyb.store import bundle
+    from yyb.store.bundle import exchange as bundle
     from yyb.store.repo import Store
 
     store = Store.open(str(store_path))
@@ -111,7 +111,7 @@ def bundle_v1(store_path: Path, path: Path) -> None:
 def unbundle_timed(path: Path, target: Path, limit: int | None) -> tuple[float, int, int]:
     """Import ``path`` into a new store at ``target`` (``limit``: bundle.UNPACK_LIMIT);
     (seconds, packs made, doctor errors)."""
-    from yyb.store import bundle
+    from yyb.store.bundle import exchange as bundle
     from yyb.store.fsck import fsck
     from yyb.store.repo import Store
 
@@ -158,8 +158,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="yyb-bench-bundle-") as tmp:
         root = Path(tmp)
         env = bench_env(root)
-        subprocess.run([sys.executable, "-c", "import yyb.cli, yyb.cli.bundle, yyb.store.bundle,"
-                        " yyb.store.bundle_pack, yyb.store.fsck"], env=env, check=True)
+        subprocess.run([sys.executable, "-c", "import yyb.cli, yyb.cli.bundle, yyb.store.bundle.exchange,"
+                        " yyb.store.bundle.pack_form, yyb.store.fsck"], env=env, check=True)
         store = root / "store"
         build_yyb(store, small_blobs(args.objects, SEED))
         ours = build_git_repo(root / "git", args.objects, SEED, env, root / "scratch")[0]

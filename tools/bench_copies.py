@@ -57,7 +57,7 @@ errors = [f for f in fsck(store) if f.level == "error"]
 assert not errors, errors[:3]
 """,
     "verify-chain": """
-from yyb.store.chain import verify_chain
+from yyb.store.fsck.verify_chain import verify_chain
 assert list(verify_chain(store, "refs/notes/all")) == []
 """,
     "read": """
@@ -69,7 +69,7 @@ for oid in oids:
     stream.close()
 """,
     "re-unbundle": """
-from yyb.store import bundle
+from yyb.store.bundle import exchange as bundle
 bundle.unbundle(store, sys.argv[2])
 """,
 }

@@ -28,8 +28,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from yyb.store import logaudit  # noqa: E402
-from yyb.store.refs import REF_UPDATE  # noqa: E402
+from yyb.store.log import audit as logaudit  # noqa: E402
+from yyb.store.refs.store import REF_UPDATE  # noqa: E402
 from yyb.store.repo import Store  # noqa: E402
 
 PER_REF = 5

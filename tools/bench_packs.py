@@ -70,7 +70,7 @@ TARGET_BATCH_RATIO = 1.5  # cat-object --batch vs git cat-file --batch, both pac
 TARGET_DOCTOR_RATIO = 1.5  # doctor vs git fsck, both packed
 
 # The modules `yyb gc` imports on top of bench_store's plumbing, compiled before any timing.
-PACK_MODULES = ("yyb.cli.packs", "yyb.store.gc", "yyb.store.pack")
+PACK_MODULES = ("yyb.cli.packs", "yyb.store.gc", "yyb.store.objects.pack")
 
 
 # --- sizes -------------------------------------------------------------------------------

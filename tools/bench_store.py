@@ -571,8 +571,8 @@ def _median_ms(argv: list[str], runs: int, env: dict[str, str]) -> float:
 
 
 # Modules whose cumulative import time is worth showing next to the start-up figure.
-IMPORT_WATCH = ("site", "click", "yyb.store", "yyb.store.object_store", "yyb.store.refs",
-                "yyb.store.schema", "yyb.store.codec", "msgpack", "tempfile", "pathlib")
+IMPORT_WATCH = ("site", "click", "yyb.store", "yyb.store.objects.store", "yyb.store.refs.store",
+                "yyb.store.schema", "yyb.store.objects.codec", "msgpack", "tempfile", "pathlib")
 
 
 def python_of(script: str) -> str:

@@ -25,7 +25,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from yyb.store import merkle, translog  # noqa: E402
+from yyb.store.log import merkle  # noqa: E402
+from yyb.store.log import transparency as translog
 from yyb.store.repo import Store  # noqa: E402
 
 

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from yyb.config import Config
 from yyb.errors import FieldError, UsageError
 from yyb.evidence import records
-from yyb.store import codec, file
+from yyb.store import file
+from yyb.store.objects import codec
 
 CASE_SCHEMA = records.CASE
 TAG = "benchmark-case"

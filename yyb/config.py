@@ -7,8 +7,9 @@ import os
 import re
 
 from yyb.errors import InvalidArgument, InvalidRecord, UsageError
-from yyb.store import codec, file
+from yyb.store import file
 from yyb.store.location import find_repository
+from yyb.store.objects import codec
 
 CONFIG_NAME = "yylo-benchmark.config.json"
 DEFAULT_EXCLUDED = (".yylo-benchmark/", ".juno_task/", CONFIG_NAME)

@@ -21,8 +21,8 @@ from yyb.errors import BadSignature, InvalidArgument, UsageError, YybError
 from yyb.evidence import names, records
 from yyb.evidence.kinds.store import Signature, SignatureLinks
 from yyb.evidence.record import kind_of
-from yyb.store import checkpoint as checkpoints
-from yyb.store.objects import check_links, is_oid
+from yyb.store.log import checkpoint as checkpoints
+from yyb.store.objects.format import check_links, is_oid
 from yyb.store.repo import Store
 
 SIGNATURE = records.SIGNATURE
@@ -417,7 +417,7 @@ def verify_note(text: bytes, trusted: list[Any]):
     """
     from cryptography.exceptions import InvalidSignature
 
-    from yyb.store.objects import hash_object
+    from yyb.store.objects.format import hash_object
 
     head, sep, tail = text.partition(b"\n\n")
     if not sep:
@@ -476,7 +476,7 @@ def verify_log(store: Store, held: list[bytes], trusted: list[Any]) -> tuple[str
         logs, or no log of theirs here. CorruptObject / CorruptRef: a log that does not
         extend a held checkpoint, or a carried checkpoint that does not verify.
     """
-    from yyb.store import logaudit
+    from yyb.store.log import audit as logaudit
 
     notes = [verify_note(text, trusted) for text in held]
     origins = {note.origin for note in notes}

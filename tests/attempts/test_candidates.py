@@ -18,7 +18,7 @@ import pytest
 
 from tests.attempts.conftest import wait_for
 from yyb.harness import supervise
-from yyb.store.objects import hash_object
+from yyb.store.objects.format import hash_object
 
 HANGER = """
 trap '' TERM INT HUP

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.conftest import Yyb
-from yyb.store import bundle, codec
-from yyb.store.objects import header as object_header
+from yyb.store.bundle import exchange as bundle
+from yyb.store.objects import codec
+from yyb.store.objects.format import header as object_header
 from yyb.store.repo import Store
 
 REF_UPDATE = "yyb_ref_update.v1"

@@ -10,7 +10,7 @@ import pytest
 from tests.bundle.forge import refused
 from tests.conftest import Yyb, flip_byte, note
 from yyb.errors import NotFastForward, UsageError
-from yyb.store import bundle
+from yyb.store.bundle import exchange as bundle
 from yyb.store.repo import Store
 
 

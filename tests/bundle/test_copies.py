@@ -12,7 +12,8 @@ import pytest
 
 from tests.bundle.forge import Forge, accepted, refused, write
 from tests.conftest import Yyb, damage_packed, flip_byte, note
-from yyb.store import bundle, gc
+from yyb.store import gc
+from yyb.store.bundle import exchange as bundle
 from yyb.store.fsck import fsck
 from yyb.store.repo import Store
 

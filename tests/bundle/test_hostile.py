@@ -11,7 +11,7 @@ import pytest
 from tests.bundle.forge import Forge, accepted, frame, refused, stored, write
 from tests.conftest import note
 from yyb.errors import CorruptBundle, InvalidBundle
-from yyb.store import bundle
+from yyb.store.bundle import exchange as bundle
 
 X = "refs/x"
 

@@ -16,8 +16,9 @@ import pytest
 from tests.bundle.forge import Forge, accepted, refused, stored, write
 from tests.conftest import Yyb, note
 from yyb.errors import CorruptBundle, InvalidBundle, LockHeld
-from yyb.store import bundle, codec
+from yyb.store.bundle import exchange as bundle
 from yyb.store.fsck import fsck
+from yyb.store.objects import codec
 from yyb.store.repo import Store
 
 X = "refs/x"
@@ -327,7 +328,7 @@ def test_a_record_body_is_checked_in_place_and_copied_for_import(tmp_path):
     oid = forge.record(value)
     forge.ref(X, oid)
     path = write(tmp_path, forge.build_pack())
-    from yyb.store.bundle_reader import Reader
+    from yyb.store.bundle.reader import Reader
 
     with Reader(path) as reader:
         reader.header()
@@ -358,8 +359,8 @@ def test_a_record_body_is_checked_in_place_and_copied_for_import(tmp_path):
 )
 def test_the_pack_reader_reads_headers_as_the_store_does(head):
     from yyb.errors import CorruptObject
-    from yyb.store import bundle_pack
-    from yyb.store.objects import MAX_HEADER, parse_header
+    from yyb.store.bundle import pack_form as bundle_pack
+    from yyb.store.objects.format import MAX_HEADER, parse_header
 
     data = head + b"\0" * 40
     fast = bundle_pack.HEADER.match(data, 0, MAX_HEADER)

@@ -186,7 +186,7 @@ HEAVY = (
     "jsonschema",
     "pygit2",
     "cryptography",
-    "yyb.store.refs",
+    "yyb.store.refs.store",
 )
 
 

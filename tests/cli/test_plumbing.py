@@ -9,7 +9,7 @@ import os
 import pytest
 
 from tests.conftest import Yyb, flip_byte, run_yyb
-from yyb.store.objects import ZERO_OID, hash_object
+from yyb.store.objects.format import ZERO_OID, hash_object
 
 NOTE = '{"schema_version": "yyb_note.v1", "message": "hi"}'
 

@@ -18,8 +18,8 @@ from yyb.attempts import remote
 from yyb.attempts.dispatch import dispatch
 from yyb.errors import CorruptObject
 from yyb.harness import snapshot
-from yyb.store.object_store import record_body
-from yyb.store.objects import hash_object, header
+from yyb.store.objects.format import hash_object, header
+from yyb.store.objects.store import record_body
 
 
 @dataclasses.dataclass
@@ -64,7 +64,7 @@ def record_raw(value: dict) -> tuple[str, bytes]:
 
 
 def values(returned: remote.Returned) -> dict[str, dict]:
-    from yyb.store import codec
+    from yyb.store.objects import codec
 
     out = {}
     for oid, raw in returned.objects:
@@ -145,7 +145,7 @@ def test_a_missing_linked_object_is_refused(made):
 
 
 def test_a_non_canonical_record_is_refused(made):
-    from yyb.store import codec
+    from yyb.store.objects import codec
 
     oid = made.returned.execution
     raw = dict(made.returned.objects)[oid]

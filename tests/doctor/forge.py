@@ -14,7 +14,7 @@ import os
 
 from tests.conftest import forged_update
 from yyb.evidence import names
-from yyb.store import translog
+from yyb.store.log import transparency as translog
 
 
 def forge(store, oid: str, **changes) -> str:

@@ -26,8 +26,8 @@ from yyb.evidence.kinds import CLASSES, KINDS, from_stored, from_value, record_c
 from yyb.evidence.kinds.attempt import Terminal
 from yyb.evidence.record import ABSENT, Record, Shape
 from yyb.evidence.records import TERMINAL
-from yyb.store import codec
-from yyb.store.objects import hash_object
+from yyb.store.objects import codec
+from yyb.store.objects.format import hash_object
 from yyb.store.schema import load_schema, schema_names
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "records.json").read_text())

@@ -12,7 +12,7 @@ import pytest
 
 from yyb.grading import judge, pairwise
 from yyb.reports import build, render, stats
-from yyb.store import codec
+from yyb.store.objects import codec
 from yyb.store.repo import Store
 
 ATTEMPTS, REPETITIONS = 12, 9

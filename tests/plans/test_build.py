@@ -147,7 +147,7 @@ def test_duplicate_cases_refused(project):
 
 
 def test_write_stores_everything_under_the_plan_ref(project):
-    from yyb.store.chain import verify_chain
+    from yyb.store.fsck.verify_chain import verify_chain
 
     plan = build.task_plan(cfg(project), [str(project.task())], "vendor/a", 2, None)
     store, _ = Store.init(project.store_path)
@@ -178,7 +178,7 @@ def test_workflow_plan(project, tmp_path):
         "obj": {"type": "json", "value": '{"a":[true,null],"b":1}'},
         "s": {"type": "string", "value": '"quoted"'},
     }
-    from yyb.store.objects import hash_object
+    from yyb.store.objects.format import hash_object
 
     assert exp["links"]["workflow"] == hash_object("blob", flow.read_bytes())
     assert exp["attempt_count"] == 4

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from yyb.evidence.names import attempt as attempt_ref
 from yyb.evidence.names import evaluation as eval_ref
 from yyb.evidence.terminal import CLOSED_UNRUN
-from yyb.store import codec
+from yyb.store.objects import codec
 
 T0 = 1_700_000_000_000
 

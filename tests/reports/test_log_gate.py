@@ -9,7 +9,8 @@ from tests.doctor.forge import set_back
 from tests.reports.fabricate import Spec, fabricate
 from yyb.evidence.experiment import verify_experiment
 from yyb.reports import build
-from yyb.store import fanout, logaudit
+from yyb.store import fanout
+from yyb.store.log import audit as logaudit
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])

@@ -136,7 +136,7 @@ def test_case_outcome_is_a_strict_majority_of_valid_attempts():
 def test_mcnemar_past_64_discordant_pairs_is_rounded_up_to_fit_a_record():
     from fractions import Fraction
 
-    from yyb.store import codec
+    from yyb.store.objects import codec
 
     result = stats.mcnemar_exact(40, 60)
     exact = min(Fraction(1), 2 * Fraction(sum(math.comb(100, k) for k in range(41)), 2**100))
@@ -222,7 +222,7 @@ def test_fisher_exact_is_its_definition(a, b, c, d):
 def test_fisher_exact_of_large_tables_is_rounded_up_to_fit_a_record():
     from fractions import Fraction
 
-    from yyb.store import codec
+    from yyb.store.objects import codec
 
     got = stats.fisher_exact(300, 700, 250, 750)
     exact = _fisher_by_definition(300, 700, 250, 750)

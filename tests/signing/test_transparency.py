@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import Yyb, forged_update, note
 from tests.doctor.forge import drop_derived, set_back
 from yyb import signing
-from yyb.store import checkpoint, merkle
+from yyb.store.log import checkpoint, merkle
 from yyb.store.repo import Store
 
 GRANT = "refs/grants/" + "b" * 64

@@ -31,7 +31,7 @@ from yyb.evidence.terminal import Facts
 from yyb.harness import scratch, worktree
 from yyb.harness.environment import Folders
 from yyb.harness.snapshot import Shipped
-from yyb.store import objects as stored
+from yyb.store.objects import format as stored
 
 MAX_NAME = 1024  # characters of a worker's name (its --name and its address)
 MAX_REASON = 4096  # characters of an early return's reason, which a terminal's reason quotes

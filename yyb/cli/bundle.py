@@ -7,7 +7,7 @@ import sys
 import click
 
 from yyb.cli.context import open_store
-from yyb.store.objects import ZERO_OID
+from yyb.store.objects.format import ZERO_OID
 
 
 @click.group("bundle")
@@ -55,7 +55,7 @@ def with_checkpoint(store, names: list[str]) -> list[str]:
     of every checkpoint note its chain reaches, so that the bundle carries the log its refs
     can be audited against."""
     from yyb import signing
-    from yyb.store import checkpoint
+    from yyb.store.log import checkpoint
 
     if store.refs.read(checkpoint.REF) is None:
         return names
@@ -91,7 +91,7 @@ def create(ctx, path, refs, plan_name, receipt, everything):
 
     FILE must not exist; a failed create leaves nothing behind.
     """
-    from yyb.store import bundle as bundles
+    from yyb.store.bundle import exchange as bundles
 
     if sum(map(bool, (refs, plan_name, receipt, everything))) != 1:
         raise click.UsageError(
@@ -104,7 +104,7 @@ def create(ctx, path, refs, plan_name, receipt, everything):
         names = [name for name, _ in store.refs.iter_refs()]
     elif plan_name is not None:
         from yyb.cli.plans import plan_oid as resolve_plan
-        from yyb.store.objects import is_oid
+        from yyb.store.objects.format import is_oid
 
         governed = plan_name.removeprefix("workflow-")
         if plan_name.startswith("workflow-") and is_oid(governed):
@@ -131,7 +131,7 @@ def verify(path):
     Prints 'ok <objects> objects <refs> refs'; exit 1 when a check fails, 2 when FILE is not
     a bundle this version reads (unknown version or capability, a malformed header).
     """
-    from yyb.store import bundle as bundles
+    from yyb.store.bundle import exchange as bundles
 
     summary = bundles.verify(path)
     click.echo(f"ok {summary.objects} objects {len(summary.header.refs)} refs")
@@ -141,7 +141,7 @@ def verify(path):
 @click.argument("path", metavar="FILE")
 def list_heads(path):
     """Print the refs FILE records, '<oid> <ref>', sorted (the header only is read)."""
-    from yyb.store import bundle as bundles
+    from yyb.store.bundle import exchange as bundles
 
     header = bundles.read_header(path)
     for name in sorted(header.refs):
@@ -172,7 +172,7 @@ def unbundle(ctx, path, force):
     'replaced <oid> <copy>' for each local copy of an object that did not hold the bundle's
     bytes (now written over it).
     """
-    from yyb.store import bundle as bundles
+    from yyb.store.bundle import exchange as bundles
 
     _report(bundles.unbundle(open_store(ctx), path, force))
 
@@ -184,7 +184,7 @@ def unbundle(ctx, path, force):
 @click.pass_context
 def push(ctx, target, refs, force):
     """Copy REFs and all they reach to the store at STORE, verified as unbundle verifies."""
-    from yyb.store import bundle as bundles
+    from yyb.store.bundle import exchange as bundles
     from yyb.store.repo import Store
 
     _report(bundles.transfer(open_store(ctx), Store.open(target), list(refs), force))
@@ -197,7 +197,7 @@ def push(ctx, target, refs, force):
 @click.pass_context
 def fetch(ctx, source, refs, force):
     """Copy REFs and all they reach from the store at STORE into this one."""
-    from yyb.store import bundle as bundles
+    from yyb.store.bundle import exchange as bundles
     from yyb.store.repo import Store
 
     _report(bundles.transfer(Store.open(source), open_store(ctx), list(refs), force))

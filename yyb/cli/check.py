@@ -25,7 +25,7 @@ def verify_chain(ctx, as_json, trusted, name):
 
     Prints one line per problem, '<level> <code> <subject>: <detail>'; exit 1 on any.
     """
-    from yyb.store.chain import verify_chain as walk
+    from yyb.store.fsck.verify_chain import verify_chain as walk
 
     store = open_store(ctx)
     findings = walk(store, name)
@@ -89,7 +89,7 @@ def _governed(store, experiment: str, plan_name, as_json: bool) -> int:
     """``yyb doctor workflow-<plan oid>``: the governed experiment's chain (check.doctor)."""
     from yyb.errors import UsageError
     from yyb.evidence import names
-    from yyb.store.objects import is_oid
+    from yyb.store.objects.format import is_oid
     from yyb.workflow import check
     from yyb.workflow.plan import load
 

@@ -13,10 +13,11 @@ from typing import BinaryIO, Literal
 
 from yyb.cli.failure import fail
 from yyb.errors import CorruptObject, NotFound, UsageError, YybError
-from yyb.store import codec, heap
-from yyb.store.object_store import STREAM_THRESHOLD, hash_stream, record_body, spool
-from yyb.store.objects import OID_HEX
-from yyb.store.objects import hash_object as oid_of
+from yyb.store import heap
+from yyb.store.objects import codec
+from yyb.store.objects.format import OID_HEX
+from yyb.store.objects.format import hash_object as oid_of
+from yyb.store.objects.store import STREAM_THRESHOLD, hash_stream, record_body, spool
 
 HashKind = Literal["blob", "record"]
 CatMode = Literal["type", "size", "exists", "pretty", "json", "raw", "batch", "batch-check"]
@@ -163,7 +164,7 @@ def _batch(store, with_body: bool, flush: bool) -> int:
     out = sys.stdout.buffer
     names = Names(sys.stdin.buffer)
     waiting = _waiting(sys.stdin.buffer)
-    from yyb.store import prover  # the batch modes' alone
+    from yyb.store.objects import pack_hashing as prover  # the batch modes' alone
 
     helper = prover.wanted()
     try:

@@ -83,7 +83,7 @@ def verify_pack(paths, verbose):
     import os
 
     from yyb.errors import UsageError
-    from yyb.store import pack
+    from yyb.store.objects import pack
 
     for path in paths:
         stem = path[: -len(".idx")] if path.endswith(".idx") else path.removesuffix(".pack")

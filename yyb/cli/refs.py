@@ -8,8 +8,8 @@ import sys
 import click
 
 from yyb.cli.context import open_store
-from yyb.store.objects import ZERO_OID
-from yyb.store.refs import ANY
+from yyb.store.objects.format import ZERO_OID
+from yyb.store.refs.store import ANY
 
 
 @click.command("update-ref")
@@ -102,7 +102,7 @@ def pack_refs(ctx):
     file always wins over the packed entry. Prints '<refs> refs and <heads> log heads packed,
     <removed> loose files removed'. 'yyb gc' does this too, after packing objects.
     """
-    from yyb.store import packrefs
+    from yyb.store.refs import packed as packrefs
 
     done = packrefs.pack_refs(open_store(ctx))
     click.echo(

@@ -14,9 +14,10 @@ from yyb.evidence import names
 from yyb.evidence.check import check_attempt
 from yyb.evidence.record import kind_of
 from yyb.evidence.records import PLAN
-from yyb.store import fanout, heap, logaudit
-from yyb.store.chain import verify_many
+from yyb.store import fanout, heap
 from yyb.store.fsck import Finding, error
+from yyb.store.fsck.verify_chain import verify_many
+from yyb.store.log import audit as logaudit
 
 
 def check_plan(store, plan_oid: str, plan: dict | None = None) -> tuple[dict | None, list[Finding]]:

@@ -20,7 +20,7 @@ refs/release-readiness/latest                      the newest release-readiness 
 refs/release-readiness/<receipt>/receipt           a receipt (names itself)
 refs/release-readiness/<receipt>/runs/<part>       the plan whose attempts its checks ran
 refs/transparency/checkpoint                       the newest checkpoint of the store's log
-                                                   (named in yyb/store/checkpoint.py: REF)
+                                                   (named in yyb/store/log/checkpoint.py: REF)
 ```
 """
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from yyb.store import codec
+from yyb.store.objects import codec
 
 
 def first_generation_profiles(plan: dict, case: dict | None) -> list[str]:

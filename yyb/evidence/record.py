@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, Self, TypeVar
 
 from yyb.errors import InvalidRecord
-from yyb.store.codec import json_path
+from yyb.store.objects.codec import json_path
 from yyb.store.schema import validate
 
 

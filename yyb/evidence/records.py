@@ -13,8 +13,8 @@ from typing import Literal, get_args
 # the one list.
 from yyb.harness.envelope import ENVELOPE  # noqa: F401
 from yyb.harness.manifest import LISTING, MANIFEST  # noqa: F401
-from yyb.store.checkpoint import CHECKPOINT  # noqa: F401
-from yyb.store.refs import REF_UPDATE  # noqa: F401
+from yyb.store.log.checkpoint import CHECKPOINT  # noqa: F401
+from yyb.store.refs.store import REF_UPDATE  # noqa: F401
 
 # --- schema names ---------------------------------------------------------------------------
 

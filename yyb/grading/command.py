@@ -28,7 +28,8 @@ from yyb.harness import manifest, overlay, sandbox
 from yyb.harness.channel import Channel
 from yyb.harness.environment import build
 from yyb.harness.pinned import verified_copy
-from yyb.store import codec, schema
+from yyb.store import schema
+from yyb.store.objects import codec
 
 INPUT = GRADER_INPUT
 OUTPUT = GRADER_OUTPUT

@@ -20,7 +20,7 @@ from yyb.evidence.chain import history
 from yyb.evidence.records import EVALUATION, EVALUATION_RESULT, JUDGE_INTENT
 from yyb.grading import command, judge, pairwise, testsuite
 from yyb.grading.outcome import Outcome
-from yyb.store import codec
+from yyb.store.objects import codec
 
 
 class GenerationError(YybError):

@@ -27,7 +27,7 @@ from yyb.evidence.records import CASE_VALIDATION, GOLD_RUNS
 from yyb.grading import collection, testsuite
 from yyb.grading.outcome import Outcome
 from yyb.harness import apply, manifest, sandbox, scratch, snapshot, worktree
-from yyb.store.codec import from_json
+from yyb.store.objects.codec import from_json
 
 MAX_REASON = 4096
 

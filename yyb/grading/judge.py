@@ -19,7 +19,7 @@ from yyb.grading.outcome import Outcome
 from yyb.harness import adapters, envelope, limits, manifest, sandbox, scratch, worktree
 from yyb.harness.environment import Folders, build
 from yyb.harness.pinned import pinned_bytes, verified_copy
-from yyb.store import codec
+from yyb.store.objects import codec
 
 DEFAULT_LIMIT = 64 * 1024
 DEFAULT_TIMEOUT_MS = 10 * 60 * 1000

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from yyb.errors import YybError
 from yyb.harness.channel import Channel
-from yyb.store import codec, schema
+from yyb.store import schema
+from yyb.store.objects import codec
 
 ENVELOPE = "juno_execution_envelope.v1"
 MAX_ENVELOPE = 1 << 20

@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from yyb.errors import ChecksumMismatch, CorruptObject, InvalidRecord, UnsafeListing
 from yyb.harness import worktree
 from yyb.harness.redaction import Redactor
-from yyb.store import codec
-from yyb.store.object_store import hash_stream
-from yyb.store.objects import hash_object
+from yyb.store.objects import codec
+from yyb.store.objects.format import hash_object
+from yyb.store.objects.store import hash_stream
 
 LISTING = "yylo_benchmark_file_listing.v2"
 MANIFEST = "yylo_benchmark_post_execution_manifest.v2"

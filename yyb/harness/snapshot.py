@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from yyb.harness import gitfiles, scratch, worktree
-from yyb.store.objects import hash_object
+from yyb.store.objects.format import hash_object
 
 SNAPSHOT_AUTHOR = ("yyb", "yyb@snapshot.invalid")
 GITLINK = 0o160000

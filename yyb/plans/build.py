@@ -31,8 +31,8 @@ from yyb.evidence.kinds.plan import (
 from yyb.evidence.record import Record
 from yyb.plans import budget
 from yyb.store import file
-from yyb.store.object_store import record_body
-from yyb.store.objects import hash_object
+from yyb.store.objects.format import hash_object
+from yyb.store.objects.store import record_body
 
 
 @dataclass

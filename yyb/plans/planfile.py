@@ -13,9 +13,10 @@ from yyb.errors import UsageError, YybError
 from yyb.evidence.kinds.plan import ExperimentPlan
 from yyb.evidence.record import kind_of
 from yyb.evidence.records import PLAN
-from yyb.store import codec, file
-from yyb.store.object_store import record_body
-from yyb.store.objects import hash_object, is_oid
+from yyb.store import file
+from yyb.store.objects import codec
+from yyb.store.objects.format import hash_object, is_oid
+from yyb.store.objects.store import record_body
 
 FORMAT = "yyb-plan-file.v1"
 

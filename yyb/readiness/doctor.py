@@ -16,8 +16,9 @@ from collections.abc import Iterator
 from yyb.errors import YybError
 from yyb.harness import scratch
 from yyb.readiness import verify
-from yyb.store import checkpoint, logaudit
 from yyb.store.fsck import Finding, error, fsck
+from yyb.store.log import audit as logaudit
+from yyb.store.log import checkpoint
 
 
 def findings(store) -> Iterator[Finding]:

@@ -28,7 +28,7 @@ from yyb.evidence.record import ABSENT
 from yyb.evidence.records import CHEATS, TERMINAL_CLASSES, VERDICTS
 from yyb.readiness.suite import CASES, PARTS, Case, store_canary
 from yyb.store.fsck import Finding, error, info
-from yyb.store.objects import hash_object
+from yyb.store.objects.format import hash_object
 
 BY_NAME = {case.name: case for case in CASES}
 

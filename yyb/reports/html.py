@@ -12,7 +12,7 @@ from html import escape
 from yyb.errors import UsageError
 from yyb.reports import render
 from yyb.reports.stats import p_text, ppm_text
-from yyb.store.objects import is_oid
+from yyb.store.objects.format import is_oid
 
 INSTALL = "pip install 'yyb[html]'"
 STYLE = """

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from yyb.evidence import names
 from yyb.evidence.records import REPORT_LAYER, REPORT_ROWS
-from yyb.store import codec, heap
-from yyb.store.object_store import record_body
-from yyb.store.objects import hash_object
+from yyb.store import heap
+from yyb.store.objects import codec
+from yyb.store.objects.format import hash_object
+from yyb.store.objects.store import record_body
 
 LAYER = REPORT_LAYER
 ROWS = REPORT_ROWS

@@ -18,7 +18,8 @@ from yyb.evidence.records import LONGITUDINAL_COHORTS as COHORTS
 from yyb.evidence.records import LONGITUDINAL_LAYER as LONGITUDINAL
 from yyb.evidence.records import PLAN as EXPERIMENT
 from yyb.reports import build
-from yyb.store import codec, fanout, heap
+from yyb.store import fanout, heap
+from yyb.store.objects import codec
 
 LONGITUDINAL_REF = names.LONGITUDINAL
 # The key's parts, in the order the report shows them.

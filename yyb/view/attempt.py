@@ -14,7 +14,7 @@ import json
 
 from yyb.evidence import cost
 from yyb.evidence.verdict import conclude
-from yyb.store import codec
+from yyb.store.objects import codec
 from yyb.view import chain, diff, status, urls
 from yyb.view.markup import (
     Markup,

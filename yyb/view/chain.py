@@ -20,7 +20,7 @@ from yyb.evidence.chain import MAX_GENERATIONS, profiles
 from yyb.evidence.check import check_attempt
 from yyb.evidence.records import PLAN
 from yyb.store.fsck import Finding
-from yyb.store.objects import is_oid
+from yyb.store.objects.format import is_oid
 from yyb.view.verify import Signature, Verification, signature, verify
 
 

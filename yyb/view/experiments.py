@@ -14,7 +14,7 @@ from yyb.evidence import names
 from yyb.evidence.records import LONGITUDINAL_LAYER, LONGITUDINAL_LAYER_V2, PLAN
 from yyb.reports import layer as layers_of
 from yyb.reports.render import rate_text
-from yyb.store.objects import is_oid
+from yyb.store.objects.format import is_oid
 from yyb.view import status, urls
 from yyb.view.chain import NotInStore, read_plan
 from yyb.view.markup import Markup, badge, el, facts, join, link, oid, pager, table, usd, when

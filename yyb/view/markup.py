@@ -12,7 +12,7 @@ import datetime
 import html
 from collections.abc import Callable, Iterable
 
-from yyb.store.objects import is_oid
+from yyb.store.objects.format import is_oid
 from yyb.view import urls
 
 ABBREV = 12  # hex digits of an abbreviated oid: what `yyb report` prints, unique in practice

@@ -11,9 +11,9 @@ from typing import BinaryIO
 from yyb.errors import CorruptObject, YybError
 from yyb.evidence import names
 from yyb.evidence.records import LISTING
-from yyb.store import codec
 from yyb.store.fsck import check_ref_chain
-from yyb.store.objects import is_oid
+from yyb.store.objects import codec
+from yyb.store.objects.format import is_oid
 from yyb.view import diff, status, urls
 from yyb.view.chain import NotInStore
 from yyb.view.markup import (

@@ -22,7 +22,7 @@ from typing import BinaryIO
 from urllib.parse import parse_qs
 
 from yyb.errors import CorruptObject, NotFound, UsageError, YybError
-from yyb.store.refs import check_ref_name
+from yyb.store.refs.names import check_ref_name
 from yyb.view import assets, attempt, experiments, objects, urls
 from yyb.view.chain import NotInStore
 from yyb.view.markup import Markup, el, join, link

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from yyb.errors import UsageError
-from yyb.store.objects import check_oid
-from yyb.store.refs import check_ref_name
+from yyb.store.objects.format import check_oid
+from yyb.store.refs.names import check_ref_name
 
 STATIC = ("view.css", "view.js", "icon.svg")
 

@@ -16,9 +16,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from yyb.errors import YybError
-from yyb.store import codec
 from yyb.store.fsck import inspect
-from yyb.store.objects import MAX_RECORD, is_oid, split
+from yyb.store.objects import codec
+from yyb.store.objects.format import MAX_RECORD, is_oid, split
 
 CHECKS = ("present", "hash", "canonical", "schema", "links")
 # fsck's finding codes, by the check they belong to (docs/cli.md lists the codes).

@@ -18,7 +18,7 @@ from yyb.evidence.kinds import governed as kinds
 from yyb.evidence.record import ABSENT, kind_of
 from yyb.evidence.records import CONFIG, GOVERNED_CONFIG
 from yyb.store import file, schema
-from yyb.store.codec import json_path
+from yyb.store.objects.codec import json_path
 
 # What each field must be, in words, by JSON path ("*" a judge's profile): a schema's own
 # messages speak of regular expressions and types, a person fixing the file of what it means.

@@ -25,7 +25,8 @@ import re
 import yaml
 
 from yyb.errors import UsageError
-from yyb.store import codec, file
+from yyb.store import file
+from yyb.store.objects import codec
 from yyb.workflow import locks
 
 STEP_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")

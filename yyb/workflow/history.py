@@ -18,7 +18,7 @@ from types import MappingProxyType
 
 from yyb.errors import YybError
 from yyb.evidence.record import kind_of
-from yyb.store import codec
+from yyb.store.objects import codec
 
 MAX_BYTES = 16 << 20
 _NAMED = re.compile(r"^([0-9a-f]{64})(\.json)?$")

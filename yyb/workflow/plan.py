@@ -34,8 +34,8 @@ from yyb.evidence.kinds.governed import (
 )
 from yyb.evidence.records import GOVERNED_PLAN
 from yyb.plans import planfile
-from yyb.store.object_store import record_body
-from yyb.store.objects import hash_object
+from yyb.store.objects.format import hash_object
+from yyb.store.objects.store import record_body
 from yyb.workflow import files
 from yyb.workflow.config import GovernedConfig
 
