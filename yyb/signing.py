@@ -19,6 +19,8 @@ from typing import Any
 
 from yyb.errors import BadSignature, InvalidArgument, UsageError, YybError
 from yyb.evidence import names, records
+from yyb.evidence.kinds.store import Signature, SignatureLinks
+from yyb.evidence.record import kind_of
 from yyb.store.log import checkpoint as checkpoints
 from yyb.store.objects.format import check_links, is_oid
 from yyb.store.repo import Store
@@ -158,15 +160,14 @@ def envelope(oid: str, key: Any) -> dict:
     """A ``yyb_signature.v1`` record signing ``oid`` with ``key``."""
     payload = statement(oid)
     sig = key.sign(pae(PAYLOAD_TYPE, payload))
-    return {
-        "schema_version": SIGNATURE,
-        "payload": base64.b64encode(payload).decode("ascii"),
-        "payloadType": PAYLOAD_TYPE,
-        "signatures": [
-            {"keyid": key_id(public_hex(key)), "sig": base64.b64encode(sig).decode("ascii")}
-        ],
-        "links": {"signed": oid},
-    }
+    return Signature(
+        payload=base64.b64encode(payload).decode("ascii"),
+        payloadType=PAYLOAD_TYPE,
+        signatures=(
+            {"keyid": key_id(public_hex(key)), "sig": base64.b64encode(sig).decode("ascii")},
+        ),
+        links=SignatureLinks(signed=oid),
+    ).to_value()
 
 
 def sign(store: Store, oid: str, key: Any) -> str:
@@ -276,8 +277,10 @@ def verify_envelope(record: dict, signed: str, trusted: list[Any], sig_oid: str 
     """
     from cryptography.exceptions import InvalidSignature
 
-    if record.get("schema_version") != SIGNATURE:
-        raise BadSignature(sig_oid, f"a {record.get('schema_version')}, not a {SIGNATURE}")
+    # The envelope may come from a bundle no schema has passed yet: its fields are read
+    # defensively below, and what does not fit is a BadSignature, not a crash.
+    if not Signature.holds(record):
+        raise BadSignature(sig_oid, f"a {kind_of(record)}, not a {SIGNATURE}")
     try:
         payload = base64.b64decode(record["payload"], validate=True)
         payload_type = record["payloadType"]
@@ -363,7 +366,7 @@ def signed_records(store: Store, roots: list[str]) -> Iterator[str]:
             targets = [t for linked in check_links(value, oid).values() for t in linked]
         except YybError:
             continue
-        if value.get("schema_version") in records.SIGNED_KINDS:
+        if kind_of(value) in records.SIGNED_KINDS:
             yield oid
         for target in targets:
             if target not in seen:

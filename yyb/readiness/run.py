@@ -27,7 +27,13 @@ from dataclasses import dataclass
 from yyb import signing
 from yyb.errors import YybError
 from yyb.evidence import names
-from yyb.evidence.records import READINESS_RECEIPT
+from yyb.evidence.kinds.readiness import (
+    ReleaseReadiness,
+    ReleaseReadinessCoverage,
+    ReleaseReadinessHost,
+    ReleaseReadinessLinks,
+    ReleaseReadinessSuite,
+)
 from yyb.readiness import identity, standin, suite, verify
 from yyb.readiness.suite import CASES, MODEL, PARTS, Suite
 
@@ -207,26 +213,29 @@ def _sha256(text: str) -> str:
 def receipt_record(
     build, host, harnesses, checks: list[dict], check_oids: list[str], canary_oid: str
 ) -> dict:
+    """The receipt's value: what its checks claim, with the build, host and harnesses."""
     covered = verify.coverage(checks)
-    return {
-        "schema_version": READINESS_RECEIPT,
-        "passed": verify.verdict(checks, covered, harnesses),
-        "yyb": build,
-        "harnesses": harnesses,
-        "host": host,
-        "suite": {
-            "model": MODEL,
-            "cases": len(CASES),
-            "stand_in_sha256": _sha256(standin.AGENT),
-            "graders_sha256": sorted(
-                _sha256(text)
-                for text in (standin.TESTS_GRADER, standin.SAFETY_GRADER, standin.BROKEN_GRADER)
-            ),
-        },
-        "leakage": verify.leakage(checks),
-        "coverage": covered,
-        "links": {"checks": check_oids, "canary": canary_oid},
-    }
+    graders = (standin.TESTS_GRADER, standin.SAFETY_GRADER, standin.BROKEN_GRADER)
+    return ReleaseReadiness(
+        passed=verify.verdict(checks, covered, harnesses),
+        yyb=build,
+        harnesses=tuple(harnesses),
+        host=ReleaseReadinessHost(**host),
+        suite=ReleaseReadinessSuite(
+            model=MODEL,
+            cases=len(CASES),
+            stand_in_sha256=_sha256(standin.AGENT),
+            graders_sha256=tuple(sorted(_sha256(text) for text in graders)),
+        ),
+        leakage=verify.leakage(checks),
+        coverage=ReleaseReadinessCoverage(
+            terminal_classes=covered["terminal_classes"],
+            evaluation_outcomes=covered["evaluation_outcomes"],
+            cheats=covered["cheats"],
+            missing=tuple(covered["missing"]),
+        ),
+        links=ReleaseReadinessLinks(checks=tuple(check_oids), canary=canary_oid),
+    ).to_value()
 
 
 def _write(

@@ -10,17 +10,22 @@ claim of a receipt from the attempts its runs refs name.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 
 from yyb.errors import YybError
 from yyb.evidence import names
-from yyb.evidence.records import (
-    CHEATS,
-    READINESS_CHECK,
-    READINESS_RECEIPT,
-    TERMINAL_CLASSES,
-    VERDICTS,
+from yyb.evidence.kinds.attempt import Terminal
+from yyb.evidence.kinds.grading import Evaluation
+from yyb.evidence.kinds.plan import AttemptPlan, ExperimentPlan
+from yyb.evidence.kinds.readiness import (
+    ReadinessCheck,
+    ReadinessCheckExpected,
+    ReadinessCheckObserved,
+    ReleaseReadiness,
 )
+from yyb.evidence.record import ABSENT
+from yyb.evidence.records import CHEATS, TERMINAL_CLASSES, VERDICTS
 from yyb.readiness.suite import CASES, PARTS, Case, store_canary
 from yyb.store.fsck import Finding, error, info
 from yyb.store.objects.format import hash_object
@@ -51,14 +56,14 @@ def observe(store, plan_oid: str, attempt_oid: str, case: Case) -> dict:
         if case.leakage:
             observed.update(probe="absent", findings=[])
         return observed
-    terminal = store.objects.get_record(terminal_oid)
-    receipts = [store.objects.get_record(o) for o in terminal["links"].get("evaluations", [])]
+    terminal = Terminal.read(store.objects, terminal_oid)
+    receipts = [Evaluation.read(store.objects, o) for o in terminal.links.evaluations or ()]
     observed = {
-        "class": terminal["class"],
-        "verdicts": sorted([r["profile"], r["verdict"]] for r in receipts),
+        "class": terminal.class_,
+        "verdicts": sorted([r.profile, r.verdict] for r in receipts),
     }
     if case.leakage:
-        stdout = terminal["links"].get("stdout")
+        stdout = terminal.links.stdout
         completed, findings = probe_report(
             store.objects.get(stdout).body if stdout else b"", case.leakage
         )
@@ -68,26 +73,27 @@ def observe(store, plan_oid: str, attempt_oid: str, case: Case) -> dict:
 
 def check_record(case: Case, observed: dict, changed: list[str]) -> dict:
     """The deterministic record of one synthetic case: expected, observed, passed."""
-    expected = {"class": case.expected, "verdicts": sorted(list(v) for v in case.verdicts)}
-    passed = observed["class"] == expected["class"] and observed["verdicts"] == expected["verdicts"]
-    record = {
-        "schema_version": READINESS_CHECK,
-        "case": case.name,
-        "case_id": case.case_id,
-        "behaviour": case.behaviour,
-        "part": case.part,
-        "expected": expected,
-        "observed": dict(observed),
-    }
+    expected = ReadinessCheckExpected(
+        class_=case.expected, verdicts=tuple(sorted(list(v) for v in case.verdicts))
+    )
+    seen = ReadinessCheckObserved.from_stored(observed)
+    passed = seen.class_ == expected.class_ and list(seen.verdicts) == list(expected.verdicts)
     if case.leakage:
-        record["leakage"] = case.leakage
-        record["observed"]["changed"] = list(changed)
+        seen = dataclasses.replace(seen, changed=tuple(changed))
         passed = passed and observed["probe"] == "complete"
         passed = passed and not observed["findings"] and not changed
-    if case.cheat:
-        record["cheat"] = case.cheat
-    record["passed"] = passed
-    return record
+    record = ReadinessCheck(
+        case=case.name,
+        case_id=case.case_id,
+        behaviour=case.behaviour,
+        part=case.part,
+        leakage=case.leakage or ABSENT,
+        cheat=case.cheat or ABSENT,
+        expected=expected,
+        observed=seen,
+        passed=passed,
+    )
+    return record.to_value()
 
 
 def coverage(checks: list[dict]) -> dict:
@@ -167,7 +173,7 @@ def check_receipt(store, oid: str, latest: bool = False) -> list[Finding]:
 
     try:
         receipt = store.objects.get_record(oid)
-        if receipt.get("schema_version") != READINESS_RECEIPT:
+        if not ReleaseReadiness.holds(receipt):
             fail("wrong-record", "not a release-readiness receipt")
             return findings
         checks = [store.objects.get_record(c) for c in receipt["links"]["checks"]]
@@ -178,7 +184,7 @@ def check_receipt(store, oid: str, latest: bool = False) -> list[Finding]:
         fail("readiness-canary", "it does not link the registry's canary")
     if store.refs.read(names.readiness_receipt(oid)) != oid:
         fail("readiness-unnamed", f"{names.readiness_receipt(oid)} does not name it")
-    if any(c.get("schema_version") != READINESS_CHECK for c in checks):
+    if not all(ReadinessCheck.holds(c) for c in checks):
         fail("readiness-check", "a linked check is not a release-readiness check record")
         return findings
     if [c["case"] for c in checks] != [case.name for case in CASES]:
@@ -226,10 +232,10 @@ def _against_runs(store, oid: str, checks: list[dict]) -> list[Finding]:
             findings.append(error("readiness-runs", oid, f"no runs ref for its {part} plan"))
             continue
         try:
-            plan = store.objects.get_record(plan_oid)
-            for attempt_oid in plan["links"]["attempts"]:
-                attempt = store.objects.get_record(attempt_oid)
-                by_case[attempt["case_id"]] = (plan_oid, attempt_oid)
+            plan = ExperimentPlan.read(store.objects, plan_oid)
+            for attempt_oid in plan.links.attempts:
+                attempt = AttemptPlan.read(store.objects, attempt_oid)
+                by_case[attempt.case_id] = (plan_oid, attempt_oid)
         except (YybError, KeyError, TypeError) as exc:
             findings.append(error("readiness-runs", oid, f"its {part} plan: {exc}"))
     for record in checks:

@@ -14,7 +14,8 @@ import hashlib
 
 from yyb.errors import YybError
 from yyb.evidence import names
-from yyb.evidence.records import GOVERNED_INTENT, GOVERNED_JUDGEMENT, GOVERNED_TERMINAL
+from yyb.evidence.kinds.governed import GovernedIntent, GovernedJudgement, GovernedTerminal
+from yyb.evidence.record import ABSENT
 from yyb.reports import stats
 from yyb.store.fsck import Finding
 from yyb.workflow import files, judging
@@ -55,48 +56,54 @@ def _step(store, plan: Plan, attempt_oid: str, error) -> None:
     if terminal_oid is None:
         error("incomplete", attempt_oid, f"step {step['step']!r} has no terminal")
         return
-    terminal = store.objects.get_record(terminal_oid)
-    if terminal.get("schema_version") != GOVERNED_TERMINAL:
+    value = store.objects.get_record(terminal_oid)
+    if not GovernedTerminal.holds(value):
         error("terminal-kind", attempt_oid, "the terminal ref names another kind of record")
         return
-    if (terminal["plan"], terminal["attempt"], terminal["step"]) != (
-        plan.oid,
-        attempt_oid,
-        step["step"],
-    ):
+    terminal = GovernedTerminal.from_stored(value)  # the store validated it when written
+    if (terminal.plan, terminal.attempt, terminal.step) != (plan.oid, attempt_oid, step["step"]):
         error("terminal-elsewhere", attempt_oid, "the terminal names another plan or step")
-    if terminal["links"]["intent"] != intent_oid:
+    if terminal.links.intent != intent_oid:
         error("terminal-intent", attempt_oid, "the terminal links another intent than the ref")
-    # Every dispatch, newest first, back to the first.
-    number, oid = None, terminal["links"]["intent"]
-    while oid is not None:
-        intent = store.objects.get_record(oid)
-        if intent.get("schema_version") != GOVERNED_INTENT or intent["attempt"] != attempt_oid:
-            error("intent-elsewhere", attempt_oid, f"intent {oid} is not this step's")
-            return
-        if number is not None and intent["dispatch"] != number - 1:
-            error("intent-order", attempt_oid, f"intent {oid} is not the dispatch before")
-        number = intent["dispatch"]
-        if intent["dispatch_id"] != dispatch_id(plan.oid, attempt_oid, number):
-            error("dispatch-id", attempt_oid, f"intent {oid} names a dispatch id of its own")
-        if oid == terminal["links"]["intent"] and intent["dispatch_id"] != terminal["dispatch_id"]:
-            error("terminal-dispatch", attempt_oid, "the terminal is for another dispatch")
-        oid = intent["links"].get("previous")
-    if number != 1:
-        error("intent-order", attempt_oid, "the first intent is not dispatch 1")
+    if not _intents(store, plan, attempt_oid, terminal, error):
+        return
     _judgements(store, plan, attempt_oid, step, terminal_oid, error)
-    envelope_oid = terminal["links"].get("envelope")
+    envelope_oid = terminal.links.envelope
     data = store.objects.get(envelope_oid).body if envelope_oid else None
-    cls, _, observed = classify(data, terminal["exit_code"], step["model"]["resolved"])
-    if terminal["requested"] != step["model"]["resolved"]:
+    cls, _, observed = classify(data, terminal.exit_code, step["model"]["resolved"])
+    if terminal.requested != step["model"]["resolved"]:
         error("terminal-model", attempt_oid, "the terminal names another requested model")
-    if (cls, observed) != (terminal["class"], terminal["observed"]):
+    if (cls, observed) != (terminal.class_, terminal.observed):
         error(
             "terminal-derivation",
             attempt_oid,
             f"the retained envelope gives {cls} (observed {observed}); the terminal says "
-            f"{terminal['class']} (observed {terminal['observed']})",
+            f"{terminal.class_} (observed {terminal.observed})",
         )
+
+
+def _intents(store, plan: Plan, attempt_oid: str, terminal: GovernedTerminal, error) -> bool:
+    """Every dispatch of a step attempt, newest first, back to the first: each this step's,
+    numbered down to 1, with the dispatch id derived from the plan. False when one is another
+    step's (nothing after it can be checked)."""
+    number, oid = None, terminal.links.intent
+    while oid is not None:
+        value = store.objects.get_record(oid)
+        if not GovernedIntent.holds(value) or value["attempt"] != attempt_oid:
+            error("intent-elsewhere", attempt_oid, f"intent {oid} is not this step's")
+            return False
+        intent = GovernedIntent.from_stored(value)
+        if number is not None and intent.dispatch != number - 1:
+            error("intent-order", attempt_oid, f"intent {oid} is not the dispatch before")
+        number = intent.dispatch
+        if intent.dispatch_id != dispatch_id(plan.oid, attempt_oid, number):
+            error("dispatch-id", attempt_oid, f"intent {oid} names a dispatch id of its own")
+        if oid == terminal.links.intent and intent.dispatch_id != terminal.dispatch_id:
+            error("terminal-dispatch", attempt_oid, "the terminal is for another dispatch")
+        oid = None if intent.links.previous is ABSENT else intent.links.previous
+    if number != 1:
+        error("intent-order", attempt_oid, "the first intent is not dispatch 1")
+    return True
 
 
 def _judgements(store, plan: Plan, attempt_oid: str, step: dict, terminal_oid: str, error):
@@ -112,18 +119,19 @@ def _judgements(store, plan: Plan, attempt_oid: str, step: dict, terminal_oid: s
     expected = None
     while oid is not None:
         value = store.objects.get_record(oid)
-        if value.get("schema_version") != GOVERNED_JUDGEMENT or (
-            value["attempt"],
-            value["profile"],
-            value["links"]["terminal"],
+        judgement = GovernedJudgement.from_stored(value) if GovernedJudgement.holds(value) else None
+        if judgement is None or (
+            judgement.attempt,
+            judgement.profile,
+            judgement.links.terminal,
         ) != (attempt_oid, profile, terminal_oid):
             error("judgement-elsewhere", attempt_oid, f"judgement {oid} is not of this terminal")
             return
-        if expected is not None and value["generation"] != expected:
+        if expected is not None and judgement.generation != expected:
             error("judgement-order", attempt_oid, f"judgement {oid} is out of order")
-        store.objects.get(value["links"]["input"])  # the judged payload is retained
-        expected = value["generation"] - 1
-        oid = value["links"].get("previous")
+        store.objects.get(judgement.links.input)  # the judged payload is retained
+        expected = judgement.generation - 1
+        oid = None if judgement.links.previous is ABSENT else judgement.links.previous
     if expected != 0:
         error("judgement-order", attempt_oid, "the first judgement is not generation 1")
 
@@ -148,13 +156,13 @@ def report(store, plan: Plan) -> dict:
         if oid is None:
             cell["incomplete"] += 1
             continue
-        cls = store.objects.get_record(oid)["class"]
+        cls = GovernedTerminal.read(store.objects, oid).class_
         cell["classes"][cls] = cell["classes"].get(cls, 0) + 1
         profile = judging.profile_of(step)
         judged = judging.newest(store, plan, attempt_oid, profile) if profile else None
         if judged is not None:
             verdicts = cell.setdefault("judged", {})
-            verdicts[judged["verdict"]] = verdicts.get(judged["verdict"], 0) + 1
+            verdicts[judged.verdict] = verdicts.get(judged.verdict, 0) + 1
     rows, models = [], {}
     for step in plan.value["steps"]:
         for model in plan.value["models"]:

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from yyb.errors import InvalidArgument, UsageError
+from yyb.evidence.kinds import governed as kinds
+from yyb.evidence.record import ABSENT, kind_of
 from yyb.evidence.records import CONFIG, GOVERNED_CONFIG
 from yyb.store import file, schema
 from yyb.store.objects.codec import json_path
@@ -95,7 +97,7 @@ def load(path: str) -> GovernedConfig:
         UsageError: unreadable; GovernedConfigError: not a governed configuration, or invalid.
     """
     data = _json(path)
-    version = data.get("schema_version")
+    version = kind_of(data)
     if version == CONFIG:
         raise GovernedConfigError(
             path,
@@ -107,24 +109,30 @@ def load(path: str) -> GovernedConfig:
     found = problems(data)
     if found:
         raise GovernedConfigError(path, found[0][1], found[0][0])
-    here = os.path.dirname(os.path.abspath(path))
-    b = data["boundary"]
+    # The schema has passed it (problems above), so the class is built without a second check.
+    return _resolved(os.path.abspath(path), kinds.GovernedConfig.from_stored(data))
+
+
+def _resolved(path: str, read: kinds.GovernedConfig) -> GovernedConfig:
+    """The configuration of the file at ``path``, its paths taken from the file's folder."""
+    here = os.path.dirname(path)
+    b = read.boundary
     boundary = Boundary(
-        executable=os.path.join(here, b["executable"]),
-        sha256=b["sha256"],
-        identity=b["identity"],
-        interpreter=b.get("interpreter"),
-        journal=os.path.join(here, b["journal"]),
-        credentials=tuple(b.get("credentials", [])),
+        executable=os.path.join(here, b.executable),
+        sha256=b.sha256,
+        identity=b.identity,
+        interpreter=None if b.interpreter is ABSENT else b.interpreter,
+        journal=os.path.join(here, b.journal),
+        credentials=tuple(b.credentials or ()),
     )
     return GovernedConfig(
-        path=os.path.abspath(path),
-        yylo_version=data["yylo_version"],
-        project=os.path.join(here, data.get("project", ".")),
+        path=path,
+        yylo_version=read.yylo_version,
+        project=os.path.join(here, "." if read.project is ABSENT else read.project),
         boundary=boundary,
-        lock_store=os.path.join(here, data["lock_store"]),
-        judges=data.get("judges", {}),
-        tool_paths=tuple(os.path.join(here, p) for p in data.get("tool_paths", [])),
+        lock_store=os.path.join(here, read.lock_store),
+        judges=dict(read.judges or {}),
+        tool_paths=tuple(os.path.join(here, p) for p in read.tool_paths or ()),
     )
 
 
@@ -186,26 +194,25 @@ def template(isolated: dict) -> dict:
     """A governed configuration for review, from an isolated v2 one: only its YYLO version
     carries over (nothing of the isolated lane's policy grants anything here); every pin is
     a placeholder a person must fill in."""
-    return {
-        "schema_version": GOVERNED_CONFIG,
-        "yylo_version": isolated.get("yylo_version") or "REPLACE",
-        "project": ".",
-        "boundary": {
-            "executable": "REPLACE: the reviewed boundary program",
-            "sha256": "REPLACE: the SHA-256 of its bytes",
-            "identity": "REPLACE: its reviewed identity (name@version)",
-            "journal": "REPLACE: the boundary's private journal folder",
-            "credentials": [],
-        },
-        "lock_store": "REPLACE: the folder of the shared resource locks",
-    }
+    return kinds.GovernedConfig(
+        yylo_version=isolated.get("yylo_version") or "REPLACE",
+        project=".",
+        boundary=kinds.GovernedConfigBoundary(
+            executable="REPLACE: the reviewed boundary program",
+            sha256="REPLACE: the SHA-256 of its bytes",
+            identity="REPLACE: its reviewed identity (name@version)",
+            journal="REPLACE: the boundary's private journal folder",
+            credentials=(),
+        ),
+        lock_store="REPLACE: the folder of the shared resource locks",
+    ).to_value()
 
 
 def migrate(input_path: str, output_path: str | None) -> dict:
     """Inspect a configuration without changing it; with an isolated v2 input and an unused
     ``output_path``, write a governed template there. Returns the report."""
     data = _json(input_path)
-    version = data.get("schema_version")
+    version = kind_of(data)  # which kind of file the user gave decides the report
     report: dict = {"input": input_path, "schema_version": version, "dispatch_count": 0}
     if version == GOVERNED_CONFIG:
         report["kind"] = "governed"

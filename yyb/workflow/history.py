@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from yyb.errors import YybError
+from yyb.evidence.record import kind_of
 from yyb.store.objects import codec
 
 MAX_BYTES = 16 << 20
@@ -64,7 +65,7 @@ def project(data: bytes, expected_sha256: str, where: str = "object") -> Histori
     version = value.get("juno_version")
     if not isinstance(version, str) or not version:
         raise HistoricalRefused(where, "it carries no juno_version")
-    schema = value.get("schema_version")
+    schema = kind_of(value)  # a historical file of any v1 kind: which one is what it says
     if not isinstance(schema, str) or not schema.endswith(".v1"):
         raise HistoricalRefused(where, f"schema_version {schema!r} is not a v1 schema")
     return Historical(got, len(data), schema, version, _frozen(value))

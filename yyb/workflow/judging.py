@@ -16,7 +16,12 @@ import json
 import os
 
 from yyb.evidence import names
-from yyb.evidence.records import GOVERNED_JUDGEMENT
+from yyb.evidence.kinds.governed import (
+    GovernedJudgement,
+    GovernedJudgementLinks,
+    GovernedTerminal,
+)
+from yyb.evidence.record import ABSENT
 from yyb.grading import judge
 from yyb.grading.invocation import Invocation
 from yyb.workflow.plan import Plan
@@ -28,7 +33,7 @@ def profile_of(step: dict) -> str | None:
     return step["policy"].get("judge")
 
 
-def payload_task(plan: Plan, step: dict, terminal: dict) -> bytes:
+def payload_task(plan: Plan, step: dict, terminal: GovernedTerminal) -> bytes:
     """The '# Task' part of the judged payload: what the step was and how it ended, without
     the model selector anywhere."""
     workflow = plan.records[step["links"]["workflow"]]["workflow"]
@@ -39,8 +44,8 @@ def payload_task(plan: Plan, step: dict, terminal: dict) -> bytes:
         f"Workflow: {workflow['name']}",
         f"Step: {step['step']}",
         f"Command: {json.dumps(shown)}",
-        f"Exit status: {terminal['exit_code']}",
-        f"Outcome recorded: {terminal['class']}",
+        f"Exit status: {terminal.exit_code}",
+        f"Outcome recorded: {terminal.class_}",
     ]
     return ("\n".join(lines) + "\n").encode()
 
@@ -63,50 +68,51 @@ def protected_roots(store, cfg) -> list[str]:
     )
 
 
-def judge_step(store, cfg, plan: Plan, attempt_oid: str, profile: str, environ=None) -> dict:
+def judge_step(
+    store, cfg, plan: Plan, attempt_oid: str, profile: str, environ=None
+) -> GovernedJudgement:
     """Judge the step attempt's retained terminal with ``profile`` as its next generation;
     return the judgement record (stored, its ref moved)."""
     step = plan.records[attempt_oid]
     terminal_oid = store.refs.read(names.governed_step(plan.oid, attempt_oid, "terminal"))
-    terminal = store.objects.get_record(terminal_oid)
+    terminal = GovernedTerminal.read(store.objects, terminal_oid)
     spec = dict(plan.value["judges"][profile])
     harness = spec.pop("harness")
     spec.setdefault("evidence", ["outputs"])
     truth = {}
-    if "outputs" in spec["evidence"] and terminal["links"].get("output"):
-        truth["stdout"] = terminal["links"]["output"]
-    identities = [step["model"]["requested"], step["model"]["resolved"], terminal["observed"] or ""]
+    if "outputs" in spec["evidence"] and terminal.links.output:
+        truth["stdout"] = terminal.links.output
+    identities = [step["model"]["requested"], step["model"]["resolved"], terminal.observed or ""]
     protected = [r for r in protected_roots(store, cfg) if not _shows(cfg.tool_paths, r)]
     call = Invocation(spec, protected, list(cfg.tool_paths), harness=harness)
     outcome = judge.run(store, call, truth, payload_task(plan, step, terminal), identities)
     ref = names.governed_judgement(plan.oid, attempt_oid, profile)
     previous = store.refs.read(ref)
-    generation = 1 + (store.objects.get_record(previous)["generation"] if previous else 0)
-    links = {
-        "plan": plan.oid,
-        "attempt": attempt_oid,
-        "terminal": terminal_oid,
-        "input": store.objects.put("blob", outcome.input_bytes),
-    }
-    if outcome.output_bytes is not None:
-        links["output"] = store.objects.put("blob", outcome.output_bytes)
-    if previous is not None:
-        links["previous"] = previous
-    record = {
-        "schema_version": GOVERNED_JUDGEMENT,
-        "plan": plan.oid,
-        "attempt": attempt_oid,
-        "step": step["step"],
-        "profile": profile,
-        "generation": generation,
-        "verdict": outcome.verdict,
-        "reason": outcome.reason,
-        "judge_model": spec["model"],
-        "judge_cost": outcome.judge_cost,
-        "wall_ms": outcome.wall_ms,
-        "links": links,
-    }
-    oid = store.objects.put_record(record)
+    generation = 1 + (GovernedJudgement.read(store.objects, previous).generation if previous else 0)
+    links = GovernedJudgementLinks(
+        plan=plan.oid,
+        attempt=attempt_oid,
+        terminal=terminal_oid,
+        input=store.objects.put("blob", outcome.input_bytes),
+        output=ABSENT
+        if outcome.output_bytes is None
+        else store.objects.put("blob", outcome.output_bytes),
+        previous=ABSENT if previous is None else previous,
+    )
+    record = GovernedJudgement(
+        plan=plan.oid,
+        attempt=attempt_oid,
+        step=step["step"],
+        profile=profile,
+        generation=generation,
+        verdict=outcome.verdict,
+        reason=outcome.reason,
+        judge_model=spec["model"],
+        judge_cost=outcome.judge_cost,
+        wall_ms=outcome.wall_ms,
+        links=links,
+    )
+    oid = store.objects.put_record(record.to_value())
     store.refs.update(ref, oid, old=previous, reason=f"judgement {generation}")
     return record
 
@@ -117,9 +123,10 @@ def _shows(tool_paths, root: str) -> bool:
     return any(os.path.realpath(p).startswith(root.rstrip("/") + "/") for p in tool_paths)
 
 
-def newest(store, plan: Plan, attempt_oid: str, profile: str) -> dict | None:
+def newest(store, plan: Plan, attempt_oid: str, profile: str) -> GovernedJudgement | None:
+    """The newest judgement generation of ``profile`` for the step attempt (None: unjudged)."""
     oid = store.refs.read(names.governed_judgement(plan.oid, attempt_oid, profile))
-    return store.objects.get_record(oid) if oid else None
+    return GovernedJudgement.read(store.objects, oid) if oid else None
 
 
 def rejudge(store, cfg, plan: Plan, profile: str) -> list[dict]:
@@ -136,5 +143,5 @@ def rejudge(store, cfg, plan: Plan, profile: str) -> list[dict]:
             continue
         if store.refs.read(names.governed_step(plan.oid, attempt_oid, "terminal")) is None:
             continue
-        done.append(judge_step(store, cfg, plan, attempt_oid, profile))
+        done.append(judge_step(store, cfg, plan, attempt_oid, profile).to_value())
     return done

@@ -18,7 +18,21 @@ from dataclasses import dataclass
 from yyb import __version__
 from yyb.errors import InvalidArgument, UsageError
 from yyb.evidence import names
-from yyb.evidence.records import GOVERNED_PLAN, GOVERNED_STEP, GOVERNED_WORKFLOW
+from yyb.evidence.kinds.governed import (
+    CompiledWorkflow,
+    GovernedModel,
+    GovernedPlan,
+    GovernedPlanBoundary,
+    GovernedPlanLinks,
+    GovernedPlanPolicy,
+    GovernedPlanSource,
+    GovernedPlanVersions,
+    GovernedPlanWorkflow,
+    GovernedStep,
+    GovernedStepLinks,
+    GovernedStepPolicy,
+)
+from yyb.evidence.records import GOVERNED_PLAN
 from yyb.plans import planfile
 from yyb.store.objects.format import hash_object
 from yyb.store.objects.store import record_body
@@ -84,22 +98,21 @@ class Sources:
     rules: dict
     chosen: list[str]
 
-    def bound(self, project: str) -> dict:
+    def bound(self, project: str) -> tuple[GovernedPlanWorkflow, GovernedPlanPolicy]:
         """What the plan binds of both files: path in ``project``, bytes and meaning."""
         top = os.path.realpath(project)
-        return {
-            "workflow": {
-                "path": os.path.relpath(os.path.realpath(self.workflow_path), top),
-                "name": self.workflow["name"],
-                "sha256": hashlib.sha256(self.workflow_bytes).hexdigest(),
-                "meaning": files.meaning(self.workflow),
-            },
-            "policy": {
-                "path": os.path.relpath(os.path.realpath(self.policy_path), top),
-                "sha256": hashlib.sha256(self.policy_bytes).hexdigest(),
-                "meaning": files.meaning(self.policy),
-            },
-        }
+        workflow = GovernedPlanWorkflow(
+            path=os.path.relpath(os.path.realpath(self.workflow_path), top),
+            name=self.workflow["name"],
+            sha256=hashlib.sha256(self.workflow_bytes).hexdigest(),
+            meaning=files.meaning(self.workflow),
+        )
+        policy = GovernedPlanPolicy(
+            path=os.path.relpath(os.path.realpath(self.policy_path), top),
+            sha256=hashlib.sha256(self.policy_bytes).hexdigest(),
+            meaning=files.meaning(self.policy),
+        )
+        return workflow, policy
 
 
 def read_sources(workflow_path: str, policy_path: str, selected: list[str]) -> Sources:
@@ -153,28 +166,31 @@ def build(
     judges = _judges(cfg, sources)
     tree = source(cfg.project, [workflow_path, policy_path])
     made = _Records()
-    compiled = {model: made.put(_compiled(sources, model)) for model in models}
-    attempt_oids = [made.put(v) for v in _step_attempts(sources, models, attempts, compiled)]
-    plan = {
-        "schema_version": GOVERNED_PLAN,
-        "versions": {
-            "yyb": __version__,
-            "yylo": cfg.yylo_version,
-            "python": platform.python_version(),
-        },
-        **sources.bound(cfg.project),
-        "variables": variables,
-        "steps": sources.chosen,
-        "models": [{"requested": m, "resolved": m} for m in models],
-        "attempts_per_cell": attempts,
-        "attempt_count": len(attempt_oids),
-        "source": tree,
-        "boundary": cfg.boundary.pin(),
-        "judges": judges,
-        "dispatch_count": 0,
-        "links": {"attempts": attempt_oids, "workflows": [compiled[m] for m in models]},
-    }
-    oid = made.put(plan)
+    compiled = {model: made.put(_compiled(sources, model).to_value()) for model in models}
+    attempt_oids = [
+        made.put(v.to_value()) for v in _step_attempts(sources, models, attempts, compiled)
+    ]
+    workflow, policy = sources.bound(cfg.project)
+    plan = GovernedPlan(
+        versions=GovernedPlanVersions(
+            yyb=__version__, yylo=cfg.yylo_version, python=platform.python_version()
+        ),
+        workflow=workflow,
+        policy=policy,
+        variables=variables,
+        steps=tuple(sources.chosen),
+        models=tuple({"requested": m, "resolved": m} for m in models),
+        attempts_per_cell=attempts,
+        attempt_count=len(attempt_oids),
+        source=GovernedPlanSource(**tree),
+        boundary=GovernedPlanBoundary(**cfg.boundary.pin()),
+        judges=judges,
+        dispatch_count=0,
+        links=GovernedPlanLinks(
+            attempts=tuple(attempt_oids), workflows=tuple(compiled[m] for m in models)
+        ),
+    )
+    oid = made.put(plan.to_value())
     return Plan(oid, made.records)
 
 
@@ -205,34 +221,38 @@ def _judges(cfg: GovernedConfig, sources: Sources) -> dict:
     return judges
 
 
-def _compiled(sources: Sources, model: str) -> dict:
+def _compiled(sources: Sources, model: str) -> CompiledWorkflow:
     """The compiled workflow record of ``model``: the workflow with its agent steps swapped."""
     value = files.compile_for(sources.workflow, sources.chosen, model)
-    return {
-        "schema_version": GOVERNED_WORKFLOW,
-        "model": model,
-        "sha256": hashlib.sha256(files.canonical(value)).hexdigest(),
-        "workflow": value,
-    }
+    return CompiledWorkflow(
+        model=model, sha256=hashlib.sha256(files.canonical(value)).hexdigest(), workflow=value
+    )
 
 
-def _step_attempts(sources: Sources, models: list[str], attempts: int, compiled: dict) -> list:
+def _step_attempts(
+    sources: Sources, models: list[str], attempts: int, compiled: dict
+) -> list[GovernedStep]:
     """One step-attempt record per (model, attempt, chosen step), in the order a run takes
     them, each linking its model's compiled workflow."""
-    found = []
+    found: list[GovernedStep] = []
     for model in models:
         for attempt in range(1, attempts + 1):
             for step in sources.chosen:
+                rule = sources.rules[step]
                 found.append(
-                    {
-                        "schema_version": GOVERNED_STEP,
-                        "ordinal": len(found),
-                        "step": step,
-                        "model": {"requested": model, "resolved": model},
-                        "attempt": attempt,
-                        "policy": sources.rules[step],
-                        "links": {"workflow": compiled[model]},
-                    }
+                    GovernedStep(
+                        ordinal=len(found),
+                        step=step,
+                        model=GovernedModel(requested=model, resolved=model),
+                        attempt=attempt,
+                        policy=GovernedStepPolicy(
+                            retry_safe=rule["retry_safe"],
+                            recovery_budget=rule["recovery_budget"],
+                            resources=tuple(rule["resources"]),
+                            judge=rule["judge"],
+                        ),
+                        links=GovernedStepLinks(workflow=compiled[model]),
+                    )
                 )
     return found
 
@@ -253,14 +273,14 @@ def load(name: str, open_store) -> Plan:
     else:
         store = open_store()
         oid = store.rev_parse(name)
-        value = store.objects.get_record(oid)
-        records = {oid: value}
-        for linked in value.get("links", {}).get("attempts", []) + value.get("links", {}).get(
-            "workflows", []
-        ):
-            records[linked] = store.objects.get_record(linked)
+        records = {oid: store.objects.get_record(oid)}
+        if GovernedPlan.holds(records[oid]):
+            # The store validated the plan when it was written: its links are there to follow.
+            links = GovernedPlan.from_stored(records[oid]).links
+            for linked in links.attempts + links.workflows:
+                records[linked] = store.objects.get_record(linked)
     value = records[oid]
-    if value.get("schema_version") != GOVERNED_PLAN:
+    if not GovernedPlan.holds(value):
         raise UsageError(f"{name} is not a governed plan ({GOVERNED_PLAN})")
     for linked in value["links"]["workflows"]:
         if linked not in records:

@@ -17,11 +17,15 @@ from dataclasses import dataclass, field
 
 from yyb.errors import InvalidArgument, RefMismatch, UsageError
 from yyb.evidence import names
-from yyb.evidence.records import (
-    GOVERNED_AUTHORIZATION,
-    GOVERNED_INTENT,
-    GOVERNED_TERMINAL,
+from yyb.evidence.kinds.governed import (
+    GovernedIntent,
+    GovernedIntentLinks,
+    GovernedModel,
+    GovernedTerminal,
+    GovernedTerminalLinks,
+    ProductionAuthorization,
 )
+from yyb.evidence.record import ABSENT
 from yyb.harness import envelope, scratch, worktree
 from yyb.harness.redaction import Redactor
 from yyb.workflow import boundary, files, judging, locks
@@ -67,13 +71,10 @@ def authorize(store, plan: Plan, hours: float) -> str:
     if not 0 < hours <= 24 * 30:
         raise InvalidArgument("hours", "must be more than 0 and at most 720", hours)
     created = now_ms()
-    value = {
-        "schema_version": GOVERNED_AUTHORIZATION,
-        "plan": plan.oid,
-        "created_ms": created,
-        "expires_ms": created + int(hours * 3_600_000),
-    }
-    oid = store.objects.put_record(value)
+    value = ProductionAuthorization(
+        plan=plan.oid, created_ms=created, expires_ms=created + int(hours * 3_600_000)
+    )
+    oid = store.objects.put_record(value.to_value())
     ref = names.governed_authorization(plan.oid)
     store.refs.update(ref, oid, old=store.refs.read(ref), reason="production authorization")
     return oid
@@ -86,9 +87,9 @@ def check_authorized(store, plan: Plan) -> None:
             "the plan is not authorized for production: run 'yyb workflow authorize' first"
         )
     value = store.objects.get_record(oid)
-    if value.get("plan") != plan.oid:
+    if not ProductionAuthorization.holds(value) or value["plan"] != plan.oid:
         raise UsageError("the production authorization is for another plan")
-    if value["expires_ms"] <= now_ms():
+    if ProductionAuthorization.from_stored(value).expires_ms <= now_ms():
         raise UsageError("the plan's production authorization has expired")
 
 
@@ -186,7 +187,7 @@ def _walk(ctx: Context, interrupted, fresh, judge: bool = True) -> list[StepResu
         try:
             if terminal is not None:
                 result.status = "retained"
-                result.terminal_class = ctx.store.objects.get_record(terminal)["class"]
+                result.terminal_class = GovernedTerminal.read(ctx.store.objects, terminal).class_
                 if judge:
                     judge_if_due(ctx, attempt_oid, step, result)
             elif intent_oid is not None:
@@ -252,22 +253,21 @@ def _dispatch_step(
     try:
         the_id = dispatch_id(ctx.plan.oid, attempt_oid, number)
         ref = names.governed_step(ctx.plan.oid, attempt_oid, "intent")
-        intent = {
-            "schema_version": GOVERNED_INTENT,
-            "plan": ctx.plan.oid,
-            "attempt": attempt_oid,
-            "step": step["step"],
-            "dispatch": number,
-            "dispatch_id": the_id,
-            "model": step["model"],
-            "resources": step["policy"]["resources"],
-            "created_ms": now_ms(),
-            "recovery": recovery,
-            "links": {"plan": ctx.plan.oid, "attempt": attempt_oid},
-        }
-        if old is not None:
-            intent["links"]["previous"] = old
-        intent_oid = ctx.store.objects.put_record(intent)
+        intent = GovernedIntent(
+            plan=ctx.plan.oid,
+            attempt=attempt_oid,
+            step=step["step"],
+            dispatch=number,
+            dispatch_id=the_id,
+            model=GovernedModel(**step["model"]),
+            resources=tuple(step["policy"]["resources"]),
+            created_ms=now_ms(),
+            recovery=recovery,
+            links=GovernedIntentLinks(
+                plan=ctx.plan.oid, attempt=attempt_oid, previous=ABSENT if old is None else old
+            ),
+        )
+        intent_oid = ctx.store.objects.put_record(intent.to_value())
         try:
             ctx.store.refs.update(ref, intent_oid, old=old, reason=f"dispatch {number}")
         except RefMismatch:
@@ -353,27 +353,28 @@ def conclude(
         None if done.output is None else secrets.redact(done.output),
     )
     cls, reason, observed = classify(done.envelope, done.exit_code, requested)
-    links = {"plan": ctx.plan.oid, "attempt": attempt_oid, "intent": intent_oid}
-    if done.envelope is not None:
-        links["envelope"] = ctx.store.objects.put("blob", done.envelope)
-    if done.output is not None:
-        links["output"] = ctx.store.objects.put("blob", done.output)
-    terminal = {
-        "schema_version": GOVERNED_TERMINAL,
-        "plan": ctx.plan.oid,
-        "attempt": attempt_oid,
-        "step": step["step"],
-        "dispatch_id": the_id,
-        "class": cls,
-        "reason": reason,
-        "requested": requested,
-        "observed": observed,
-        "exit_code": done.exit_code,
-        "recovered": recovered,
-        "created_ms": stamp,
-        "links": links,
-    }
-    oid = ctx.store.objects.put_record(terminal)
+    links = GovernedTerminalLinks(
+        plan=ctx.plan.oid,
+        attempt=attempt_oid,
+        intent=intent_oid,
+        envelope=ABSENT if done.envelope is None else ctx.store.objects.put("blob", done.envelope),
+        output=ABSENT if done.output is None else ctx.store.objects.put("blob", done.output),
+    )
+    terminal = GovernedTerminal(
+        plan=ctx.plan.oid,
+        attempt=attempt_oid,
+        step=step["step"],
+        dispatch_id=the_id,
+        class_=cls,
+        reason=reason,
+        requested=requested,
+        observed=observed,
+        exit_code=done.exit_code,
+        recovered=recovered,
+        created_ms=stamp,
+        links=links,
+    )
+    oid = ctx.store.objects.put_record(terminal.to_value())
     ctx.store.refs.update(
         names.governed_step(ctx.plan.oid, attempt_oid, "terminal"), oid, old=None, reason=cls
     )
@@ -390,7 +391,7 @@ def judge_if_due(ctx: Context, attempt_oid: str, step: dict, result: StepResult)
     found = judging.newest(ctx.store, ctx.plan, attempt_oid, profile)
     if found is None:
         found = judging.judge_step(ctx.store, ctx.cfg, ctx.plan, attempt_oid, profile)
-    result.judgement = found["verdict"]
+    result.judgement = found.verdict
 
 
 def classify(data: bytes | None, exit_code: int | None, requested: str) -> tuple:
@@ -425,11 +426,10 @@ def recover(ctx: Context) -> list[StepResult]:
 
 
 def _settle(ctx: Context, attempt_oid: str, step: dict, intent_oid: str, result) -> None:
-    intent = ctx.store.objects.get_record(intent_oid)
-    the_id = intent["dispatch_id"]
-    if the_id != dispatch_id(ctx.plan.oid, attempt_oid, intent["dispatch"]):
+    intent = GovernedIntent.read(ctx.store.objects, intent_oid)
+    if intent.dispatch_id != dispatch_id(ctx.plan.oid, attempt_oid, intent.dispatch):
         raise Stopped(f"the intent {intent_oid} does not name this step's dispatch")
-    held = _leases(ctx, attempt_oid, step, intent["dispatch"], result)
+    held = _leases(ctx, attempt_oid, step, intent.dispatch, result)
     try:
         _settle_held(ctx, attempt_oid, step, intent_oid, intent, held, result)
     finally:
@@ -437,9 +437,9 @@ def _settle(ctx: Context, attempt_oid: str, step: dict, intent_oid: str, result)
             lease.release()
 
 
-def _settle_held(ctx, attempt_oid, step, intent_oid, intent, held, result) -> None:
+def _settle_held(ctx, attempt_oid, step, intent_oid, intent: GovernedIntent, held, result) -> None:
     """``_settle`` with the step's resources held from the question to any new dispatch."""
-    the_id = intent["dispatch_id"]
+    the_id = intent.dispatch_id
     try:
         state, done = boundary.status(ctx.cfg.boundary, the_id, ctx.environ)
     except boundary.BoundaryFailure as exc:
@@ -449,27 +449,27 @@ def _settle_held(ctx, attempt_oid, step, intent_oid, intent, held, result) -> No
         return
     if state == "unknown":
         raise Stopped(
-            f"dispatch {intent['dispatch']} ({the_id}) was launched and never completed: what "
+            f"dispatch {intent.dispatch} ({the_id}) was launched and never completed: what "
             "it did to its resources is unknown; a person must check them and decide"
         )
     # never_dispatched or resumable: nothing that could touch a resource started.
     rule = step["policy"]
-    used = intent["dispatch"] - 1
+    used = intent.dispatch - 1
     if not rule["retry_safe"]:
         raise Stopped(
-            f"dispatch {intent['dispatch']} is {state}, but step {step['step']!r} is not "
+            f"dispatch {intent.dispatch} is {state}, but step {step['step']!r} is not "
             "retry-safe in the policy: a person must decide whether to run it again"
         )
     if used >= rule["recovery_budget"]:
         raise Stopped(
-            f"dispatch {intent['dispatch']} is {state}, and the step's recovery budget "
+            f"dispatch {intent.dispatch} is {state}, and the step's recovery budget "
             f"({rule['recovery_budget']}) is spent: a person must decide whether to run it again"
         )
     _dispatch_step(
         ctx,
         attempt_oid,
         step,
-        intent["dispatch"] + 1,
+        intent.dispatch + 1,
         {"after": the_id, "state": state},
         result,
         held,
