@@ -12,6 +12,7 @@ import json
 from yyb.errors import InvalidArgument
 from yyb.evidence import names
 from yyb.evidence.attempt import AttemptHandle, Held
+from yyb.evidence.record import kind_of
 from yyb.evidence.terminal import replay
 from yyb.evidence.verdict import conclude
 
@@ -79,7 +80,7 @@ def timeline(store, handle: AttemptHandle) -> str:
             new = update["new"]
             kind = "-"
             if new is not None:
-                kind = store.objects.get_record(new).get("schema_version", "-")
+                kind = kind_of(store.objects.get_record(new)) or "-"
             events.append((update["time_ms"], leaf, new, kind, update["reason"], oid))
     if handle.terminal is not None:
         terminal = handle.terminal.record
