@@ -363,10 +363,12 @@ def _pending(store, ref: str, old: str | None, place: tuple) -> Held | None:
     if oid is None or not store.objects.contains(oid):
         return None
     receipt = store.objects.get_record(oid)
-    fields = ("plan", "attempt", "profile", "generation")
-    if not Evaluation.holds(receipt) or tuple(map(receipt.get, fields)) != place:
+    if not Evaluation.holds(receipt):
         return None
-    return Held(oid, receipt) if receipt.get("links", {}).get("previous") == old else None
+    found = Evaluation.from_stored(receipt)
+    if (found.plan, found.attempt, found.profile, found.generation) != place:
+        return None
+    return Held(oid, receipt) if (found.links.previous or None) == old else None
 
 
 def _publish(store, ref: str, old: str | None, held: Held, signer) -> None:
