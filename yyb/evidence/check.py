@@ -18,6 +18,7 @@ from yyb.errors import YybError
 from yyb.evidence import chain, names, protect, testpatch
 from yyb.evidence import plan as planned
 from yyb.evidence.attempt import AttemptHandle, Held
+from yyb.evidence.record import kind_of
 from yyb.evidence.records import (
     CASE,
     DETERMINISTIC,
@@ -111,10 +112,10 @@ class AttemptCheck:
             self.fail("unreadable", f"{what} {oid}: {exc}")
             return None
         accepted = (schema,) if isinstance(schema, str) else schema
-        if value.get("schema_version") not in accepted:
+        if kind_of(value) not in accepted:
             self.fail(
                 "wrong-record",
-                f"{what} {oid} is a {value.get('schema_version')}, not a {accepted[-1]}",
+                f"{what} {oid} is a {kind_of(value)}, not a {accepted[-1]}",
             )
             return None
         return value

@@ -22,6 +22,7 @@ import os
 
 from yyb.errors import UsageError
 from yyb.evidence import protect
+from yyb.evidence.kinds.grading import GraderInput, GraderOutput
 from yyb.evidence.records import GRADER_INPUT, GRADER_OUTPUT
 from yyb.grading.invocation import Invocation
 from yyb.grading.outcome import Outcome, SandboxRequest, evaluation_folders, run_sandboxed
@@ -38,7 +39,7 @@ DEFAULT_TIMEOUT_MS = 5 * 60 * 1000
 MAX_OUTPUT = 1 << 20
 
 
-def parse_output(data: bytes | None) -> tuple[dict | None, str | None]:
+def parse_output(data: bytes | None) -> tuple[GraderOutput | None, str | None]:
     """(grader output value, None) or (None, why the output is not usable)."""
     if not data:
         return None, "the grader wrote no verdict to its channel"
@@ -48,12 +49,12 @@ def parse_output(data: bytes | None) -> tuple[dict | None, str | None]:
         value = codec.from_json(data)
     except Exception as exc:  # noqa: BLE001 - any parse failure is the grader's malformed output
         return None, f"the grader output is malformed ({exc})"
-    if value.get("schema_version") != OUTPUT:
+    if not GraderOutput.holds(value):
         return None, f"the grader output is not {OUTPUT}"
     found = schema.problem(value, OUTPUT)
     if found is not None:
         return None, f"the grader output is invalid: {found[0]}: {found[1]}"
-    return value, None
+    return GraderOutput.from_stored(value), None
 
 
 def run(
@@ -61,13 +62,14 @@ def run(
     call: Invocation,
     listing_oid: str,
     patch_oid: str | None,
-    grader_input: dict,
+    header: dict,
     base_listing: str | None = None,
 ) -> Outcome:
     """Run one command evaluator (``call.spec``) on the final workspace named by
     ``listing_oid``, with the tool policy's read-only paths visible (and on its PATH) as a
     candidate has them, and the profile's ``protected_paths`` put back as ``base_listing`` has
-    them."""
+    them. ``header`` (profile, grader id, version, generation, case id) opens the grader
+    input."""
     spec = call.spec
     try:
         tools = sandbox.tool_paths(call.read_only, call.protected)
@@ -95,7 +97,7 @@ def run(
             "output": channel.path,
         }
         patch = store.objects.get(patch_oid).body if patch_oid else b""
-        input_bytes = _write_input(folders, values, grader_input, patch)
+        input_bytes = _write_input(folders, values, header, patch)
         env, _ = build(folders, call.read_only, [], {})
         env.update(
             YYB_GRADER_INPUT=values["input"],
@@ -122,19 +124,19 @@ def _pinned(spec: dict, executable: str, assets: str) -> str | None:
     return problem
 
 
-def _write_input(folders, values: dict[str, str], grader_input: dict, patch: bytes) -> bytes:
+def _write_input(folders, values: dict[str, str], header: dict, patch: bytes) -> bytes:
     """Write the candidate's patch and the grader input document into the control folder;
     returns the document's exact bytes (retained as the evaluation's input)."""
     patch_path = os.path.join(folders.control, "patch.diff")
     with open(patch_path, "wb") as handle:
         handle.write(patch)
-    document = dict(
-        grader_input,
+    document = GraderInput(
+        **header,
         workspace=values["workspace"],
         assets=values["assets"],
         patch_file=patch_path,
         output_file=values["output"],
-    )
+    ).to_value()
     input_bytes = (json.dumps(document, indent=2, sort_keys=True) + "\n").encode()
     with open(values["input"], "wb") as handle:
         handle.write(input_bytes)
@@ -169,16 +171,16 @@ def _verdict(outcome, result: Outcome) -> Outcome:
     value, problem = parse_output(output)
     if problem is not None:
         return result.with_verdict("invalid", problem, "no_verdict")
-    result.details = {"checks": value.get("checks", []), "summary": value.get("summary", "")}
-    if value["passed"] and outcome.exit_code != 0:
+    result.details = {"checks": list(value.checks or ()), "summary": value.summary or ""}
+    if value.passed and outcome.exit_code != 0:
         return result.with_verdict(
             "fail",
             f"the evaluator answered pass but exited with status {outcome.exit_code}; "
             "a pass needs exit status 0",
         )
-    if value["passed"]:
-        return result.with_verdict("pass", value.get("summary") or "the grader passed")
-    return result.with_verdict("fail", value.get("summary") or "the grader failed")
+    if value.passed:
+        return result.with_verdict("pass", value.summary or "the grader passed")
+    return result.with_verdict("fail", value.summary or "the grader failed")
 
 
 def _graded(store, spec: dict, listing_oid: str, base) -> tuple[dict, dict | None]:

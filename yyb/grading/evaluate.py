@@ -18,7 +18,15 @@ from yyb.errors import RefMismatch, UsageError, YybError
 from yyb.evidence import names
 from yyb.evidence import plan as planned
 from yyb.evidence.attempt import AttemptHandle, Held
-from yyb.evidence.records import EVALUATION, EVALUATION_RESULT, JUDGE_INTENT
+from yyb.evidence.kinds.grading import (
+    Evaluation,
+    EvaluationEvaluator,
+    EvaluationLinks,
+    EvaluationResult,
+    JudgeIntent,
+    JudgeIntentLinks,
+)
+from yyb.evidence.record import ABSENT
 from yyb.evidence.terminal import identities as terminal_identities
 from yyb.grading import command, judge, pairwise, testsuite
 from yyb.grading.invocation import Controls, Invocation
@@ -137,9 +145,8 @@ def run_evaluator(
         case = store.objects.get_record(case_oid) if case_oid else None
         return testsuite.run(store, call, case, truth.listing, truth.base_listing(store), header)
     if spec.get("kind") == "command":
-        grader_input = {"schema_version": command.INPUT, **header}
         base_listing = truth.base_listing(store)
-        return command.run(store, call, truth.listing, truth.patch, grader_input, base_listing)
+        return command.run(store, call, truth.listing, truth.patch, header, base_listing)
     seed = "/".join([handle.plan_oid, handle.oid, profile, str(generation)])
     return _judged(store, handle, call, truth, identities, seed, controls.environ)
 
@@ -221,26 +228,26 @@ def evaluate(
     else:
         outcome = run_evaluator(store, handle, profile, truth, identities, generation, controls)
     links = _artifacts(store, handle, truth, outcome, old)
-    receipt = {
-        "schema_version": EVALUATION,
-        "plan": handle.plan_oid,
-        "attempt": handle.oid,
-        "profile": profile,
-        "kind": spec["kind"],
-        "generation": generation,
-        "evaluator": planned.evaluator(spec, profile),
-        "required": spec.get("required", True),
-        "purpose": spec.get("purpose", "correctness"),
-        "verdict": outcome.verdict,
-        "wall_ms": outcome.wall_ms,
-        "judge_cost": outcome.judge_cost,
-        "links": links,
-    }
-    if outcome.verdict == "invalid" and outcome.problem is not None:
-        receipt["problem"] = outcome.problem
-    if outcome.protected is not None:
-        receipt["protected"] = outcome.protected["touched"]
-        links["graded_listing"] = outcome.protected["listing"]
+    protected = outcome.protected
+    if protected is not None:
+        links = replace(links, graded_listing=protected["listing"])
+    invalid = outcome.verdict == "invalid" and outcome.problem is not None
+    receipt = Evaluation(
+        plan=handle.plan_oid,
+        attempt=handle.oid,
+        profile=profile,
+        kind=spec["kind"],
+        generation=generation,
+        evaluator=EvaluationEvaluator.from_stored(planned.evaluator(spec, profile)),
+        required=spec.get("required", True),
+        purpose=spec.get("purpose", "correctness"),
+        verdict=outcome.verdict,
+        wall_ms=outcome.wall_ms,
+        judge_cost=outcome.judge_cost,
+        links=links,
+        problem=outcome.problem if invalid else ABSENT,
+        protected=tuple(protected["touched"]) if protected is not None else ABSENT,
+    ).to_value()
     held = Held(store.objects.put_record(receipt), receipt)
     _publish(store, ref, old, held, controls.signer)
     return held
@@ -248,35 +255,32 @@ def evaluate(
 
 def _artifacts(
     store, handle: AttemptHandle, truth: Truth, outcome: Outcome, old: str | None
-) -> dict:
+) -> EvaluationLinks:
     """Store the evaluation's input, output, log and typed result; the receipt's links to
     them, to what was judged and to the generation before (``old``)."""
-    links = {
-        "plan": handle.plan_oid,
-        "attempt": handle.oid,
-        "manifest": truth.manifest,
-        "input": store.objects.put("blob", outcome.input_bytes),
-    }
-    if truth.evidence:
-        links["evidence"] = truth.evidence
-    if outcome.output_bytes is not None:
-        links["output"] = store.objects.put("blob", outcome.output_bytes)
-    if outcome.log:
-        links["log"] = store.objects.put("blob", outcome.log)
-    result = {
-        "schema_version": EVALUATION_RESULT,
-        "verdict": outcome.verdict,
-        "quality": {"pass": "pass", "fail": "fail"}.get(outcome.verdict, "unknown"),
-        "reason": outcome.reason[:4096],
-        "exit_code": outcome.exit_code,
-        "details": codec.from_json(_json(outcome.details)),
-    }
-    if outcome.signal is not None:
-        result["signal"] = outcome.signal
-    links["result"] = store.objects.put_record(result)
-    if old is not None:
-        links["previous"] = old
-    return links
+    result = EvaluationResult(
+        verdict=outcome.verdict,
+        quality={"pass": "pass", "fail": "fail"}.get(outcome.verdict, "unknown"),
+        reason=outcome.reason[:4096],
+        exit_code=outcome.exit_code,
+        details=codec.from_json(_json(outcome.details)),
+        signal=outcome.signal if outcome.signal is not None else ABSENT,
+    )
+    return EvaluationLinks(
+        plan=handle.plan_oid,
+        attempt=handle.oid,
+        manifest=truth.manifest,
+        input=store.objects.put("blob", outcome.input_bytes),
+        evidence=truth.evidence or ABSENT,
+        output=(
+            store.objects.put("blob", outcome.output_bytes)
+            if outcome.output_bytes is not None
+            else ABSENT
+        ),
+        log=store.objects.put("blob", outcome.log) if outcome.log else ABSENT,
+        result=store.objects.put_record(result.to_value()),
+        previous=old if old is not None else ABSENT,
+    )
 
 
 def _partner(store, handle: AttemptHandle, spec: dict) -> tuple[dict | None, str | None]:
@@ -333,21 +337,19 @@ def _judge_intent(store, handle: AttemptHandle, profile: str, generation: int) -
     held = store.refs.read(ref)
     if held is not None and store.objects.get_record(held).get("generation") == generation:
         return False
-    links = {"plan": plan_oid, "attempt": attempt_oid}
-    if held is not None:
-        links["previous"] = held
-    intent = {
-        "schema_version": JUDGE_INTENT,
-        "plan": plan_oid,
-        "attempt": attempt_oid,
-        "profile": profile,
-        "generation": generation,
-        "created_ms": time.time_ns() // 1_000_000,
-        "links": links,
-    }
+    intent = JudgeIntent(
+        plan=plan_oid,
+        attempt=attempt_oid,
+        profile=profile,
+        generation=generation,
+        created_ms=time.time_ns() // 1_000_000,
+        links=JudgeIntentLinks(
+            plan=plan_oid, attempt=attempt_oid, previous=held if held is not None else ABSENT
+        ),
+    )
     try:
         store.refs.update(
-            ref, store.objects.put_record(intent), old=held, reason=f"judge {generation}"
+            ref, store.objects.put_record(intent.to_value()), old=held, reason=f"judge {generation}"
         )
     except RefMismatch:
         raise GenerationError(profile, attempt_oid, generation, generation + 1) from None
@@ -361,10 +363,12 @@ def _pending(store, ref: str, old: str | None, place: tuple) -> Held | None:
     if oid is None or not store.objects.contains(oid):
         return None
     receipt = store.objects.get_record(oid)
-    fields = ("plan", "attempt", "profile", "generation")
-    if receipt.get("schema_version") != EVALUATION or tuple(map(receipt.get, fields)) != place:
+    if not Evaluation.holds(receipt):
         return None
-    return Held(oid, receipt) if receipt.get("links", {}).get("previous") == old else None
+    found = Evaluation.from_stored(receipt)
+    if (found.plan, found.attempt, found.profile, found.generation) != place:
+        return None
+    return Held(oid, receipt) if (found.links.previous or None) == old else None
 
 
 def _publish(store, ref: str, old: str | None, held: Held, signer) -> None:

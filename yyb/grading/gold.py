@@ -18,12 +18,19 @@ previous validation, which it links as ``previous``. docs/swe-bench.md describes
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 from yyb import cases, signing
 from yyb.errors import UsageError, YybError
 from yyb.evidence import names
 from yyb.evidence import plan as planned
-from yyb.evidence.records import CASE_VALIDATION, GOLD_RUNS
+from yyb.evidence.kinds.plan import (
+    CaseValidation,
+    CaseValidationEvaluator,
+    CaseValidationLinks,
+    CaseValidationRuns,
+)
+from yyb.evidence.records import GOLD_RUNS
 from yyb.grading import collection, testsuite
 from yyb.grading.invocation import Invocation
 from yyb.grading.outcome import Outcome
@@ -103,18 +110,17 @@ def validate(store, config, task_path: str, environ: dict | None = None, cancel=
                 outcome.reason = _unknown_ids(store, spec, record_case, base, box) or outcome.reason
         runs[run] = _run(store, outcome, run, links)
     discriminating = runs["gold"]["verdict"] == "pass" and runs["empty"]["verdict"] == "fail"
-    record = {
-        "schema_version": CASE_VALIDATION,
-        "case_id": case["case_id"],
-        "case_version": case["case_version"],
-        "input_hash": case["input_hash"],
-        "profile": profile,
-        "evaluator": planned.evaluator(spec, profile),
-        "discriminating": discriminating,
-        "reason": _reason(runs, discriminating),
-        "runs": runs,
-        "links": links,
-    }
+    record = CaseValidation(
+        case_id=case["case_id"],
+        case_version=case["case_version"],
+        input_hash=case["input_hash"],
+        profile=profile,
+        evaluator=CaseValidationEvaluator.from_stored(planned.evaluator(spec, profile)),
+        discriminating=discriminating,
+        reason=_reason(runs, discriminating),
+        runs=CaseValidationRuns(gold=runs["gold"], empty=runs["empty"]),
+        links=CaseValidationLinks.from_stored(links),
+    )
     return _publish(store, record, signer)
 
 
@@ -212,22 +218,23 @@ def _reason(runs: dict, discriminating: bool) -> str:
     return f"the empty patch is not a fail ({empty['verdict']}): {empty['reason']}"
 
 
-def _publish(store, record: dict, signer) -> tuple[str, dict]:
+def _publish(store, record: CaseValidation, signer) -> tuple[str, dict]:
     """Store the record, linking the case's previous validation, and move its ref to it,
-    signed first when a key is configured."""
-    ref = names.validation(record["case_id"])
+    signed first when a key is configured; the stored (oid, value)."""
+    ref = names.validation(record.case_id)
     old = store.refs.read(ref)
     if old is not None:
-        record["links"]["previous"] = old
-    oid = store.objects.put_record(record)
+        record = replace(record, links=replace(record.links, previous=old))
+    value = record.to_value()
+    oid = store.objects.put_record(value)
 
     def seal() -> None:
         if signer is not None:
             signing.sign(store, oid, signer)
 
-    verdict = "discriminating" if record["discriminating"] else "not discriminating"
+    verdict = "discriminating" if record.discriminating else "not discriminating"
     store.refs.update(ref, oid, old=old, reason=f"gold validation: {verdict}", before_move=seal)
-    return oid, record
+    return oid, value
 
 
 def _json(value) -> str:

@@ -16,7 +16,8 @@ from yyb.errors import UsageError
 from yyb.evidence import names
 from yyb.evidence.attempt import AttemptHandle
 from yyb.evidence.check import AttemptCheck, check_attempt
-from yyb.evidence.records import DETERMINISTIC, REEVALUATION_PASS
+from yyb.evidence.kinds.grading import ReevaluationPass, ReevaluationPassLinks
+from yyb.evidence.records import DETERMINISTIC
 from yyb.evidence.terminal import gradeable, identities
 from yyb.evidence.verdict import conclude
 from yyb.grading import evaluate
@@ -132,15 +133,14 @@ def _goals(
         goals[attempt_oid] = handle.next_generation(profile)
     if request.dry_run or not goals:
         return goals, None
-    record = {
-        "schema_version": REEVALUATION_PASS,
-        "plan": plan_oid,
-        "profile": profile,
-        "verb": verb,
-        "goals": goals,
-        "links": {"plan": plan_oid},
-    }
-    oid = store.objects.put_record(record)
+    record = ReevaluationPass(
+        plan=plan_oid,
+        profile=profile,
+        verb=verb,
+        goals=goals,
+        links=ReevaluationPassLinks(plan=plan_oid),
+    )
+    oid = store.objects.put_record(record.to_value())
     store.refs.update(ref, oid, old=None, reason=f"{verb} pass started")
     return goals, oid
 

@@ -17,11 +17,11 @@ from yyb.evidence import check as verify
 from yyb.evidence import cost, experiment, invalidity
 from yyb.evidence import plan as planned
 from yyb.evidence.attempt import AttemptHandle
+from yyb.evidence.kinds.plan import ExperimentPlan
 from yyb.evidence.records import (
     COST_COMPLETENESS,
     INVALIDITY_CAUSES,
     PAIRWISE_BOTH_ORDERS,
-    PLAN,
     VALID_CLASSES,
 )
 from yyb.evidence.terminal import gradeable
@@ -453,7 +453,7 @@ def build(
         UsageError: ``plan_oid`` is not an experiment plan in the store.
     """
     plan = store.objects.get_record(plan_oid)
-    if plan.get("schema_version") != PLAN:
+    if not ExperimentPlan.holds(plan):
         raise UsageError(f"{plan_oid} is not an experiment plan")
     plan, findings = experiment.check_plan(store, plan_oid, plan)
     facts, more, complete = gather(store, plan_oid, plan, version, thorough=verify_objects)

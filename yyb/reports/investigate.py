@@ -12,6 +12,8 @@ import json
 from yyb.errors import InvalidArgument
 from yyb.evidence import names
 from yyb.evidence.attempt import AttemptHandle, Held
+from yyb.evidence.kinds.grading import Evaluation, EvaluationResult
+from yyb.evidence.record import ABSENT, kind_of
 from yyb.evidence.terminal import replay
 from yyb.evidence.verdict import conclude
 
@@ -79,7 +81,7 @@ def timeline(store, handle: AttemptHandle) -> str:
             new = update["new"]
             kind = "-"
             if new is not None:
-                kind = store.objects.get_record(new).get("schema_version", "-")
+                kind = kind_of(store.objects.get_record(new)) or "-"
             events.append((update["time_ms"], leaf, new, kind, update["reason"], oid))
     if handle.terminal is not None:
         terminal = handle.terminal.record
@@ -158,40 +160,44 @@ def _replay(store, handle: AttemptHandle, execution_oid: str | None) -> tuple[st
     return replay(facts, [_linked(store, handle, oid) for oid in linked])
 
 
+def _generation_lines(store, profile: str, oid: str, receipt: Evaluation, each: int) -> list[str]:
+    """One evaluation generation: its verdict, its result, its log and output tails."""
+    ev, links = receipt.evaluator, receipt.links
+    lines = [
+        f"{profile} generation {receipt.generation}: {receipt.verdict} "
+        f"(evaluator {ev.id}@{ev.version}, {receipt.wall_ms} ms) receipt {oid}"
+    ]
+    if links.result:
+        result = EvaluationResult.read(store.objects, links.result)
+        lines.append(f"  reason: {result.reason}")
+        ended = f"  exit status: {result.exit_code}"
+        if result.signal is not ABSENT:
+            ended += f" (killed by signal {result.signal})"
+        lines.append(ended)
+        lines += _checks(result.details.get("checks") or [])
+    if receipt.problem:
+        lines.append(f"  invalid because: {receipt.problem}")
+    if links.log:
+        tail = store.objects.get(links.log).body[-each:]
+        lines.append(f"  log {links.log} (last {len(tail)} bytes):")
+        lines += ["    " + line for line in tail.decode(errors="replace").splitlines()]
+    if links.output:
+        body = bound(store.objects.get(links.output).body, each)
+        lines.append(f"  output {links.output}:")
+        lines += ["    " + line for line in body.decode(errors="replace").splitlines()]
+    else:
+        lines.append("  no grader output retained")
+    return lines
+
+
 def grader_answer(store, handle: AttemptHandle, each: int) -> str:
     """Each evaluation generation's verdict and its grader output (``each`` bytes at most)."""
     lines = []
     histories = handle.histories()
     for profile in sorted(handle.plan["evaluators"]["catalog"]):
-        for oid, receipt in handle.generations(profile):
-            ev = receipt["evaluator"]
-            lines.append(
-                f"{profile} generation {receipt['generation']}: {receipt['verdict']} "
-                f"(evaluator {ev['id']}@{ev['version']}, {receipt['wall_ms']} ms) receipt {oid}"
-            )
-            result = receipt["links"].get("result")
-            if result:
-                value = store.objects.get_record(result)
-                lines.append(f"  reason: {value['reason']}")
-                ended = f"  exit status: {value['exit_code']}"
-                if value.get("signal") is not None:
-                    ended += f" (killed by signal {value['signal']})"
-                lines.append(ended)
-                lines += _checks(value.get("details", {}).get("checks") or [])
-            if receipt.get("problem"):
-                lines.append(f"  invalid because: {receipt['problem']}")
-            log = receipt["links"].get("log")
-            if log:
-                tail = store.objects.get(log).body[-each:]
-                lines.append(f"  log {log} (last {len(tail)} bytes):")
-                lines += ["    " + line for line in tail.decode(errors="replace").splitlines()]
-            output = receipt["links"].get("output")
-            if output:
-                body = bound(store.objects.get(output).body, each)
-                lines.append(f"  output {output}:")
-                lines += ["    " + line for line in body.decode(errors="replace").splitlines()]
-            else:
-                lines.append("  no grader output retained")
+        for oid, value in handle.generations(profile):
+            receipt = Evaluation.from_stored(value)  # the chain's history proved its kind
+            lines += _generation_lines(store, profile, oid, receipt, each)
     if not histories:
         return f"attempt {handle.oid}: no evaluation retained\n"
     verdict, reason = conclude(histories)

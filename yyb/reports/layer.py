@@ -14,14 +14,15 @@ verdict stays the same.
 from __future__ import annotations
 
 from yyb.evidence import names
-from yyb.evidence.records import REPORT_LAYER, REPORT_ROWS
+from yyb.evidence.kinds.report import ReportLayer, ReportRows
+from yyb.evidence.record import Record, kind_of
 from yyb.store import heap
 from yyb.store.objects import codec
 from yyb.store.objects.format import hash_object
 from yyb.store.objects.store import record_body
 
-LAYER = REPORT_LAYER
-ROWS = REPORT_ROWS
+LAYER = ReportLayer.schema_version
+ROWS = ReportRows.schema_version
 PART_SIZE = 1000
 
 
@@ -86,14 +87,17 @@ def evidence_links(terminals, evidence, evaluations, links: dict | None = None) 
     return links
 
 
-def parts(kind: str, field: str, items: list, links_of, fixed: dict | None = None) -> list[dict]:
-    """Part records of ``kind``: ``items`` in order, PART_SIZE to a record under
-    ``field``, each with the links ``links_of(its items)`` and the ``fixed`` fields."""
+def parts(
+    kind: type[Record], field: str, items: list, links_of, fixed: dict | None = None
+) -> list[dict]:
+    """The values of part records of the class ``kind``: ``items`` in order, PART_SIZE to a
+    record under ``field``, each with the links ``links_of(its items)`` and the ``fixed``
+    fields."""
     records = []
     for start in range(0, len(items), PART_SIZE):
         part = items[start : start + PART_SIZE]
-        value = {"schema_version": kind, **(fixed or {}), field: part, "links": links_of(part)}
-        records.append(value)
+        fields = {**(fixed or {}), field: tuple(part), "links": links_of(part)}
+        records.append(kind(**fields).to_value())
     return records
 
 
@@ -108,7 +112,7 @@ def rows_records(plan_oid: str, rows: list[dict]) -> list[dict]:
             {"plan": plan_oid},
         )
 
-    return parts(ROWS, "rows", rows, links_of, {"plan": plan_oid})
+    return parts(ReportRows, "rows", rows, links_of, {"plan": plan_oid})
 
 
 def put_parts(store, records: list[dict]) -> list[str]:
@@ -128,14 +132,13 @@ def record(plan_oid: str, report: dict, rows: list[str]) -> dict:
     links: dict = {"plan": plan_oid}
     if rows:
         links["rows"] = rows
-    return {
-        "schema_version": LAYER,
-        "plan": plan_oid,
-        "grader_version": report["grader_version"],
-        "status": report["status"],
-        "report": {key: value for key, value in report.items() if key != "attempts"},
-        "links": links,
-    }
+    return ReportLayer(
+        plan=plan_oid,
+        grader_version=report["grader_version"],
+        status=report["status"],
+        report={key: value for key, value in report.items() if key != "attempts"},
+        links=links,
+    ).to_value()
 
 
 @heap.without_gc
@@ -181,7 +184,7 @@ def append_layer(
     it (docs/audit.md); a layer whose move a crash cut short (while signing it) is published
     first, as it was, and ``value`` then follows it.
     """
-    pending = _pending(store, ref, head, value["schema_version"])
+    pending = _pending(store, ref, head, kind_of(value))
     if pending is not None:
         _move(store, ref, head, pending, "finish an interrupted report layer", signer)
         head, current = pending, None
@@ -207,7 +210,7 @@ def _pending(store, ref: str, head: str | None, kind: str) -> str | None:
     if oid is None or not store.objects.contains(oid):
         return None
     record = store.objects.get_record(oid)
-    if record.get("schema_version") != kind or record["links"].get("previous") != head:
+    if kind_of(record) != kind or record["links"].get("previous") != head:
         return None
     return oid
 

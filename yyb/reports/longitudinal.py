@@ -13,15 +13,16 @@ import hashlib
 from itertools import combinations
 
 from yyb.evidence import names
+from yyb.evidence.kinds.plan import ExperimentPlan
+from yyb.evidence.kinds.report import LongitudinalCohorts, LongitudinalLayer
 from yyb.evidence.plan import bytes_hash, first_generation_profiles
-from yyb.evidence.records import LONGITUDINAL_COHORTS as COHORTS
-from yyb.evidence.records import LONGITUDINAL_LAYER as LONGITUDINAL
-from yyb.evidence.records import PLAN as EXPERIMENT
 from yyb.reports import build
 from yyb.store import fanout, heap
 from yyb.store.objects import codec
 
 LONGITUDINAL_REF = names.LONGITUDINAL
+LONGITUDINAL = LongitudinalLayer.schema_version
+COHORTS = LongitudinalCohorts.schema_version
 # The key's parts, in the order the report shows them.
 PARTS = (
     "case",
@@ -173,7 +174,7 @@ def plans(store) -> list[str]:
         if oid is None:
             continue
         record = store.objects.get_record(oid)
-        if record.get("schema_version") == EXPERIMENT and oid not in found:
+        if ExperimentPlan.holds(record) and oid not in found:
             found.append(oid)
     return sorted(found)
 
@@ -348,11 +349,11 @@ def store_layer(
     links: dict = {}
     if report["plans"]:
         links["plans"] = sorted(report["plans"])
-    cohorts = put_parts(store, parts(COHORTS, "cohorts", report["cohorts"], links_of))
+    cohorts = put_parts(store, parts(LongitudinalCohorts, "cohorts", report["cohorts"], links_of))
     if cohorts:
         links["cohorts"] = cohorts
     summary = {key: value for key, value in report.items() if key != "cohorts"}
-    value = {"schema_version": LONGITUDINAL, "report": summary, "links": links}
+    value = LongitudinalLayer(report=summary, links=links).to_value()
     return append_layer(
         store, LONGITUDINAL_REF, head, value, "longitudinal report layer", signer=signer
     )

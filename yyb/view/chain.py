@@ -19,7 +19,8 @@ from yyb.evidence import names
 from yyb.evidence.attempt import AttemptHandle, NotInPlan
 from yyb.evidence.chain import MAX_GENERATIONS, profiles
 from yyb.evidence.check import checked as check_chain
-from yyb.evidence.records import PLAN
+from yyb.evidence.kinds.plan import ExperimentPlan
+from yyb.evidence.record import kind_of
 from yyb.store.fsck import Finding
 from yyb.store.objects.format import is_oid
 from yyb.view.verify import Signature, Verification, signature, verify
@@ -102,8 +103,8 @@ def read_plan(store, plan_oid: str) -> dict:
         plan = store.objects.get_record(plan_oid)
     except YybError as exc:
         raise NotInStore(f"plan {plan_oid}: {exc}") from None
-    if plan.get("schema_version") != PLAN:
-        raise NotInStore(f"{plan_oid} is a {plan.get('schema_version')}, not an experiment plan")
+    if not ExperimentPlan.holds(plan):
+        raise NotInStore(f"{plan_oid} is a {kind_of(plan)}, not an experiment plan")
     return plan
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from yyb.errors import YybError
 from yyb.evidence import names
-from yyb.evidence.records import LONGITUDINAL_LAYER, LONGITUDINAL_LAYER_V2, PLAN
+from yyb.evidence.kinds.plan import ExperimentPlan
+from yyb.evidence.kinds.report import LongitudinalLayer, LongitudinalLayerV2
 from yyb.reports import layer as layers_of
 from yyb.reports.render import rate_text
 from yyb.store.objects.format import is_oid
@@ -38,7 +39,7 @@ def home(store) -> tuple[str, Markup]:
         except YybError as exc:
             rows.append([oid(plan_oid), badge("FAILED", "bad"), str(exc), "", "", ""])
             continue
-        if plan.get("schema_version") != PLAN:
+        if not ExperimentPlan.holds(plan):
             continue
         head = _read(store, names.report(plan_oid))
         layer = _record(store, head)
@@ -309,7 +310,7 @@ def longitudinal(store) -> tuple[str, Markup]:
         return "longitudinal", join([el("h1", "Longitudinal report"), body])
     check = verify(store, head)
     layer = check.value or {}
-    if layer.get("schema_version") not in (LONGITUDINAL_LAYER, LONGITUDINAL_LAYER_V2):
+    if not (LongitudinalLayer.holds(layer) or LongitudinalLayerV2.holds(layer)):
         what = f"{names.LONGITUDINAL} names {head}, which is not a longitudinal layer"
         return "longitudinal", join(
             [el("h1", "Longitudinal report"), el("p", what), status.table_of([check])]

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from yyb.errors import YybError
+from yyb.evidence.record import kind_of
 from yyb.store.fsck import inspect
 from yyb.store.objects import codec
 from yyb.store.objects.format import MAX_RECORD, is_oid, split
@@ -73,7 +74,7 @@ def verify(store, oid: str, chain_problems: Iterable[str] = ()) -> Verification:
             result.results[check] = NOT_APPLICABLE
     result.value = found.value if found.value is not None else _unproved(store, oid, found.kind)
     if isinstance(result.value, dict):
-        version = result.value.get("schema_version")
+        version = kind_of(result.value)
         result.schema_version = version if isinstance(version, str) else None
         result.links = _links(result.value)
     problems = list(chain_problems)
