@@ -8,8 +8,6 @@ import click
 
 from yyb.cli.context import open_store, plan_option
 from yyb.cli.plans import plan_oid as resolve_plan
-from yyb.errors import UsageError
-from yyb.evidence import records
 
 
 @click.command("investigate")
@@ -43,17 +41,9 @@ def investigate(ctx, plan_name, attempt_name, show, max_bytes):
     grader: each evaluation generation's verdict and output; patch: its diff; outputs: the
     candidate's stdout and stderr.
     """
-    from yyb.evidence.attempt import AttemptHandle
     from yyb.reports import investigate as answers
 
     plan_oid = resolve_plan(ctx, plan_name)
     store = open_store(ctx)
-    if not store.objects.contains(plan_oid):
-        raise UsageError(f"plan {plan_oid} is not in the store {store.path}")
-    plan = store.objects.get_record(plan_oid)
-    if plan.get("schema_version") != records.PLAN:
-        raise UsageError(f"{plan_name} is not an experiment plan")
-    attempt_oid = answers.resolve_attempt(plan, attempt_name)
-    handle = AttemptHandle.read(store, plan_oid, attempt_oid, plan)
-    sys.stdout.buffer.write(answers.answer(store, handle, show, max_bytes))
+    sys.stdout.buffer.write(answers.investigate(store, plan_oid, attempt_name, show, max_bytes))
     return 0

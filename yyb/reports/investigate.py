@@ -13,6 +13,7 @@ from yyb.errors import InvalidArgument
 from yyb.evidence import names
 from yyb.evidence.attempt import AttemptHandle, Held
 from yyb.evidence.kinds.grading import Evaluation, EvaluationResult
+from yyb.evidence.kinds.plan import ExperimentPlan
 from yyb.evidence.record import ABSENT, kind_of
 from yyb.evidence.terminal import replay
 from yyb.evidence.verdict import conclude
@@ -266,3 +267,20 @@ def answer(store, handle: AttemptHandle, show: str, max_bytes: int) -> bytes:
     else:
         raise InvalidArgument("show", f"{show}: choose one of {', '.join(SHOWS)}", show)
     return bound(data, max_bytes)
+
+
+def investigate(store, plan_oid: str, attempt_name: str, show: str, max_bytes: int) -> bytes:
+    """The answer to ``show`` about the plan's attempt named ``attempt_name`` (its oid, an
+    unambiguous prefix of it, or its ordinal), read from retained evidence only.
+
+    Raises:
+        InvalidArgument: no such plan in the store, not an experiment plan, or no such attempt.
+    """
+    if not store.objects.contains(plan_oid):
+        raise InvalidArgument("plan", f"{plan_oid} is not in the store {store.path}", plan_oid)
+    plan = store.objects.get_record(plan_oid)
+    if not ExperimentPlan.holds(plan):
+        raise InvalidArgument("plan", f"{plan_oid} is not an experiment plan", plan_oid)
+    attempt_oid = resolve_attempt(plan, attempt_name)
+    handle = AttemptHandle.read(store, plan_oid, attempt_oid, plan)
+    return answer(store, handle, show, max_bytes)
