@@ -7,7 +7,8 @@ module names it last, under ``yyb.`` (tests/test_errors.py compares the drawing 
     ├── UsageError                  exit 2  the request itself is malformed (bad input)
     │   ├── FieldError              exit 2  an input document refused for one of its fields
     │   │   ├── CaseError           exit 2  a task that is not a valid case  [cases]
-    │   │   └── InstanceError       exit 2  an unimportable SWE-bench instance  [swebench.instances]
+    │   │   ├── InstanceError       exit 2  an unimportable SWE-bench instance  [swebench.instances]
+    │   │   └── EnvironmentSpecError exit 2  an environment spec or image that cannot be used
     │   ├── InvalidArgument         exit 2  a value passed that a parameter refuses
     │   ├── InvalidOid              exit 2  not a (possibly abbreviated) hex object id
     │   ├── AmbiguousOid            exit 2  an abbreviation matches several objects
@@ -37,6 +38,8 @@ module names it last, under ``yyb.`` (tests/test_errors.py compares the drawing 
     │   └── PackError               exit 1  a pack or index that fails a check  [store.objects.pack]
     ├── CorruptBundle               exit 1  a bundle whose bytes fail a check (hash, length, end)
     ├── UnsafeListing               exit 1  a file listing naming a path outside its folder
+    ├── EnvironmentMismatch         exit 1  a built environment that differs from its manifest
+    ├── EnvironmentBuildFailed      exit 1  a step of an environment's build failed
     ├── BadSignature                exit 1  a signature that does not verify, or no trusted one
     ├── RefError                    exit 1  a ref that cannot be read or moved as asked
     │   ├── RefLocked               exit 1  another writer holds (or a crash left) `<ref>.lock`
@@ -341,4 +344,31 @@ class StoreIOError(YybError):
     def __init__(self, path: str, reason: str):
         super().__init__(f"cannot write {path}: {reason}")
         self.path = path
+        self.reason = reason
+
+
+class EnvironmentSpecError(FieldError):
+    """An environment spec, or the image or tree it names, that yyb cannot use: ``where`` is
+    the spec (or image) and ``field`` the part refused (docs/environments.md)."""
+
+
+class EnvironmentMismatch(YybError):
+    """A built environment whose files are not the ones its manifest names: ``path`` is the
+    first file found changed, added or missing (a path inside the environment's root)."""
+
+    def __init__(self, environment: str, path: str, reason: str):
+        super().__init__(f"environment {environment}: {path}: {reason} (rebuild it: yyb env build)")
+        self.environment = environment
+        self.path = path
+        self.reason = reason
+
+
+class EnvironmentBuildFailed(YybError):
+    """A step of an environment's build failed; nothing of the build was kept. ``step`` names
+    the step (``download``, ``requirements``, ``install``, ``mmdebstrap``, ``unpack``...)."""
+
+    def __init__(self, environment: str, step: str, reason: str):
+        super().__init__(f"environment {environment}: step {step} failed: {reason}")
+        self.environment = environment
+        self.step = step
         self.reason = reason
