@@ -218,8 +218,10 @@ def input_hash(identity: dict) -> str:
         "task_hash",
         "wiki",
     )
-    # A case with hidden tests has them in its identity; one without hashes as before.
+    # A case with hidden tests has them in its identity, and one declaring an environment its
+    # spec's oid; one without either hashes as before.
     keys += ("tests",) if identity.get("tests") else ()
+    keys += ("environment",) if identity.get("environment") else ()
     return sha256(codec.encode({k: identity[k] for k in keys}))
 
 
@@ -283,6 +285,9 @@ def validate(task: Task, config: Config) -> dict:
             "pass_to_pass": tests["pass_to_pass"],
             "test_patch_sha256": tests["test_patch_sha256"],
         }
+    declared = environment_of(task)
+    if declared is not None:
+        identity["environment"] = declared.oid
     identity["input_hash"] = input_hash(identity)
     return {
         "schema_version": CASE_SCHEMA,
@@ -290,6 +295,24 @@ def validate(task: Task, config: Config) -> dict:
         "tags": fields["tags"],
         **identity,
     }
+
+
+def environment_of(task: Task):
+    """The environment spec ``fields.benchmark.environment`` names (a path relative to the
+    task file), read and checked (yyb/evidence/environment.py); None when it names none.
+
+    Raises:
+        CaseError: the field is not a path.
+        EnvironmentSpecError: the spec cannot be used.
+    """
+    given = task.front.get("fields", {}).get("benchmark", {}).get("environment")
+    if given is None:
+        return None
+    if not isinstance(given, str) or not given:
+        raise CaseError(task.path, "fields.benchmark.environment", "must be a spec file's path")
+    from yyb.evidence import environment
+
+    return environment.load(os.path.join(os.path.dirname(os.path.abspath(task.path)), given))
 
 
 def load_case(path: str, config: Config) -> tuple[Task, dict]:

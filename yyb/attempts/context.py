@@ -83,6 +83,9 @@ class RunContext:
     # Where candidates run (a receipt's ``executor``) and what the sandbox probe verified there.
     executor: dict = field(default_factory=lambda: local_executor())
     sandbox_verified: list[str] = field(default_factory=list)
+    # The plan's built environments (harness.environments.build.Ready), by spec oid, each
+    # checked against its manifest before anything was dispatched.
+    environments: dict[str, Any] = field(default_factory=dict)
 
     @property
     def harness(self) -> dict:
@@ -106,6 +109,14 @@ class RunContext:
         from yyb.harness.sandbox import tool_paths
 
         return tool_paths(self.plan["tool_policy"]["read_only_paths"], self.protected())
+
+    def environment(self, case: dict | None):
+        """The built environment ``case`` runs in (build.Ready), None for the host's."""
+        if case is None or "environment" not in case:
+            return None
+        if case["environment"] not in self.environments:
+            self.environments = pinned_environments(self.store, self.plan)
+        return self.environments[case["environment"]]
 
     def ref(self, attempt_oid: str, leaf: names.Leaf) -> str:
         return names.attempt(self.plan_oid, attempt_oid, leaf)
@@ -152,6 +163,20 @@ def authorize(store, plan_oid: str, plan: dict, offline: bool = False) -> None:
     grant.check(store.objects.get_record(grant_oid), plan_oid, plan, grant.now_ms())
 
 
+def pinned_environments(store, plan: dict, full: bool = False) -> dict[str, Any]:
+    """The plan's environments, by spec oid, each found built here and checked.
+
+    Raises:
+        EnvironmentMismatch: one is not built here, or differs from its manifest.
+    """
+    from yyb.harness.environments import build
+
+    found = {}
+    for pin in plan.get("environments", ()):
+        found[pin["spec"]] = build.pinned(store, pin["environment"], full)
+    return found
+
+
 def prepare(
     store,
     config,
@@ -172,6 +197,8 @@ def prepare(
         UnsafeToolPath: a read-only tool path would expose a protected root.
         GrantError: the plan has a budget and no grant authorizes it.
         UsageError: the harness executable, a secret or the named signing key is missing.
+        EnvironmentMismatch: an environment of the plan is not built here or differs from
+            its manifest.
     """
     from yyb.harness import adapters, sandbox
 
@@ -214,6 +241,7 @@ def prepare(
         signer=signing.configured_signer(environ),
         offline=offline,
         sandbox_verified=verified,
+        environments=pinned_environments(store, plan),
     )
     context.tools()  # a tool path that would expose a protected root: refused now
     return context

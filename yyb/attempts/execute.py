@@ -7,12 +7,13 @@ from the execution record instead of dispatching again.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 
 from yyb.attempts.dispatch import inputs
 from yyb.errors import UsageError, YybError
-from yyb.evidence import cost
+from yyb.evidence import cost, environment
 from yyb.evidence import plan as planned
 from yyb.evidence.kinds.attempt import (
     CandidateCost,
@@ -150,11 +151,14 @@ def _run(ctx, attempt_oid, intent_oid, folders, mine, held, snap, bounds) -> tup
     model = attempt["model"]["resolved"]
     workflow_plan = ctx.plan.get("workflow", {})
     channel = envelope.channel()
+    case, _, _ = inputs(ctx, attempt)
+    ready = ctx.environment(case)
+    shown = ready.workspace if ready is not None else folders.workspace
     try:
         argv = adapters.invocation(
             ctx.harness,
             model,
-            adapters.Places(folders.workspace, folders.control, channel.path, mine.control),
+            adapters.Places(shown, folders.control, channel.path, mine.control),
             prompt,
             adapters.Workflow(
                 workflow,
@@ -165,12 +169,17 @@ def _run(ctx, attempt_oid, intent_oid, folders, mine, held, snap, bounds) -> tup
         read_only = ctx.plan["tool_policy"]["read_only_paths"]
         env, policy = build(folders, read_only, sorted(ctx.secrets), ctx.secrets)
         env[envelope.FD_ENV] = str(channel.fd)
+        if ready is not None:
+            env.update(ready.view().variables)
         ceiling = planned.ceiling(attempt)
         if ceiling is not None:
             env[CEILING_ENV] = str(ceiling)
         policy["variables"] = sorted(env)
         network, _ = confinement(ctx.plan)  # the limits are bounds, resolved above
         receipt = _receipt(ctx, snap, network, bounds, policy, intent_oid, base_listing)
+        if ready is not None:
+            pin = environment.identity_of(ready)
+            receipt = dataclasses.replace(receipt, built_environment=pin)
         links["receipt"] = store.objects.put_record(receipt.to_value())
         box = sandbox.Sandbox(
             writable=[folders.workspace, *folders.private()],
@@ -181,6 +190,8 @@ def _run(ctx, attempt_oid, intent_oid, folders, mine, held, snap, bounds) -> tup
             limits=bounds,
             disk=held,
         )
+        if ready is not None:
+            box = ready.place(box, folders.workspace)
         outcome, resources = box.run(
             argv, env, ctx.plan["timeout_ms"], ctx.cancel, mine.root, pass_fds=(channel.fd,)
         )

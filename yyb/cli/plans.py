@@ -13,6 +13,11 @@ from yyb.errors import UsageError
 from yyb.evidence import names
 
 
+def progress_line(text: str) -> None:
+    """A long step's progress, one line on stderr (an environment's build)."""
+    click.echo(f"environment: {text}", err=True)
+
+
 @click.command("init")
 @click.option("--stdout", "to_stdout", is_flag=True, help="Print the configuration instead.")
 def init(to_stdout):
@@ -176,7 +181,10 @@ def plan(
     config = load_config(ctx)
     planfile.check_output_free(output)
     if tasks:
-        built = build.task_plan(config, list(tasks), models, attempts, max_usd)
+        from yyb.evidence import environment
+
+        resolve = environment.resolver(lambda: open_store(ctx, create=True), progress_line)
+        built = build.task_plan(config, list(tasks), models, attempts, max_usd, resolve)
     else:
         built = build.workflow_plan(
             config, workflow, models, attempts, controlled_model_variable, list(variables)

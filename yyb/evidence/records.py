@@ -12,6 +12,8 @@ from typing import Literal, get_args
 # envelopes, the store's ref updates and checkpoints); they are named here too so that this is
 # the one list.
 from yyb.harness.envelope import ENVELOPE  # noqa: F401
+from yyb.harness.environments import ENVIRONMENT  # noqa: F401
+from yyb.harness.environments import SPEC as ENVIRONMENT_SPEC  # noqa: F401
 from yyb.harness.manifest import LISTING, MANIFEST  # noqa: F401
 from yyb.store.log.checkpoint import CHECKPOINT  # noqa: F401
 from yyb.store.refs.store import REF_UPDATE  # noqa: F401

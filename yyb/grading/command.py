@@ -21,7 +21,7 @@ import json
 import os
 
 from yyb.errors import UsageError
-from yyb.evidence import protect
+from yyb.evidence import environment, protect
 from yyb.evidence.kinds.grading import GraderInput, GraderOutput
 from yyb.evidence.records import GRADER_INPUT, GRADER_OUTPUT
 from yyb.grading.invocation import Invocation
@@ -90,13 +90,16 @@ def run(
         )
         channel = Channel(MAX_OUTPUT)
         held.callback(channel.collect)
+        ready = call.environment
         values = {
-            "workspace": folders.workspace,
+            "workspace": ready.workspace if ready is not None else folders.workspace,
             "assets": assets,
             "input": os.path.join(folders.control, "grader-input.json"),
             "output": channel.path,
         }
         patch = store.objects.get(patch_oid).body if patch_oid else b""
+        if ready is not None:
+            header = dict(header, environment=environment.identity_of(ready))
         input_bytes = _write_input(folders, values, header, patch)
         env, _ = build(folders, call.read_only, [], {})
         env.update(
@@ -105,9 +108,13 @@ def run(
             YYB_GRADER_OUTPUT_FD=str(channel.fd),
             YYB_GRADER_ASSETS=assets,
         )
+        if ready is not None:
+            env.update(ready.view().variables)
         argv = [executable] + [_fill(a, values) for a in spec.get("argv", [])]
         timeout_ms = spec.get("timeout_ms", DEFAULT_TIMEOUT_MS)
-        request = SandboxRequest(argv, env, timeout_ms, tools, call.protected, call.cancel, mount)
+        request = SandboxRequest(
+            argv, env, timeout_ms, tools, call.protected, call.cancel, mount, ready
+        )
         outcome, result = run_sandboxed(folders, request, channel, input_bytes, protected_record)
         return _verdict(outcome, result)
 

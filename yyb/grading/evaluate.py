@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from yyb.errors import RefMismatch, UsageError, YybError
-from yyb.evidence import names
+from yyb.evidence import environment, names
 from yyb.evidence import plan as planned
 from yyb.evidence.attempt import AttemptHandle, Held
 from yyb.evidence.kinds.grading import (
@@ -140,9 +140,14 @@ def run_evaluator(
             "generation": generation,
             "case_id": attempt.get("case_id"),
         }
+    case_oid = attempt.get("links", {}).get("case")
+    case = store.objects.get_record(case_oid) if case_oid else None
+    if spec.get("kind") in ("tests", "command") and case is not None and case.get("environment"):
+        try:
+            call = replace(call, environment=environment.pinned_for(store, plan, case))
+        except YybError as exc:
+            return Outcome.invalid(f"the case's environment cannot be used: {exc}")
     if spec.get("kind") == "tests":
-        case_oid = attempt.get("links", {}).get("case")
-        case = store.objects.get_record(case_oid) if case_oid else None
         return testsuite.run(store, call, case, truth.listing, truth.base_listing(store), header)
     if spec.get("kind") == "command":
         base_listing = truth.base_listing(store)

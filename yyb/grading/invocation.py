@@ -41,6 +41,8 @@ class Invocation:
         cancel: the run's cancel event.
         harness: a judge's harness config (None for other kinds).
         secrets: a judge's secrets, name -> value, redacted from what it answers.
+        environment: the built environment the case runs in (harness.environments.build.
+            Ready), None for the host's OS folders.
     """
 
     spec: dict
@@ -49,3 +51,4 @@ class Invocation:
     cancel: threading.Event | None = None
     harness: dict | None = None
     secrets: Mapping[str, str] = field(default_factory=dict)
+    environment: Any = None

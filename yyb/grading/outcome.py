@@ -74,6 +74,7 @@ class SandboxRequest:
         protected: roots hidden from it.
         cancel: the run's cancel event.
         overlay: the workspace's overlay mount (harness/overlay.py), when it is one.
+        environment: the built environment it runs on (build.Ready), None for the host's.
     """
 
     argv: list[str]
@@ -83,6 +84,7 @@ class SandboxRequest:
     protected: list[str]
     cancel: Any = None
     overlay: Any = None
+    environment: Any = None
 
 
 def run_sandboxed(
@@ -112,6 +114,8 @@ def run_sandboxed(
         limits=limits.resolve(None),
         overlay=request.overlay,
     )
+    if request.environment is not None:
+        box = request.environment.place(box, folders.workspace)
     try:
         # The evaluation's folder is removed once the run is over and nothing in it is read
         # (its answer came through the channel): it is not given back to the controller's uid.

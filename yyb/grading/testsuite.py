@@ -27,7 +27,7 @@ import hashlib
 import json
 
 from yyb.errors import UsageError
-from yyb.evidence import testpatch
+from yyb.evidence import environment, testpatch
 from yyb.grading import junit
 from yyb.grading.invocation import Invocation
 from yyb.grading.outcome import Outcome, SandboxRequest, evaluation_folders, run_sandboxed
@@ -86,7 +86,9 @@ def run(
         )
         channel = Channel(junit.MAX_REPORT)
         held.callback(channel.collect)
-        argv = fill(spec["command"], folders.workspace, channel.path, listed)
+        ready = call.environment
+        shown = ready.workspace if ready is not None else folders.workspace
+        argv = fill(spec["command"], shown, channel.path, listed)
         document = dict(
             header,
             kind="tests",
@@ -94,14 +96,19 @@ def run(
             fail_to_pass=tests["fail_to_pass"],
             pass_to_pass=tests["pass_to_pass"],
             test_patch=patch_oid,
-            workspace=folders.workspace,
+            workspace=shown,
             junit=channel.path,
+            **({"environment": environment.identity_of(ready)} if ready is not None else {}),
         )
         input_bytes = (json.dumps(document, indent=2, sort_keys=True) + "\n").encode()
         env, _ = build(folders, call.read_only, [], {})
         env["YYB_JUNIT_FD"] = str(channel.fd)
+        if ready is not None:
+            env.update(ready.view().variables)
         timeout_ms = spec.get("timeout_ms", DEFAULT_TIMEOUT_MS)
-        request = SandboxRequest(argv, env, timeout_ms, tools, call.protected, call.cancel, mount)
+        request = SandboxRequest(
+            argv, env, timeout_ms, tools, call.protected, call.cancel, mount, ready
+        )
         outcome, result = run_sandboxed(folders, request, channel, input_bytes, protected_record)
         report = result.output_bytes
         return verdict(result, outcome, tests, report)

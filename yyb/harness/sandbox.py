@@ -199,6 +199,12 @@ class Sandbox:
     # The attempt's disk (harness/disk.py): a sized tmpfs holding the writable folders, in
     # the namespaces of a holder process, where bubblewrap is then started.
     disk: disk.Disk | None = None
+    # An environment's root (harness/environments/): a tree whose top-level entries are shown
+    # read-only where the host's OS folders would be; None shows the host's.
+    os_root: str | None = None
+    # Folders shown at another path: (real path, path inside, writable), e.g. a workspace at
+    # /testbed or an environment's virtual environment at /yyb/python.
+    mounts: tuple[tuple[str, str, bool], ...] = ()
 
     @contextmanager
     def launch(self, command: list[str]) -> Iterator[Launch]:
@@ -283,11 +289,12 @@ class Sandbox:
         if not self.network:
             args.append("--unshare-net")
         args += ["--seccomp", str(seccomp_fd)]
-        os_args, visible = _os_view()
+        os_args, visible = _os_view(self.os_root)
         args += os_args
         # bubblewrap gives the folders it makes on the way to a mount point the host folders'
         # modes, which a dropped uid may not pass (a 0700 temp folder): make them 0755 first.
-        for folder in _ancestors([*self.read_only, *self.writable], visible):
+        shown = [mount[1] for mount in self.mounts]
+        for folder in _ancestors([*self.read_only, *self.writable, *shown], visible):
             args += ["--perms", "0755", "--dir", folder]
         seen = {folder: folder for folder in visible}  # where each visible real path shows
         for path, real in sorted(self.read_only.items(), key=lambda item: len(item[0])):
@@ -296,6 +303,8 @@ class Sandbox:
         args += _masks(self.hidden, seen)
         for path in sorted(set(self.writable), key=len):
             args += ["--bind", path, path]
+        for real, shown, writable in sorted(self.mounts, key=lambda mount: len(mount[1])):
+            args += ["--bind" if writable else "--ro-bind", real, shown]
         # The root bubblewrap made (and the folders on the way to each mount) becomes
         # read-only: only the writable folders, /tmp and /run can be written.
         args += ["--remount-ro", "/"]
@@ -304,7 +313,7 @@ class Sandbox:
         args.append("--")
         if uid is not None:
             args += [
-                setpriv_path(),
+                setpriv_path() if self.os_root is None else setpriv_in(self.os_root),
                 f"--reuid={uid}",
                 f"--regid={uid}",
                 "--clear-groups",
@@ -333,10 +342,27 @@ class Sandbox:
         return args
 
 
-def _os_view() -> tuple[list[str], list[str]]:
-    """The OS folders and links shown read-only at their own paths, and the bounded file
-    systems bubblewrap makes; with the real paths shown (for masks and ancestors)."""
+# What bubblewrap makes itself: an environment's own entries of these names are not shown.
+MADE = ("dev", "proc", "tmp", "run")
+
+
+def _os_view(root: str | None = None) -> tuple[list[str], list[str]]:
+    """The OS folders and links shown read-only at their own paths (the host's, or the
+    top-level entries of the environment tree ``root``), and the bounded file systems
+    bubblewrap makes; with the real paths shown (for masks and ancestors)."""
     args, visible = [], []
+    if root is not None:
+        for name in sorted(os.listdir(root)):
+            real = os.path.join(root, name)
+            if name in MADE:
+                continue
+            if os.path.islink(real):
+                args += ["--symlink", os.readlink(real), "/" + name]
+            elif os.path.isdir(real):
+                args += ["--ro-bind", real, "/" + name]
+            elif os.path.isfile(real):
+                args += ["--ro-bind", real, "/" + name]
+        return args + _made(), []
     for folder in OS_FOLDERS:
         if os.path.isdir(folder):
             args += ["--ro-bind", folder, folder]
@@ -347,6 +373,12 @@ def _os_view() -> tuple[list[str], list[str]]:
         elif os.path.isdir(name):
             args += ["--ro-bind", name, name]
             visible.append(name)
+    return args + _made(), visible
+
+
+def _made() -> list[str]:
+    """The file systems bubblewrap makes: /dev, /proc and the bounded scratch folders."""
+    args = []
     # The file systems bubblewrap makes are memory: each is bounded (its own tmpfs size),
     # and /dev, which a user namespace would let its owner write, is read-only.
     scratch = str(SCRATCH_MIB << 20)
@@ -354,7 +386,7 @@ def _os_view() -> tuple[list[str], list[str]]:
     for folder in ("/tmp", "/run", "/dev/shm"):
         args += ["--size", scratch, "--tmpfs", folder]
     args += ["--remount-ro", "/dev"]
-    return args, visible
+    return args
 
 
 def _masks(hidden, seen: dict[str, str]) -> list[str]:
@@ -424,6 +456,18 @@ def setpriv_path() -> str:
     raise SandboxUnavailable(
         "yyb runs as root and needs setpriv to drop it inside the sandbox",
         "install util-linux (Debian/Ubuntu: apt-get install util-linux)",
+    )
+
+
+def setpriv_in(root: str) -> str:
+    """setpriv's path inside the environment tree ``root`` (a root controller drops to the
+    sandbox uid with the environment's own: the host's would need the host's libraries)."""
+    for candidate in ("/usr/bin/setpriv", "/usr/sbin/setpriv", "/bin/setpriv", "/sbin/setpriv"):
+        if os.path.isfile(os.path.join(root, candidate.lstrip("/"))):
+            return candidate
+    raise SandboxUnavailable(
+        "yyb runs as root and the environment has no setpriv to drop root inside the sandbox",
+        "install util-linux in the environment (a rootfs spec's packages), or run yyb unprivileged",
     )
 
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import platform
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from yyb import __version__
-from yyb.cases import Task, hidden_patch, load_case
+from yyb.cases import Task, environment_of, hidden_patch, load_case
 from yyb.config import Config
 from yyb.errors import InvalidArgument, UsageError
 from yyb.evidence import names
@@ -153,12 +155,20 @@ def _check_attempts(attempts: int) -> None:
 
 
 def task_plan(
-    config: Config, task_paths: list[str], models_text: str, attempts: int, max_usd: str | None
+    config: Config,
+    task_paths: list[str],
+    models_text: str,
+    attempts: int,
+    max_usd: str | None,
+    environments: Environments | None = None,
 ) -> Plan:
-    """Build (in memory) the plan for task cases x models x attempts.
+    """Build (in memory) the plan for task cases x models x attempts; ``environments`` builds
+    (or finds built) the environment a case declares, before anything of the plan is written
+    (a case that declares one needs it).
 
     Raises:
         UsageError (CaseError, ConfigError...): any bad input, before anything is written.
+        EnvironmentBuildFailed, EnvironmentMismatch: an environment could not be had.
     """
     _check_attempts(attempts)
     if not task_paths:
@@ -169,6 +179,7 @@ def task_plan(
     count = len(loaded) * len(models) * attempts
     plan = Plan("", {})
     case_oids = _add_cases(plan, loaded)
+    pinned = _environments(config, plan, loaded, environments)
     ceilings = iter(budget.split(total, count))
     for case_id in sorted(loaded):
         for model in models:
@@ -204,7 +215,9 @@ def task_plan(
         links=ExperimentPlanLinks(
             cases=tuple(case_oids[cid] for cid in sorted(loaded)),
             attempts=tuple(plan.attempt_oids),
+            **({"environments": tuple(p["environment"] for p in pinned)} if pinned else {}),
         ),
+        **({"environments": tuple(pinned)} if pinned else {}),
     )
     plan.experiment = experiment.to_value()
     plan.oid = _add(plan, experiment)
@@ -225,14 +238,42 @@ def _load_cases(config: Config, task_paths: list[str]) -> dict[str, tuple[Task, 
     return loaded
 
 
+# Builds or finds the environment a case declares: (the declared spec, the case's repository
+# path) -> (the environment record's oid, its value); yyb/evidence/environment.py.
+Environments = Callable[[Any, "str | None"], "tuple[str, dict]"]
+
+
+def _environments(config: Config, plan: Plan, loaded, environments) -> list[dict]:
+    """Each environment the cases declare, built: (spec, manifest hash, environment record)
+    by spec oid, the specs added to the plan."""
+    from yyb.evidence import environment
+
+    pinned = {}
+    for case_id in sorted(loaded):
+        task, case = loaded[case_id]
+        if "environment" not in case or case["environment"] in pinned:
+            continue
+        if environments is None:
+            raise UsageError(f"{task.path}: declares an environment, and none can be built here")
+        declared = environment_of(task)
+        oid, record = environments(declared, config.repository_path(case["repository"]))
+        pinned[declared.oid] = environment.identity(declared.oid, record, oid)
+    return [pinned[spec] for spec in sorted(pinned)]
+
+
 def _add_cases(plan: Plan, loaded: dict[str, tuple[Task, dict]]) -> dict[str, str]:
-    """Add each case record with its task, prompt and hidden test patch; their oids by id."""
+    """Add each case record with its task, prompt, hidden test patch and environment spec;
+    their oids by id."""
     case_oids = {}
     for case_id in sorted(loaded):
         task, case = loaded[case_id]
         links = {"task": _add_blob(plan, task.data), "prompt": _add_blob(plan, task.prompt)}
         if case.get("tests"):  # hidden from candidates: only evaluators read it
             links["test_patch"] = _add_blob(plan, hidden_patch(task))
+        if case.get("environment"):
+            for _, value in environment_of(task).records():
+                _add(plan, value)
+            links["environment"] = case["environment"]
         case_oids[case_id] = _add(plan, dict(case, links=links))
     return case_oids
 

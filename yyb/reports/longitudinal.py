@@ -35,6 +35,7 @@ PARTS = (
     "versions",
     "topology",
     "grading",
+    "environment",
 )
 
 
@@ -129,6 +130,9 @@ def compatibility_key(
         case_part = {"case_id": case["case_id"], "input_hash": case["input_hash"]}
         prompt_hash, wiki_hash = case["prompt_hash"], digest("wiki", case["wiki"])
     snapshot_tree = receipt["snapshot_tree"] or None if receipt is not None else None
+    # A case run on a built environment has it in its key; one on the host's OS folders keys
+    # as before (docs/reports.md).
+    pinned = [p for p in plan.get("environments", ()) if case and p["spec"] == case.get("environment")]
     return {
         "case": case_part,
         "snapshot_tree": snapshot_tree,
@@ -144,6 +148,7 @@ def compatibility_key(
         "versions": parts.versions,
         "topology": parts.topology,
         "grading": grading_layer(plan, parts, case, facts),
+        **({"environment": dict(pinned[0])} if pinned else {}),
     }
 
 

@@ -19,7 +19,17 @@ from typing import Any
 from yyb.errors import InvalidRecord
 from yyb.evidence.record import Record
 
-MODULES = ("store", "harness", "plan", "attempt", "grading", "report", "governed", "readiness")
+MODULES = (
+    "store",
+    "harness",
+    "environment",
+    "plan",
+    "attempt",
+    "grading",
+    "report",
+    "governed",
+    "readiness",
+)
 
 
 @cache

@@ -102,6 +102,7 @@ class WorkspaceReceipt(Record):
     executor: WorkspaceReceiptExecutor
     environment: WorkspaceReceiptEnvironment
     links: WorkspaceReceiptLinks
+    built_environment: Mapping[str, Any] | Absent = ABSENT
 
 
 @shape

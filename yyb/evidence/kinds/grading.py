@@ -125,6 +125,7 @@ class GraderInput(Record):
     assets: str
     patch_file: str
     output_file: str
+    environment: Mapping[str, Any] | Absent = ABSENT
 
 
 @shape

@@ -18,6 +18,7 @@ class CaseLinks(Shape):
     task: str
     prompt: str
     test_patch: str | Absent = ABSENT
+    environment: str | Absent = ABSENT
 
 
 @shape
@@ -52,6 +53,7 @@ class Case(Record):
     input_hash: str
     links: CaseLinks
     tests: CaseTests | Absent = ABSENT
+    environment: str | Absent = ABSENT
 
 
 @shape
@@ -197,6 +199,7 @@ class ExperimentPlanLinks(Shape):
     attempts: tuple[str, ...]
     cases: tuple[str, ...] | Absent = ABSENT
     workflow: str | Absent = ABSENT
+    environments: tuple[str, ...] | Absent = ABSENT
 
 
 @shape
@@ -220,6 +223,7 @@ class ExperimentPlan(Record):
     comparison: Literal["model_only", "agent_system"]
     workflow: ExperimentPlanWorkflow | Absent = ABSENT
     links: ExperimentPlanLinks
+    environments: tuple[Mapping[str, Any], ...] | Absent = ABSENT
 
 
 @shape
