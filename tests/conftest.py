@@ -279,10 +279,16 @@ class RunBench:
 
     def plan(self, models: list[str], attempts: int = 1):
         """Build and store the plan of the case x ``models`` x ``attempts``."""
+        from yyb.evidence import environment
         from yyb.plans import build
 
         plan = build.task_plan(
-            self.config(), [str(self.task_path)], ",".join(models), attempts, "2"
+            self.config(),
+            [str(self.task_path)],
+            ",".join(models),
+            attempts,
+            "2",
+            environment.resolver(lambda: self.store),
         )
         build.write(self.store, plan)
         authorize(self.store, plan.oid, plan.experiment)

@@ -41,4 +41,5 @@ COMMANDS = {
     "count-objects": "yyb.cli.packs:count_objects",
     "verify-pack": "yyb.cli.packs:verify_pack",
     "view": "yyb.cli.view:view",
+    "env": "yyb.cli.environments:env",
 }

@@ -26,6 +26,10 @@ FORMAT_VERSION = 2
 FORMAT_TEXTS = {version: f"yyb-store {version}\nhash sha256\n" for version in (1, 2)}
 FORMAT_TEXT = FORMAT_TEXTS[FORMAT_VERSION]
 FOLDERS = ("objects", "refs", "logs", "tmp", "locks", "transparency")
+# Caches kept beside the evidence that the layout check does not walk: they hold no object
+# and are verified by their owners (``environments/``: built environment trees, checked
+# against manifests that are objects; docs/environments.md).
+CACHE_FOLDERS = ("environments",)
 
 
 class Store:

@@ -85,6 +85,12 @@ class Ready:
 
 
 Progress = Callable[[str], None]
+REFS = "refs/environments/"  # refs/environments/<spec oid> -> the environment last built
+
+
+def ref(spec_oid: str) -> str:
+    """The ref naming what was built from ``spec_oid`` (docs/environments.md)."""
+    return REFS + spec_oid
 
 
 def ensure(store, request: Request, log=None, progress: Progress | None = None) -> Ready:
@@ -148,6 +154,7 @@ def build(store, cache: Cache, request: Request, log=None, progress=None) -> Rea
         record = _record(store, request, manifest, facts, variables, staging)
         oid = store.objects.put_record(record)
         cache.commit(staging, request.spec_oid, oid, tree.stamp(root))
+        store.refs.update(ref(request.spec_oid), oid, reason=f"env build: {spec['name']}")
     except BaseException as exc:
         remove(staging)
         if isinstance(exc, OSError):
