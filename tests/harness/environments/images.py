@@ -310,6 +310,7 @@ def docker_archive(
     config: dict | None = None,
     tags: tuple[str, ...] = ("example/image:latest",),
     more: tuple = (),
+    compress: bool = False,
 ) -> Built:
     """Write a docker-archive (as ``docker save`` does) of one image, or several.
 
@@ -319,6 +320,7 @@ def docker_archive(
         config: the first image's config part.
         tags: the first image's RepoTags.
         more: further images, each ``(tags, layers)``.
+        compress: gzip the layer members (their diff ids stay the uncompressed tars').
 
     Returns:
         The first image (``digest`` its config's digest, the image id; ``layers`` diff ids).
@@ -333,7 +335,7 @@ def docker_archive(
         paths = []
         for tar in tars:
             paths.append(f"{sha256(tar).split(':')[1]}/layer.tar")
-            members[paths[-1]] = tar
+            members[paths[-1]] = gzip.compress(tar, mtime=0) if compress else tar
         manifest.append(
             {
                 "Config": digest.split(":")[1] + ".json",

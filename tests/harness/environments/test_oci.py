@@ -99,15 +99,21 @@ def test_an_oci_archive_reads_as_its_layout(tmp_path):
     assert unpacked(tmp_path / "image.tar", tmp_path)[0] == EXPECTED
 
 
-def test_a_docker_archive_is_named_by_its_config(tmp_path):
+@pytest.mark.parametrize("compress", [False, True])
+def test_a_docker_archive_is_named_by_its_config(tmp_path, compress):
     built = images.docker_archive(
-        str(tmp_path / "saved.tar"), [BASE, [symlink("bin/alias", "tool")]], CONFIG, ("app:1",)
+        str(tmp_path / "saved.tar"),
+        [BASE, [symlink("bin/alias", "tool")]],
+        CONFIG,
+        ("app:1",),
+        compress=compress,
     )
     image = oci.read(str(tmp_path / "saved.tar"))
     assert image.digest == built.digest
     assert image.form == "docker-archive"
     assert image.config == CONFIG
     assert [digest for digest, _, _ in image.layers] == built.layers == list(image.diff_ids)
+    assert all(media.endswith(".gzip") == compress for _, media, _ in image.layers)
     assert unpacked(tmp_path / "saved.tar", tmp_path)[0] == EXPECTED
 
 
@@ -222,8 +228,10 @@ def test_a_layer_of_another_size_is_refused(tmp_path, change):
         oci.unpack(oci.read(str(tmp_path / "layout")), str(tmp_path / "out"))
 
 
-def test_a_tampered_docker_archive_layer_is_refused(tmp_path):
-    built = images.docker_archive(str(tmp_path / "saved.tar"), [BASE])
+@pytest.mark.parametrize("compress", [False, True])
+def test_a_tampered_docker_archive_layer_is_refused(tmp_path, compress):
+    content = [file(f"f{n}", os.urandom(300)) for n in range(20)]
+    built = images.docker_archive(str(tmp_path / "saved.tar"), [content], compress=compress)
     with tarfile.open(tmp_path / "saved.tar") as tar:
         member = next(m for m in tar.getmembers() if m.name.endswith("layer.tar"))
     flip(tmp_path / "saved.tar", member.offset_data + member.size // 2)
@@ -538,3 +546,20 @@ def test_umoci_unpacks_the_same_files(tmp_path):
     theirs = listing(tmp_path / "umoci" / "rootfs")
     assert sorted(found) == sorted(theirs)
     assert found == theirs
+
+
+def test_a_docker_saved_layout_answers_to_its_image_name(tmp_path):
+    images.layout(str(tmp_path / "layout"), [[file("which", "app")]], ref="1.0")
+    images.layout(str(tmp_path / "layout"), [[file("which", "other")]], ref="other")
+    index_path = tmp_path / "layout" / "index.json"
+    index = json.loads(index_path.read_text())
+    index["manifests"][0]["annotations"]["io.containerd.image.name"] = "docker.io/library/app:1.0"
+    index_path.write_text(json.dumps(index))
+    for ref in ("1.0", "app:1.0", "docker.io/library/app:1.0"):
+        assert (
+            oci.read(str(tmp_path / "layout"), ref).digest
+            == oci.read(str(tmp_path / "layout"), "1.0").digest
+        )
+    with pytest.raises(EnvironmentSpecError, match="no image 'app:2.0'"):
+        oci.read(str(tmp_path / "layout"), "app:2.0")
+    assert unpacked(tmp_path / "layout", tmp_path, "app:1.0")[0]["which"][2] == b"app"

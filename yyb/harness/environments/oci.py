@@ -178,22 +178,29 @@ def choose(where: str, index: dict, ref: str | None) -> dict:
         raise EnvironmentSpecError(where, "index.json", "no list of manifests")
     if not manifests:
         raise EnvironmentSpecError(where, "index.json", "holds no image")
-    known = sorted({name for m in manifests for name in names(m)})
-    return pick(where, manifests, [names(m) for m in manifests], known, ref)
+    return pick(where, manifests, [names(m) for m in manifests], ref)
 
 
-def pick(where: str, items: list, labels: list[list[str]], known: list[str], ref: str | None):
-    """The one item whose labels hold ``ref``; without ``ref``, the only item."""
+def aliases(name: str) -> set[str]:
+    """The names one image name also answers to: without ``docker.io/library/`` and ``:latest``."""
+    found = {name}
+    for prefix in ("docker.io/library/", "docker.io/"):
+        if name.startswith(prefix):
+            found.add(name[len(prefix) :])
+    return found | {alias.removesuffix(":latest") for alias in found}
+
+
+def pick(where: str, items: list, labels: list[list[str]], ref: str | None):
+    """The one item that ``ref`` names among its labels; without ``ref``, the only item."""
+    known = ", ".join(sorted({name for label in labels for name in label})) or "-"
     if ref is None:
         if len(items) == 1:
             return items[0]
-        raise EnvironmentSpecError(
-            where, "ref", f"holds {len(items)} images; name one of: {', '.join(known) or '-'}"
-        )
+        raise EnvironmentSpecError(where, "ref", f"holds {len(items)} images; name one of: {known}")
     for item, label in zip(items, labels, strict=True):
-        if ref in label:
+        if any(ref in aliases(name) for name in label):
             return item
-    raise EnvironmentSpecError(where, "ref", f"no image {ref!r}; known: {', '.join(known) or '-'}")
+    raise EnvironmentSpecError(where, "ref", f"no image {ref!r}; known: {known}")
 
 
 def platform_manifest(where: str, index: dict) -> dict:
@@ -269,8 +276,7 @@ def read_docker(files: Source, ref: str | None) -> Image:
     if not entries or not all(isinstance(e, dict) for e in entries):
         raise EnvironmentSpecError(where, "manifest.json", "holds no image")
     tags = [[str(t) for t in (e.get("RepoTags") or [])] for e in entries]
-    labels = [tag + [t.removesuffix(":latest") for t in tag] for tag in tags]
-    entry = pick(where, entries, labels, sorted({t for tag in tags for t in tag}), ref)
+    entry = pick(where, entries, tags, ref)
     config_name = str(entry.get("Config"))
     data = files.raw(config_name)
     digest = digest_of(data)
@@ -331,9 +337,10 @@ def unpack(image: Image, dest: str) -> Unpacked:
     with Source(image.source) as files:
         for n, (digest, media_type, size) in enumerate(image.layers):
             where = f"{image.source}: layer {digest}"
-            stored = Checked(files.open(image.layer_paths[n]), size=size)
-            if image.form != "docker-archive":
-                stored.expect(digest)
+            # A docker-archive names its layers by diff id alone: the stored bytes' digest
+            # is checked when they are the uncompressed tar (the diff check below).
+            hashed = image.form != "docker-archive"
+            stored = Checked(files.open(image.layer_paths[n]), digest, size, hashed)
             with stored.raw:
                 apply_layer(
                     tree,
@@ -345,41 +352,58 @@ def unpack(image: Image, dest: str) -> Unpacked:
     return tree.finish()
 
 
+DECODING = (tarfile.TarError, zlib.error, EOFError, gzip.BadGzipFile)
+
+
 def apply_layer(tree: Tree, stored: Checked, packing: str, diff_id: str, where: str) -> None:
     """Stream one layer into ``tree``, a checksum failure winning over any other."""
     plain = gzip.GzipFile(fileobj=stored, mode="rb") if packing == "gzip" else stored
-    diff = Checked(plain)
-    diff.expect(diff_id)
+    diff = Checked(plain, diff_id)
     try:
         with tarfile.open(fileobj=diff, mode="r|") as layer:
             tree.apply(layer, where)
-        diff.drain()
-    except (YybError, OSError, tarfile.TarError, zlib.error, EOFError) as error:
-        stored.drain()
-        stored.check()  # tampered bytes explain any failure: say so rather than the symptom
+    except (YybError, OSError, *DECODING) as error:
+        settle(stored, diff)  # tampered bytes explain any failure: say so, not the symptom
         if isinstance(error, YybError):
             raise
-        if isinstance(error, tarfile.TarError | zlib.error | EOFError | gzip.BadGzipFile):
+        if isinstance(error, DECODING):
             raise EnvironmentSpecError(where, None, f"not a readable layer: {error}") from None
         raise EnvironmentBuildFailed(where, "unpack", str(error)) from None
+    settle(stored, diff)
+
+
+def settle(stored: Checked, diff: Checked) -> None:
+    """Read a layer to its end and check it, stored bytes first, then uncompressed ones.
+
+    Raises:
+        ChecksumMismatch: the bytes are not the ones the layer's digest, size or diff id
+            name, or (with no stored digest to check) do not decompress at all.
+    """
+    try:
+        diff.drain()
+    except DECODING as error:
+        stored.drain()
+        stored.check()
+        if stored.hash is None:
+            raise ChecksumMismatch(diff.digest, f"bytes that do not decompress: {error}") from None
+        return
     stored.drain()
     stored.check()
     diff.check()
 
 
 class Checked:
-    """A stream that hashes and counts what passes through it, refusing bytes past ``size``."""
+    """A stream that counts and hashes what passes through it, refusing bytes past ``size``.
 
-    def __init__(self, raw: IO[bytes], size: int | None = None):
+    ``digest`` is what the bytes must hash to (``hashed``) and what a size mismatch names.
+    """
+
+    def __init__(self, raw: IO[bytes], digest: str, size: int | None = None, hashed=True):
         self.raw = raw
+        self.digest = digest
         self.size = size
         self.count = 0
-        self.digest: str | None = None
-        self.hash = None
-
-    def expect(self, digest: str) -> None:
-        self.digest = digest
-        self.hash = hasher(digest)
+        self.hash = hasher(digest) if hashed else None
 
     def read(self, n: int = -1) -> bytes:
         if self.size is not None:
@@ -390,7 +414,7 @@ class Checked:
         if self.hash is not None:
             self.hash.update(data)
         if self.size is not None and self.count > self.size:
-            raise ChecksumMismatch(self.digest or "", f"more than the {self.size} bytes declared")
+            raise ChecksumMismatch(self.digest, f"more than the {self.size} bytes declared")
         return data
 
     def drain(self) -> None:
@@ -400,7 +424,7 @@ class Checked:
     def check(self) -> None:
         if self.size is not None and self.count != self.size:
             raise ChecksumMismatch(
-                self.digest or "", f"{self.count} bytes where {self.size} are declared"
+                self.digest, f"{self.count} bytes where {self.size} are declared"
             )
         if self.hash is not None:
             got = f"{self.digest.split(':', 1)[0]}:{self.hash.hexdigest()}"
