@@ -3,6 +3,7 @@ checks against tampering, and the safety rules that keep every write inside the 
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -563,3 +564,21 @@ def test_a_docker_saved_layout_answers_to_its_image_name(tmp_path):
     with pytest.raises(EnvironmentSpecError, match="no image 'app:2.0'"):
         oci.read(str(tmp_path / "layout"), "app:2.0")
     assert unpacked(tmp_path / "layout", tmp_path, "app:1.0")[0]["which"][2] == b"app"
+
+
+def test_a_gzipped_save_is_read(tmp_path):
+    built = images.docker_archive(str(tmp_path / "saved.tar"), [BASE])
+    with open(tmp_path / "saved.tar", "rb") as plain:
+        (tmp_path / "saved.tar.gz").write_bytes(gzip.compress(plain.read()))
+    assert oci.read(str(tmp_path / "saved.tar.gz")).digest == built.digest
+    found, _ = unpacked(tmp_path / "saved.tar.gz", tmp_path)
+    assert found["etc/motd"] == EXPECTED["etc/motd"]
+
+
+def test_the_counts_take_a_hard_linked_file_once(tmp_path):
+    layer = [file("a", "12345"), hardlink("b", "a"), symlink("c", "a"), folder("d")]
+    images.layout(str(tmp_path / "layout"), [layer, [device("d/null")]])
+    _, result = unpacked(tmp_path / "layout", tmp_path)
+    assert result == oci.Unpacked(
+        files=2, links=1, dirs=1, bytes=5, skipped=(("d/null", "character device"),)
+    )

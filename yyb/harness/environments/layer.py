@@ -80,7 +80,7 @@ class Tree:
         return os.path.join(self.root, *parts)
 
     def apply(self, layer: tarfile.TarFile, where: str) -> None:
-        """Apply every entry of one layer, whiteouts first deleting lower layers' content.
+        """Apply every entry of one layer, its whiteouts deleting what lower layers left.
 
         Raises:
             EnvironmentSpecError: an entry that cannot be placed inside the root (see module).
