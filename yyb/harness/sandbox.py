@@ -305,6 +305,10 @@ class Sandbox:
             args += ["--bind", path, path]
         for real, shown, writable in sorted(self.mounts, key=lambda mount: len(mount[1])):
             args += ["--bind" if writable else "--ro-bind", real, shown]
+        if uid is not None and self.os_root is not None:
+            args += ["--perms", "0755", "--dir", DROP]
+            for real, shown_at in drop_files():
+                args += ["--ro-bind", real, shown_at]
         # The root bubblewrap made (and the folders on the way to each mount) becomes
         # read-only: only the writable folders, /tmp and /run can be written.
         args += ["--remount-ro", "/"]
@@ -313,7 +317,7 @@ class Sandbox:
         args.append("--")
         if uid is not None:
             args += [
-                setpriv_path() if self.os_root is None else setpriv_in(self.os_root),
+                *([setpriv_path()] if self.os_root is None else drop_argv()),
                 f"--reuid={uid}",
                 f"--regid={uid}",
                 "--clear-groups",
@@ -459,16 +463,43 @@ def setpriv_path() -> str:
     )
 
 
-def setpriv_in(root: str) -> str:
-    """setpriv's path inside the environment tree ``root`` (a root controller drops to the
-    sandbox uid with the environment's own: the host's would need the host's libraries)."""
-    for candidate in ("/usr/bin/setpriv", "/usr/sbin/setpriv", "/bin/setpriv", "/sbin/setpriv"):
-        if os.path.isfile(os.path.join(root, candidate.lstrip("/"))):
-            return candidate
-    raise SandboxUnavailable(
-        "yyb runs as root and the environment has no setpriv to drop root inside the sandbox",
-        "install util-linux in the environment (a rootfs spec's packages), or run yyb unprivileged",
-    )
+# Where a root controller's setpriv is shown inside an environment's root, with the host's
+# loader and the libraries it needs: the drop from root must be done by the host's own binary,
+# never by one the environment (an image's author) provides, which would start as root.
+DROP = "/.yyb-drop"
+
+
+@cache
+def drop_files() -> tuple[tuple[str, str], ...]:
+    """(host file, where it is shown) for setpriv, its libraries and the host's loader; the
+    loader first. Found with ldd, once per process.
+
+    Raises:
+        SandboxUnavailable: they cannot be found.
+    """
+    setpriv = setpriv_path()
+    done = subprocess.run(["ldd", setpriv], capture_output=True, text=True)
+    found = {}  # the name the loader looks for -> the host file
+    for line in done.stdout.splitlines():
+        parts = line.split()
+        path = parts[2] if "=>" in parts and len(parts) > 2 else parts[0] if parts else ""
+        if path.startswith("/"):
+            found[os.path.basename(parts[0])] = os.path.realpath(path)
+    loaders = [name for name in found if name.startswith("ld-")]
+    if done.returncode != 0 or len(loaders) != 1:
+        raise SandboxUnavailable(
+            "cannot find the libraries setpriv needs to drop root inside an environment", None
+        )
+    names = [loaders[0], *[name for name in found if name != loaders[0]]]
+    files = [(found[name], f"{DROP}/{name}") for name in names]
+    return (*files, (os.path.realpath(setpriv), f"{DROP}/setpriv"))
+
+
+def drop_argv() -> list[str]:
+    """How the host's setpriv is started inside an environment's root: by the host's loader,
+    on the host's libraries only."""
+    shown = [where for _, where in drop_files()]
+    return [shown[0], "--library-path", DROP, shown[-1]]
 
 
 @cache
