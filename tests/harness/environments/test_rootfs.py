@@ -248,6 +248,7 @@ def test_a_build_reads_packages_and_tidies_the_tree(stand_in, monkeypatch):
     assert os.listdir(stand_in / "var/log/apt") == []
     assert (stand_in / "etc/hostname").read_text() == "localhost\n"
     assert (stand_in / "etc/resolv.conf").read_text() == ""
+    assert (stand_in / "etc/hostname").stat().st_mode & 0o7777 == 0o644
     for point in ("tmp", "proc", "dev", "run", "testbed"):
         assert sorted(os.listdir(stand_in / point)) == (["shm"] if point == "dev" else [])
     assert os.listdir(stand_in / "dev/shm") == []

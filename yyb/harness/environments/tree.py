@@ -1,8 +1,11 @@
 """A built root made ready to mount: build-time leftovers gone, the sandbox's mount points empty.
 
 What goes was measured on bookworm and trixie minbase trees with python3
-(docs/environments-rootfs.md): every removal below is of a file that either differs between
-hosts or builds or that nothing reads on a read-only root.
+(docs/environments-rootfs.md): every change below is to a file that differs between hosts or
+that nothing reads on a read-only root. Python's __pycache__ folders stay: built with
+SOURCE_DATE_EPOCH set they hold hash-checked .pyc files, byte-identical from build to build,
+and without them a read-only root recompiles every module on every start (measured: 125 ms
+against 634 ms to import json, subprocess, argparse, unittest, email, http.client, asyncio).
 """
 
 from __future__ import annotations
@@ -20,8 +23,9 @@ NESTED_MOUNT_POINTS = {"dev/shm": 0o1777}
 # apt's downloaded lists and packages: the build's, changing with every mirror push; apt
 # cannot run on a read-only root to use them.
 EMPTIED = ("var/cache/apt", "var/lib/apt/lists")
-# Files a build copies from the host or fills per machine: a fixed content instead, so two
-# hosts give one tree (the file stays, so a sandbox can still bind its own over it).
+# Files a build copies from the host or fills per machine: a fixed content and mode instead,
+# so two hosts give one tree (the file stays, so a sandbox can still bind its own over it;
+# mmdebstrap 1.3.5 leaves the copies at mode 0755).
 FIXED = {"etc/hostname": b"localhost\n", "etc/resolv.conf": b"", "etc/machine-id": b""}
 LOGS = "var/log"
 
@@ -143,6 +147,7 @@ def tidy(name: str, root: str) -> None:
             if path is not None and os.path.isfile(path):
                 with open(path, "wb") as handle:
                     handle.write(content)
+                os.chmod(path, 0o644)
         for points in (MOUNT_POINTS, NESTED_MOUNT_POINTS):
             for relative, mode in points.items():
                 parent = _real(root, os.path.dirname(relative)) if "/" in relative else root
