@@ -146,6 +146,24 @@ def test_a_spec_field_out_of_form_is_refused_by_its_path(monkeypatch, change, fi
     assert caught.value.field == field
 
 
+@pytest.mark.parametrize("spec", [[], "bookworm", None])
+def test_a_spec_that_is_not_a_map_is_refused(spec):
+    with pytest.raises(EnvironmentSpecError) as caught:
+        rootfs.resolve(spec)
+    assert caught.value.field is None
+
+
+def test_errors_name_the_environment_and_a_name_must_be_one(monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    with pytest.raises(EnvironmentSpecError) as caught:
+        rootfs.resolve({**SPEC, "name": "py311", "variant": "custom"})
+    assert caught.value.where == "py311"
+    for name in (["x"], "", " "):
+        with pytest.raises(EnvironmentSpecError) as caught:
+            rootfs.resolve({**SPEC, "name": name})
+        assert (caught.value.where, caught.value.field) == ("rootfs spec", "$.name")
+
+
 def test_failure_line_finds_the_cause_behind_mmdebstrap_wrappers():
     output = (
         b"I: running apt-get update...\nReading package lists...\n"

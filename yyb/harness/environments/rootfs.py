@@ -22,7 +22,17 @@ from yyb.harness.environments import debian
 from yyb.harness.environments.tree import empty, tidy, unmounted
 
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
-VARIANTS = ("essential", "apt", "required", "minbase", "buildd", "important", "debootstrap")
+# mmdebstrap's variants that make a root one can run in (not extract, custom or "-").
+VARIANTS = (
+    "essential",
+    "apt",
+    "required",
+    "minbase",
+    "buildd",
+    "important",
+    "debootstrap",
+    "standard",
+)
 # setpriv: yyb drops root inside the sandbox with it, whatever the case asked for.
 ALWAYS = ("util-linux",)
 SUBID_FILES = ("/etc/subuid", "/etc/subgid")
@@ -38,7 +48,8 @@ FIELDS = {
     "source_date_epoch",
 }
 RELEASE_TIMEOUT_S = 60
-_TAIL_BYTES = 64 * 1024
+_TAIL_BYTES = 64 * 1024  # of mmdebstrap's output, kept to find why it failed
+_RELEASE_BYTES = 64 * 1024  # the Date field is in an InRelease file's first kilobyte
 
 # Words, not patterns: a package may carry a version (name=1.2-3), never an apt pattern
 # (?...), a path to a .deb or a release (name/suite), which would let a spec pull packages
@@ -118,8 +129,9 @@ def resolve(spec: dict) -> Request:
     """
     if not isinstance(spec, dict):
         raise EnvironmentSpecError("rootfs spec", None, "a map of fields")
-    name = spec.get("name", "rootfs")
-    where = name if isinstance(name, str) and name else "rootfs spec"
+    where = spec.get("name", "rootfs")
+    if not isinstance(where, str) or not where.strip():
+        _refuse("rootfs spec", "$.name", f"a name, not {where!r}")
     for key in sorted(set(spec) - FIELDS, key=str):
         _refuse(where, f"$.{key}", f"not a rootfs field (known: {', '.join(sorted(FIELDS))})")
     if spec.get("kind", "rootfs") != "rootfs":
@@ -235,7 +247,7 @@ def suite_date(request: Request) -> int:
     url = f"{request.mirror}/dists/{request.suite}/InRelease"
     try:
         with urllib.request.urlopen(url, timeout=RELEASE_TIMEOUT_S) as response:
-            head = response.read(_TAIL_BYTES).decode("utf-8", "replace")
+            head = response.read(_RELEASE_BYTES).decode("utf-8", "replace")
     except (OSError, ValueError) as exc:
         raise EnvironmentBuildFailed(request.name, "release", f"{url}: {exc}") from exc
     date = debian.release_date(head)
