@@ -33,6 +33,16 @@ MACHINE_VARIABLES = (
 )
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``deep`` (the network, builds of minutes) run only with YYB_DEEP=1."""
+    if os.environ.get("YYB_DEEP") == "1":
+        return
+    skip = pytest.mark.skip(reason="deep: set YYB_DEEP=1 to run it (network, minutes)")
+    for item in items:
+        if "deep" in item.keywords:
+            item.add_marker(skip)
+
+
 @pytest.fixture(autouse=True)
 def hermetic(tmp_path_factory, monkeypatch):
     """Every test gets its own HOME, XDG folders and temp folder, and no store, key or git
