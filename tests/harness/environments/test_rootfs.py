@@ -13,7 +13,7 @@ import pytest
 
 from tests.harness.environments.test_debian import STATUS
 from yyb.errors import EnvironmentBuildFailed, EnvironmentSpecError, InvalidArgument
-from yyb.harness.environments import debian, rootfs, tree
+from yyb.harness.environments import debian, rootfs, tidy
 
 SPEC = {"suite": "bookworm", "packages": ["python3"], "source_date_epoch": 1700000000}
 
@@ -335,9 +335,9 @@ def test_mounts_below_reads_mountinfo_escapes():
         "31 22 0:6 / /b/tree\\040x/proc rw - proc proc rw\n"
         "32 22 0:7 / /b/treehouse rw - tmpfs t rw\n"
     )
-    assert tree.mounts_below("/b/tree", text) == ["/b/tree/dev"]
-    assert tree.mounts_below("/b/tree x", text) == ["/b/tree x/proc"]
-    assert tree.mounts_below("/b", text) == ["/b/tree/dev", "/b/tree x/proc", "/b/treehouse"]
+    assert tidy.mounts_below("/b/tree", text) == ["/b/tree/dev"]
+    assert tidy.mounts_below("/b/tree x", text) == ["/b/tree x/proc"]
+    assert tidy.mounts_below("/b", text) == ["/b/tree/dev", "/b/tree x/proc", "/b/treehouse"]
 
 
 def test_tidy_replaces_a_linked_mount_point_with_a_folder(tmp_path: Path):
@@ -346,7 +346,7 @@ def test_tidy_replaces_a_linked_mount_point_with_a_folder(tmp_path: Path):
     outside.mkdir()
     (outside / "precious").write_text("x")
     (root / "tmp").symlink_to(outside)
-    tree.tidy("t", str(root))
+    tidy.tidy("t", str(root))
     assert not (root / "tmp").is_symlink() and os.listdir(root / "tmp") == []
     assert (outside / "precious").exists()
 

@@ -164,7 +164,7 @@ def build(store, cache: Cache, request: Request, log=None, progress=None) -> Rea
     return Ready(request.spec_oid, oid, record, root, request.base, spec["workspace"])
 
 
-def _make(request: Request, staging: str, root: str, log, progress) -> tuple[dict, dict]:
+def _make(request: Request, staging: str, root: str, log, progress) -> tuple[dict, dict]:  # noqa: ARG001
     """Make the tree of ``request``'s kind in ``root``; (build facts, variables)."""
     spec = request.spec
     kind = spec["kind"]
@@ -177,7 +177,8 @@ def _make(request: Request, staging: str, root: str, log, progress) -> tuple[dic
 
         if progress:
             progress(f"mmdebstrap {spec['rootfs']['suite']}")
-        built = rootfs.build(dict(spec["rootfs"], name=spec["name"]), root, log)
+        with open(os.path.join(staging, "build.log"), "ab") as written:
+            built = rootfs.build(dict(spec["rootfs"], name=spec["name"]), root, written)
         return _facts(built), {"PATH": DEFAULT_PATH, **spec.get("variables", {})}
     return _unpack(request, root, progress)
 
