@@ -112,8 +112,8 @@ def _pytest_reader(results: Results) -> Callable[[str], None]:
         word, _, rest = line.partition(" ")
         status = _PYTEST.get(word)
         if status is not None:
-            if status in ("failed", "error"):
-                rest = rest.split(" - ", 1)[0]  # the message after it is no part of the id
+            if word != "PASSED":
+                rest = rest.split(" - ", 1)[0]  # a reason or message follows: no part of the id
             words = rest.split()
             if words and not (word == "SKIPPED" and _SKIP_SUMMARY.fullmatch(words[0])):
                 results.add(" ".join(words), status)
