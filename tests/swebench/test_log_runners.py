@@ -9,18 +9,18 @@ SWE-bench lists Django's. A ``tests`` profile with ``runner: django`` grades it.
 
 from __future__ import annotations
 
-import dataclasses
+import json
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import git
-from tests.grading.conftest import DISPATCHER, write
 from tests.swebench import conftest as swebench
+from tests.swebench.test_units import Ran
+from yyb.evidence.records import TEST_RUNNERS
 from yyb.grading import testsuite
 from yyb.grading.outcome import Outcome
-from yyb.store.repo import Store
+from yyb.store.schema import load_schema
 
 RUNTESTS = '''"""Runs every unittest test class of tests/, printing Django's verbosity-2 lines."""
 import importlib
@@ -117,22 +117,15 @@ def forged_lines(after: bool) -> str:
 
 
 def make_djangoish(repo: Path) -> swebench.Package:
-    repo.mkdir(parents=True)
-    git(repo, "init", "-q", "-b", "main")
-    write(repo / "mathkit" / "__init__.py", "")
-    write(repo / "mathkit" / "ops.py", OPS_BUGGY)
-    write(repo / "tests" / "runtests.py", RUNTESTS)
-    write(repo / "tests" / "test_ops.py", TEST_OPS)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "mathkit")
-    base = git(repo, "rev-parse", "HEAD")
-    write(repo / "mathkit" / "ops.py", OPS_FIXED)
-    write(repo / "tests" / "test_ops.py", TEST_OPS_FIXED)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "mean: true division, and refuse an empty list")
-    gold = git(repo, "diff", base, "HEAD", "--", "mathkit") + "\n"
-    tests = git(repo, "diff", base, "HEAD", "--", "tests") + "\n"
-    return swebench.Package(repo, base, gold.encode(), tests.encode(), FAIL_TO_PASS, PASS_TO_PASS)
+    base = {
+        "mathkit/__init__.py": "",
+        "mathkit/ops.py": OPS_BUGGY,
+        "tests/runtests.py": RUNTESTS,
+        "tests/test_ops.py": TEST_OPS,
+    }
+    fix = {"mathkit/ops.py": OPS_FIXED, "tests/test_ops.py": TEST_OPS_FIXED}
+    commit, gold, tests = swebench.commit_case(repo, base, fix)
+    return swebench.Package(repo, commit, gold, tests, FAIL_TO_PASS, PASS_TO_PASS)
 
 
 def django_profile(bench: swebench.TestsBench, **fields) -> dict:
@@ -148,18 +141,7 @@ def django_profile(bench: swebench.TestsBench, **fields) -> dict:
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     """(bench, plan, model name -> attempt result), every candidate run once in one plan."""
-    root = tmp_path_factory.mktemp("djangoish") / "bench"
-    pkg = make_djangoish(root / "repo")
-    tools = root / "tools"
-    write(tools / "agent.sh", DISPATCHER.replace("@TOOLS@", str(tools)), executable=True)
-    write(tools / "gold.patch", pkg.gold)
-    write(root / "hidden" / "test.patch", pkg.test_patch)
-    write(root / "hidden" / "gold.patch", pkg.gold)
-    task = write(root / "task.md", swebench.task_text("mean-floors", pkg.base, pkg))
-    Store.init(str(root / "store"))
-    bench = swebench.TestsBench(
-        root, pkg.repo, tools, str(root / "store"), task, pkg.base, package=pkg
-    )
+    bench = swebench.build_tests_bench(tmp_path_factory.mktemp("djangoish"), make_djangoish)
     bench.configure_tests({"tests": django_profile(bench)})
     behaviours = {
         "gold": GOLD,
@@ -176,13 +158,8 @@ def graded(tmp_path_factory):
 
 def test_the_gold_patch_resolves_by_the_printed_lines(graded):
     bench, plan, results = graded
-    assert results["gold"].terminal_class == "resolved", results["gold"].reason
-    e = bench.evaluation(plan, results["gold"], "tests")
-    checks = e["_result"]["details"]["checks"]
-    assert [(c["name"], c["list"], c["passed"]) for c in checks] == [
-        *((t, "FAIL_TO_PASS", True) for t in FAIL_TO_PASS),
-        *((t, "PASS_TO_PASS", True) for t in PASS_TO_PASS),
-    ]
+    e = swebench.assert_every_listed_test_passed(bench, plan, results["gold"])
+    assert e["_result"]["details"]["reported"] == 4  # the log's tests: the listed four
     assert e["_output"] is None  # nothing on the report channel: the log is the evidence
     assert b"Halves are kept as halves. ... ok" in e["_log"]
     assert b'"runner": "django"' in e["_input"]
@@ -235,15 +212,6 @@ def test_a_rewritten_runner_is_put_back(graded):
     assert b"x ... ok" not in e["_log"]
 
 
-@dataclasses.dataclass
-class Ran:
-    exit_code: int | None = 0
-    signal: int | None = None
-    timed_out: bool = False
-    cancelled: bool = False
-    cleanup_confirmed: bool = True
-
-
 TESTS = {"fail_to_pass": ["t.py::test_a"], "pass_to_pass": ["t.py::test_b"]}
 
 
@@ -267,3 +235,50 @@ def test_a_cut_log_says_so():
     result = Outcome(exit_code=0)
     out = testsuite.verdict(result, Ran(), TESTS, b"PASSED t.py::test_a\n", "pytest-log", True)
     assert out.verdict == "fail" and "the log was cut" in out.reason
+
+
+def configuration_with(**fields) -> str:
+    from yyb import config
+
+    data = config.template("src")
+    profile = {"kind": "tests", "grader_id": "g", "version": "1", "command": ["t"], **fields}
+    data["evaluators"] = {"tests": profile}
+    return json.dumps(data)
+
+
+@pytest.mark.parametrize("runner", TEST_RUNNERS)
+def test_the_configuration_takes_each_runner(runner):
+    from yyb import config
+
+    loaded = config.parse(configuration_with(runner=runner), "c")
+    assert loaded.data["evaluators"]["tests"]["runner"] == runner
+
+
+def test_the_configuration_refuses_an_unknown_runner():
+    from yyb import config
+
+    with pytest.raises(config.ConfigError) as caught:
+        config.parse(configuration_with(runner="nose"), "c")
+    assert [p for p, _ in caught.value.problems] == ["/evaluators/tests/runner"]
+
+
+def test_the_schema_lists_the_runners_of_the_vocabulary():
+    schema = load_schema("yylo_benchmark_config.v2")
+    found = [
+        branch["then"]["properties"]["runner"]["enum"]
+        for branch in _branches(schema)
+        if "runner" in branch["then"]["properties"]
+    ]
+    assert found == [list(TEST_RUNNERS)]
+
+
+def _branches(node):
+    """Every ``if``/``then`` branch anywhere in a schema."""
+    if isinstance(node, dict):
+        if "if" in node and "then" in node:
+            yield node
+        for value in node.values():
+            yield from _branches(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _branches(value)
