@@ -195,3 +195,19 @@ def test_a_million_lines_take_linear_time(runner):
 def test_many_lines_of_one_test_keep_one_entry():
     log = b"FAILED t.py::test_a - no\n" + b"PASSED t.py::test_a\n" * 500_000
     assert parse("pytest-log", log) == {"t.py::test_a": "failed"}
+
+
+def test_pytest_ids_as_swe_bench_rewrites_them_for_some_repositories():
+    found = parse(
+        "pytest-log",
+        b"PASSED lib/t.py::test_press[MouseButton.LEFT-MouseButton.RIGHT]\n"
+        b"PASSED t.py::test_file[/testbed/data/rtplan.dcm]\n"
+        b"FAILED t.py::test_share[//host/share] - no\n",
+    )
+    assert found == {
+        "lib/t.py::test_press[MouseButton.LEFT-MouseButton.RIGHT]": "passed",
+        "lib/t.py::test_press[1-3]": "passed",  # matplotlib's lists
+        "t.py::test_file[/testbed/data/rtplan.dcm]": "passed",
+        "t.py::test_file[/rtplan.dcm]": "passed",  # requests', pylint's and pydicom's lists
+        "t.py::test_share[//host/share]": "failed",  # not a path SWE-bench cuts
+    }

@@ -11,7 +11,9 @@ ids are the ones SWE-bench's own parser gives that repository's tests, so an ins
 - ``pytest-log``: pytest's ``-rA`` short test summary, ``PASSED path::id``,
   ``FAILED path::id - message``, ``ERROR path::id - message``, ``SKIPPED ...``, ``XFAIL ...``
   (an expected failure counts as passed, as in SWE-bench), and the older ``path::id STATUS``
-  lines of a verbose classic run; colour codes and control characters are dropped first;
+  lines of a verbose classic run; colour codes and control characters are dropped first, and a
+  test is also known by the ids SWE-bench's parsers of matplotlib, requests, pylint and
+  pydicom rewrite its id to (``_pytest_ids``);
 - ``django``: Django's ``runtests.py --verbosity 2`` lines, ``name (module.Class) ... ok``
   (``FAIL``, ``ERROR``, ``skipped 'why'``), where ``name`` is the first line of the test's
   docstring when it has one; ``FAIL: name`` and ``ERROR: name`` headers of the failure report;
@@ -116,13 +118,28 @@ def _pytest_reader(results: Results) -> Callable[[str], None]:
                 rest = rest.split(" - ", 1)[0]  # a reason or message follows: no part of the id
             words = rest.split()
             if words and not (word == "SKIPPED" and _SKIP_SUMMARY.fullmatch(words[0])):
-                results.add(" ".join(words), status)
+                for test_id in _pytest_ids(" ".join(words)):
+                    results.add(test_id, status)
             return
         words = line.split()
         if len(words) >= 2 and words[-1] in _PYTEST:
-            results.add(" ".join(words[:-1]), _PYTEST[words[-1]])
+            for test_id in _pytest_ids(" ".join(words[:-1])):
+                results.add(test_id, _PYTEST[words[-1]])
 
     return read
+
+
+def _pytest_ids(test_id: str) -> set[str]:
+    """A pytest node id as printed, and as SWE-bench's parsers of some repositories rewrite
+    it before listing it: matplotlib's mouse buttons as numbers, and (requests, pylint,
+    pydicom) a parameter that is an absolute path cut to its last part."""
+    ids = {test_id, test_id.replace("MouseButton.LEFT", "1").replace("MouseButton.RIGHT", "3")}
+    main, bracket, option = test_id.partition("[")
+    if bracket and option.endswith("]"):
+        option = option[:-1]
+        if option.startswith("/") and not option.startswith("//") and "*" not in option:
+            ids.add(f"{main}[/{option.rsplit('/', 1)[-1]}]")
+    return ids
 
 
 def _django_reader(results: Results) -> Callable[[str], None]:
