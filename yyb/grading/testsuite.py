@@ -117,12 +117,17 @@ def run(
             argv, env, timeout_ms, tools, call.protected, call.cancel, mount, ready
         )
         outcome, result = run_sandboxed(folders, request, channel, input_bytes, protected_record)
-        if runner == DEFAULT_RUNNER:
-            return verdict(result, outcome, tests, result.output_bytes)
-        # stderr too: unittest (Django's runtests.py) prints its results there
-        log = outcome.stdout.data + b"\n" + outcome.stderr.data
-        cut = outcome.stdout.truncated or outcome.stderr.truncated
-        return verdict(result, outcome, tests, log, runner, cut)
+        return _answered(result, outcome, tests, runner)
+
+
+def _answered(result: Outcome, outcome, tests: dict, runner: str) -> Outcome:
+    """The verdict on what the runner answered: its report on the channel, or its log."""
+    if runner == DEFAULT_RUNNER:
+        return verdict(result, outcome, tests, result.output_bytes)
+    # stderr too: unittest (Django's runtests.py) prints its results there
+    log = outcome.stdout.data + b"\n" + outcome.stderr.data
+    cut = outcome.stdout.truncated or outcome.stderr.truncated
+    return verdict(result, outcome, tests, log, runner, cut)
 
 
 def _unready(store, case: dict | None, base_listing: str | None) -> str | None:
