@@ -148,26 +148,39 @@ class Package:
         return record
 
 
-def make_package(repo: Path) -> Package:
+def commit_case(repo: Path, base: dict[str, str], fix: dict[str, str]) -> tuple[str, bytes, bytes]:
+    """A new repository at ``repo`` whose base commit holds the files ``base`` (path -> text)
+    and whose next commit writes ``fix``: (the base commit, the fix's diff of ``mathkit`` as
+    the gold patch, its diff of ``tests`` as the test patch)."""
     repo.mkdir(parents=True)
     git(repo, "init", "-q", "-b", "main")
-    write(repo / "pyproject.toml", PYPROJECT)
-    write(repo / "README.md", "mathkit: small sums.\n")
-    write(repo / "mathkit" / "__init__.py", INIT)
-    write(repo / "mathkit" / "ops.py", OPS_BUGGY)
-    write(repo / "tests" / "test_ops.py", TEST_OPS)
-    write(repo / "tests" / "test_extras.py", TEST_EXTRAS)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "mathkit")
-    base = git(repo, "rev-parse", "HEAD")
-    write(repo / "mathkit" / "ops.py", OPS_FIXED)
-    write(repo / "tests" / "test_ops.py", TEST_OPS_FIXED)
-    write(repo / "tests" / "test_mean.py", TEST_MEAN)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "mean: true division, and refuse an empty list")
-    gold = git(repo, "diff", base, "HEAD", "--", "mathkit") + "\n"
-    tests = git(repo, "diff", base, "HEAD", "--", "tests") + "\n"
-    return Package(repo, base, gold.encode(), tests.encode())
+    messages = ("mathkit", "mean: true division, and refuse an empty list")
+    for files, message in zip((base, fix), messages, strict=True):
+        for path, text in files.items():
+            write(repo / path, text)
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", message)
+    commit = git(repo, "rev-parse", "HEAD~1")
+    gold = git(repo, "diff", commit, "HEAD", "--", "mathkit") + "\n"
+    tests = git(repo, "diff", commit, "HEAD", "--", "tests") + "\n"
+    return commit, gold.encode(), tests.encode()
+
+
+def make_package(repo: Path) -> Package:
+    base = {
+        "pyproject.toml": PYPROJECT,
+        "README.md": "mathkit: small sums.\n",
+        "mathkit/__init__.py": INIT,
+        "mathkit/ops.py": OPS_BUGGY,
+        "tests/test_ops.py": TEST_OPS,
+        "tests/test_extras.py": TEST_EXTRAS,
+    }
+    fix = {
+        "mathkit/ops.py": OPS_FIXED,
+        "tests/test_ops.py": TEST_OPS_FIXED,
+        "tests/test_mean.py": TEST_MEAN,
+    }
+    return Package(repo, *commit_case(repo, base, fix))
 
 
 @pytest.fixture(scope="session")
@@ -232,9 +245,10 @@ class TestsBench(Bench):
         return data
 
 
-def build_tests_bench(root: Path) -> TestsBench:
+def build_tests_bench(root: Path, make=make_package) -> TestsBench:
+    """The bench on the package ``make`` builds (a ``Package``) under ``root``."""
     root.mkdir(parents=True, exist_ok=True)
-    pkg = make_package(root / "repo")
+    pkg = make(root / "repo")
     tools = root / "tools"
     write(tools / "agent.sh", DISPATCHER.replace("@TOOLS@", str(tools)), executable=True)
     write(tools / "gold.patch", pkg.gold)
@@ -245,6 +259,20 @@ def build_tests_bench(root: Path) -> TestsBench:
     Store.init(store_path)
     bench = TestsBench(root, pkg.repo, tools, store_path, task, pkg.base, package=pkg)
     return bench
+
+
+def assert_every_listed_test_passed(bench: TestsBench, plan, result) -> dict:
+    """The ``tests`` evaluation of ``result``, a resolved attempt whose every listed test
+    passed, in list order."""
+    assert result.terminal_class == "resolved", result.reason
+    e = bench.evaluation(plan, result, "tests")
+    checks = e["_result"]["details"]["checks"]
+    pkg = bench.package
+    assert [(c["name"], c["list"], c["passed"]) for c in checks] == [
+        *((t, "FAIL_TO_PASS", True) for t in pkg.fail_to_pass),
+        *((t, "PASS_TO_PASS", True) for t in pkg.pass_to_pass),
+    ]
+    return e
 
 
 @pytest.fixture

@@ -152,6 +152,10 @@ EvaluatorKind = Literal["command", "llm_judge", "tests"]
 # rejudged), and their timeouts and missing verdicts may be the candidate's doing.
 DETERMINISTIC: tuple[EvaluatorKind, ...] = ("command", "tests")
 Purpose = Literal["correctness", "safety", "quality"]
+# How a ``tests`` profile reads its runner's results (docs/grading.md, "The tests kind"): a
+# JUnit XML report on the report channel, or the status lines of the runner's printed log.
+TestRunner = Literal["junit", "pytest-log", "django", "sympy"]
+TEST_RUNNERS: tuple[TestRunner, ...] = get_args(TestRunner)
 # The two runs of a gold validation (yyb/grading/gold.py): the case's gold patch, and none.
 GoldRun = Literal["gold", "empty"]
 GOLD_RUNS: tuple[GoldRun, ...] = get_args(GoldRun)

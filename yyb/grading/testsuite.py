@@ -11,7 +11,10 @@ read-only paths, as a command evaluator does. It writes a JUnit XML report to ``
 which is ``/dev/fd/N``: the write end of a pipe only the runner inherits, as a command
 evaluator's verdict channel is (yyb/harness/channel.py). Nothing can be taken back from a
 pipe, so code under test that writes a report of its own, before or after the runner's, spoils
-it; the report is read as hostile input (yyb/grading/junit.py).
+it; the report is read as hostile input (yyb/grading/junit.py). A profile whose ``runner`` is
+a log runner (``pytest-log``, ``django``, ``sympy``) is graded by the status lines the command
+prints instead, as SWE-bench grades (yyb/grading/testlog.py): those lines are the code under
+test's to print, which is why ``junit`` is the default (docs/grading.md, "Log runners").
 
 The verdict (docs/grading.md, "The tests kind"): ``pass`` only when every listed test is
 reported passed. A test that did not run, was skipped, failed or errored, or is missing from
@@ -28,7 +31,7 @@ import json
 
 from yyb.errors import UsageError
 from yyb.evidence import environment, testpatch
-from yyb.grading import junit
+from yyb.grading import junit, testlog
 from yyb.grading.invocation import Invocation
 from yyb.grading.outcome import Outcome, SandboxRequest, evaluation_folders, run_sandboxed
 from yyb.harness import apply, manifest, overlay, sandbox
@@ -39,6 +42,7 @@ DEFAULT_TIMEOUT_MS = 30 * 60 * 1000
 # pytest's exit status when it refuses its arguments: one listed id it cannot find is enough,
 # and it then runs no test at all.
 REFUSED_ARGUMENTS = 4
+DEFAULT_RUNNER = "junit"
 
 
 def run(
@@ -100,6 +104,9 @@ def run(
             junit=channel.path,
             **({"environment": environment.identity_of(ready)} if ready is not None else {}),
         )
+        runner = spec.get("runner", DEFAULT_RUNNER)
+        if runner != DEFAULT_RUNNER:
+            document["runner"] = runner
         input_bytes = (json.dumps(document, indent=2, sort_keys=True) + "\n").encode()
         env, _ = build(folders, call.read_only, [], {})
         env["YYB_JUNIT_FD"] = str(channel.fd)
@@ -110,8 +117,17 @@ def run(
             argv, env, timeout_ms, tools, call.protected, call.cancel, mount, ready
         )
         outcome, result = run_sandboxed(folders, request, channel, input_bytes, protected_record)
-        report = result.output_bytes
-        return verdict(result, outcome, tests, report)
+        return _answered(result, outcome, tests, runner)
+
+
+def _answered(result: Outcome, outcome, tests: dict, runner: str) -> Outcome:
+    """The verdict on what the runner answered: its report on the channel, or its log."""
+    if runner == DEFAULT_RUNNER:
+        return verdict(result, outcome, tests, result.output_bytes)
+    # stderr too: unittest (Django's runtests.py) prints its results there
+    log = outcome.stdout.data + b"\n" + outcome.stderr.data
+    cut = outcome.stdout.truncated or outcome.stderr.truncated
+    return verdict(result, outcome, tests, log, runner, cut)
 
 
 def _unready(store, case: dict | None, base_listing: str | None) -> str | None:
@@ -142,8 +158,19 @@ def fill(command: list[str], workspace: str, junit_path: str, listed: list[str])
     return argv
 
 
-def verdict(result: Outcome, outcome, tests: dict, report: bytes | None) -> Outcome:
-    """The verdict rule of the tests kind, first match (docs/grading.md, "The tests kind")."""
+def verdict(
+    result: Outcome,
+    outcome,
+    tests: dict,
+    report: bytes | None,
+    runner: str = DEFAULT_RUNNER,
+    cut: bool = False,
+) -> Outcome:
+    """The verdict rule of the tests kind, first match (docs/grading.md, "The tests kind").
+
+    ``report`` is what the runner answered: the JUnit report received on the channel for the
+    ``junit`` runner, else the runner's log (``cut``: the capture kept only its beginning).
+    """
     if result.problem is not None:
         return result  # decided before the rule: the evaluator never ran (run_sandboxed)
     if outcome.cancelled:
@@ -163,19 +190,14 @@ def verdict(result: Outcome, outcome, tests: dict, report: bytes | None) -> Outc
             f"the test runner was killed by signal {result.signal}, which yyb did not send; "
             "a runner that did not finish cannot pass",
         )
-    if report is None:
-        return result.with_verdict(
-            "fail", f"the test runner wrote no report (exit status {outcome.exit_code})"
-        )
-    try:
-        cases = junit.read(report)
-    except junit.ReportError as exc:
-        return result.with_verdict("fail", exc.reason)
-    found = junit.index(cases)
+    read = _results(runner, report, outcome.exit_code)
+    if isinstance(read, str):
+        return result.with_verdict("fail", read)
+    check, reported = read
     checks = []
     for which, key in (("FAIL_TO_PASS", "fail_to_pass"), ("PASS_TO_PASS", "pass_to_pass")):
         for test_id in tests[key]:
-            passed, detail = junit.check(test_id, found)
+            passed, detail = check(test_id)
             checks.append({"name": test_id, "passed": passed, "detail": detail, "list": which})
     failing = [c for c in checks if not c["passed"]]
     summary = (
@@ -183,8 +205,11 @@ def verdict(result: Outcome, outcome, tests: dict, report: bytes | None) -> Outc
         f" ({sum(c['list'] == 'FAIL_TO_PASS' and c['passed'] for c in checks)} of "
         f"{len(tests['fail_to_pass'])} FAIL_TO_PASS)"
     )
-    result.details = {"checks": checks, "summary": summary, "reported": len(cases)}
-    if not cases and outcome.exit_code == REFUSED_ARGUMENTS:
+    if cut:
+        summary += "; the log was cut at its capture limit: a test reported after it is missing"
+    result.details = {"checks": checks, "summary": summary, "reported": reported}
+    pytest = runner in (DEFAULT_RUNNER, "pytest-log")
+    if pytest and not reported and outcome.exit_code == REFUSED_ARGUMENTS:
         return result.with_verdict(
             "fail",
             f"the test runner ran no test: it exited with status {REFUSED_ARGUMENTS}, pytest's "
@@ -196,3 +221,19 @@ def verdict(result: Outcome, outcome, tests: dict, report: bytes | None) -> Outc
             "fail", f"{summary}; first not passed: {first['name']}: {first['detail']}"
         )
     return result.with_verdict("pass", summary)
+
+
+def _results(runner: str, report: bytes | None, exit_code: int | None):
+    """(a listed test id -> (passed, detail), how many tests the report or log has), or why
+    there is nothing to check the listed tests against."""
+    if runner != DEFAULT_RUNNER:
+        index = testlog.Index(testlog.parse(runner, report or b""))
+        return index.check, len(index.found)
+    if report is None:
+        return f"the test runner wrote no report (exit status {exit_code})"
+    try:
+        cases = junit.read(report)
+    except junit.ReportError as exc:
+        return exc.reason
+    found = junit.index(cases)
+    return (lambda test_id: junit.check(test_id, found)), len(cases)
