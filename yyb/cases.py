@@ -328,4 +328,8 @@ def write_case(store, task: Task, case: dict) -> str:
     links["prompt"] = store.objects.put("blob", task.prompt)
     if case.get("tests"):
         links["test_patch"] = store.objects.put("blob", hidden_patch(task))
+    if case.get("environment"):
+        for _, value in environment_of(task).records():
+            store.objects.put_record(value)
+        links["environment"] = case["environment"]
     return store.objects.put_record(dict(case, links=links))

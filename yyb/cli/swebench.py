@@ -40,12 +40,20 @@ def import_group():
     help="Add a read-only tool path (the test environment) to the tool policy (repeatable).",
 )
 @click.option(
+    "--environments",
+    "environments_file",
+    metavar="FILE",
+    help="Environment recipes by instance id (JSON: python, requirements, install); "
+    "instances it does not name use SWE-bench's per-repository specs (docs/swe-bench.md).",
+)
+@click.option(
     "--check-ids",
     is_flag=True,
     help="Check every listed test id against pytest's collection at the base with the test "
     "patch applied, in the sandbox; repair ids cut short, refuse unknown ones.",
 )
-def swe_bench(instances_file, repos, out, python, tool_paths, check_ids):
+@click.pass_context
+def swe_bench(ctx, instances_file, repos, out, python, tool_paths, environments_file, check_ids):
     """Import SWE-bench instance records (a JSON list, or JSON Lines) from FILE.
 
     Prints each case's task file, one per line. Exit 0 when every instance was imported,
@@ -53,7 +61,18 @@ def swe_bench(instances_file, repos, out, python, tool_paths, check_ids):
     """
     from yyb.swebench import importer
 
-    written = importer.run(instances_file, repos, out, python, tuple(tool_paths), check_ids)
+    from yyb.cli.context import open_store
+
+    written = importer.run(
+        instances_file,
+        repos,
+        out,
+        python,
+        tuple(tool_paths),
+        check_ids,
+        environments_file,
+        lambda: open_store(ctx, create=True),
+    )
     for line in written.repairs:
         click.echo(f"yyb: {line}", err=True)
     for _, path in written.tasks:

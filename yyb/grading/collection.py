@@ -21,7 +21,9 @@ from yyb.harness import apply, overlay, sandbox
 from yyb.harness.channel import Channel
 from yyb.harness.environment import build
 
-ARGS = ["-p", "no:cacheprovider", "--collect-only", "-q"]
+# ``-o addopts=``: a project's own addopts (marshmallow's ``-v``) would cancel the ``-q`` that
+# makes pytest print node ids, one a line, instead of its collection tree.
+ARGS = ["-p", "no:cacheprovider", "-o", "addopts=", "--collect-only", "-q"]
 TIMEOUT_MS = 10 * 60 * 1000
 MAX_LOG = 1 << 20
 
@@ -61,7 +63,8 @@ def collect(
 ) -> Collected:
     """Collect the files of ``listed`` with ``pytest`` (the command that starts it) on
     ``base`` (path -> (mode, blob oid), its blobs in ``store``) with ``test_patch`` applied;
-    ``box`` holds the sandbox's ``protected`` roots and ``read_only`` tool paths.
+    ``box`` holds the sandbox's ``protected`` roots and ``read_only`` tool paths, and the
+    built ``environment`` to run on, if any.
 
     Raises:
         PatchError: the test patch does not apply to the base.
@@ -81,7 +84,11 @@ def collect(
         channel = Channel(1)  # nothing is read from it: the ids come on stdout
         held.callback(channel.collect)
         env, _ = build(folders, box.get("read_only", []), [], {})
-        request = SandboxRequest([*pytest, *ARGS, *files], env, TIMEOUT_MS, tools, protected)
+        ready = box.get("environment")  # a built environment (build.Ready) to collect on
+        if ready is not None:
+            env.update(ready.view().variables)
+        argv = [*pytest, *ARGS, *files]
+        request = SandboxRequest(argv, env, TIMEOUT_MS, tools, protected, environment=ready)
         outcome, result = run_sandboxed(folders, request, channel)
     text = result.log[:MAX_LOG].decode("utf-8", "replace")
     ids = {line for line in text.splitlines() if any(line.startswith(f + "::") for f in files)}

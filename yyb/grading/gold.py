@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from yyb import cases, signing
 from yyb.errors import UsageError, YybError
-from yyb.evidence import names
+from yyb.evidence import environment, names
 from yyb.evidence import plan as planned
 from yyb.evidence.kinds.plan import (
     CaseValidation,
@@ -78,6 +78,11 @@ def validate(store, config, task_path: str, environ: dict | None = None, cancel=
     protected = protected_roots(store.path, config, task)
     case_oid = cases.write_case(store, task, case)
     record_case = store.objects.get_record(case_oid)
+    declared = cases.environment_of(task)
+    ready = None
+    if declared is not None:  # built (or found built) and checked before anything runs
+        repository = config.repository_path(case["repository"])
+        ready = environment.ensure(store, declared, repository)
     base_oid = _base_listing(store, config, case)
     base = manifest.entries_at(store, base_oid)
     links = {
@@ -103,10 +108,10 @@ def validate(store, config, task_path: str, environ: dict | None = None, cancel=
             outcome = Outcome.invalid(unapplied)
         else:
             read_only = config.tool_policy()["read_only_paths"]
-            call = Invocation(spec, protected, read_only, cancel)
+            call = Invocation(spec, protected, read_only, cancel, environment=ready)
             outcome = testsuite.run(store, call, record_case, listings[run], base_oid, header)
             if outcome.exit_code == testsuite.REFUSED_ARGUMENTS and outcome.verdict == "fail":
-                box = {"protected": protected, "read_only": read_only}
+                box = {"protected": protected, "read_only": read_only, "environment": ready}
                 outcome.reason = _unknown_ids(store, spec, record_case, base, box) or outcome.reason
         runs[run] = _run(store, outcome, run, links)
     discriminating = runs["gold"]["verdict"] == "pass" and runs["empty"]["verdict"] == "fail"

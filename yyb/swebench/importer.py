@@ -85,27 +85,65 @@ def locate(repos: str, instance: Instance) -> str:
     )
 
 
+def environment_specs(
+    instances: list[Instance], out: str, given: dict
+) -> tuple[dict[str, str], dict[str, bytes]]:
+    """(instance id -> its spec file, every spec file: path -> bytes) for the instances an
+    environment recipe knows (yyb/swebench/environments.py).
+
+    Raises:
+        InstanceError: a recipe that cannot be had here, or two instances whose one spec
+            file would differ.
+    """
+    from yyb.swebench import environments
+
+    chosen, files = {}, {}
+    for instance in instances:
+        found = environments.recipe(instance, given)
+        if found is None:
+            continue
+        path, wanted = environments.spec_files(instance, found, out)
+        for name, data in wanted.items():
+            if files.setdefault(name, data) != data:
+                raise InstanceError(
+                    instance.where,
+                    "environment_setup_commit",
+                    f"its environment {found.name} would differ from another instance's; "
+                    "name it apart in the --environments file",
+                )
+        chosen[instance.instance_id] = path
+    return chosen, files
+
+
 def plan_files(
-    instances: list[Instance], repos: str, out: str, python: str, tool_paths: list[str]
+    instances: list[Instance],
+    repos: str,
+    out: str,
+    python: str,
+    tool_paths: list[str],
+    specs: tuple[dict[str, str], dict[str, bytes]] = ({}, {}),
 ) -> dict[str, bytes]:
     """Every file the import writes (path -> bytes), the configuration merged with the one
-    already in ``out``, if any.
+    already in ``out``, if any; ``specs`` are the instances' environments
+    (``environment_specs``), whose profiles run the environment's ``python``.
 
     Raises:
         InstanceError: an instance whose repository or base commit is missing.
         UsageError / ConfigError: an existing configuration that the merge would change.
     """
-    files: dict[str, bytes] = {}
+    chosen, spec_files = specs
+    files: dict[str, bytes] = dict(spec_files)
     repositories: dict[str, str] = {}
     profiles: dict[str, dict] = {}
     for instance in instances:
         clone = locate(repos, instance)
         repositories[instance.repo_id] = os.path.relpath(clone, out)
+        environment = chosen.get(instance.instance_id)
         profiles[profile_name(instance)] = {
             "kind": "tests",
             "grader_id": GRADER_ID,
             "version": "1",
-            "command": test_command(python),
+            "command": test_command("python" if environment else python),
             "timeout_ms": TIMEOUT_MS,
             "purpose": "correctness",
             "required": True,
@@ -115,16 +153,18 @@ def plan_files(
         hidden = os.path.join("hidden", instance.instance_id)
         files[os.path.join(out, hidden, "test.patch")] = instance.test_patch
         files[os.path.join(out, hidden, "gold.patch")] = instance.patch
+        spec = os.path.relpath(environment, os.path.join(out, "cases")) if environment else None
         files[os.path.join(out, "cases", f"{instance.instance_id}.md")] = task_file(
-            instance, os.path.join("..", hidden)
+            instance, os.path.join("..", hidden), spec
         )
     config_path = os.path.join(out, configuration.CONFIG_NAME)
     files[config_path] = _config(config_path, repositories, profiles, tool_paths)
     return files
 
 
-def task_file(instance: Instance, hidden: str) -> bytes:
-    """The task file of one instance; ``hidden`` is its hidden folder, relative to the task."""
+def task_file(instance: Instance, hidden: str, environment: str | None = None) -> bytes:
+    """The task file of one instance; ``hidden`` is its hidden folder and ``environment`` its
+    environment's spec file (None: none), relative to the task."""
     import yaml
 
     tests = {
@@ -147,6 +187,7 @@ def task_file(instance: Instance, hidden: str) -> bytes:
                 "category": "swe-bench",
                 "grader_profile": profile_name(instance),
                 "tests": tests,
+                **({"environment": environment} if environment else {}),
             },
             "swe_bench": {
                 "instance_id": instance.instance_id,
@@ -221,10 +262,15 @@ def run(
     python: str = "python3",
     tool_paths: tuple[str, ...] = (),
     check_ids: bool = False,
+    environments: str | None = None,
+    open_store=None,
 ) -> Written:
     """Import the instances in the file at ``path`` (docs/swe-bench.md); with ``check_ids``,
     their listed test ids are first checked against pytest's collection in the sandbox
-    (yyb/swebench/testids.py), and repaired where that is certain.
+    (yyb/swebench/testids.py), and repaired where that is certain. Each instance an
+    environment recipe knows (the ``environments`` file, else SWE-bench's specs) gets a spec
+    file; with ``check_ids`` those are built first (in the store ``open_store`` gives) and the
+    collection runs on them.
 
     Raises:
         InstanceError: a record that is not a valid instance, whose repository or base
@@ -238,8 +284,11 @@ def run(
 
     if not os.path.isdir(repos):
         raise InvalidArgument("repos", f"{repos} is not a folder", repos)
+    from yyb.swebench.environments import read_given
+
     found = reading.read(path, file.read_input(path))
     out = os.path.abspath(out)
+    specs = environment_specs(found, out, read_given(environments))
     repairs: list[str] = []
     if check_ids:
         from yyb.harness import sandbox
@@ -248,8 +297,10 @@ def run(
         clones = {i.instance_id: locate(repos, i) for i in found}
         hidden = sandbox.protected_roots(None, None, {"evaluators": {"catalog": {}}}, (out,))
         box = {"protected": hidden, "read_only": [os.path.abspath(p) for p in tool_paths]}
+        if specs[0]:
+            box["environments"] = _built(specs, out, clones, open_store)
         found, repairs = testids.check(found, clones, python, box)
-    files = plan_files(found, repos, out, python, list(tool_paths))
+    files = plan_files(found, repos, out, python, list(tool_paths), specs)
     config_path = os.path.join(out, configuration.CONFIG_NAME)
     clash = conflicts(files, config_path)
     if clash is not None:
@@ -257,3 +308,24 @@ def run(
     write(files, config_path)
     tasks = [(i.instance_id, os.path.join(out, "cases", f"{i.instance_id}.md")) for i in found]
     return Written(tasks, config_path, repairs)
+
+
+def _built(specs, out: str, clones: dict[str, str], open_store) -> dict:
+    """Each instance's environment built (or found built), by instance id: the spec files
+    are read from a scratch copy, since nothing is written to ``out`` before every check."""
+    import tempfile
+
+    from yyb.evidence import environment
+
+    chosen, files = specs
+    built = {}
+    with tempfile.TemporaryDirectory(prefix="yyb-import-") as scratch:
+        for name, data in files.items():
+            copy = os.path.join(scratch, os.path.relpath(name, out))
+            os.makedirs(os.path.dirname(copy), exist_ok=True)
+            with open(copy, "wb") as handle:
+                handle.write(data)
+        for instance_id, spec_path in chosen.items():
+            declared = environment.load(os.path.join(scratch, os.path.relpath(spec_path, out)))
+            built[instance_id] = environment.ensure(open_store(), declared, clones[instance_id])
+    return built

@@ -19,11 +19,16 @@ from yyb.store.repo import Store
 from yyb.swebench.instances import LISTS, Instance, InstanceError
 
 
+# The pytest of a built environment: its own ``python`` (on the environment's PATH).
+ENVIRONMENT_PYTEST = ["python", "-m", "pytest"]
+
+
 def check(
     instances: list[Instance], clones: dict[str, str], python: str, box: dict
 ) -> tuple[list[Instance], list[str]]:
     """(the instances with repaired lists, one line per repair); ``clones`` maps each instance
-    id to its clone, ``box`` holds the sandbox's ``protected`` roots and ``read_only`` paths.
+    id to its clone, ``box`` holds the sandbox's ``protected`` roots and ``read_only`` paths,
+    and the built ``environments`` by instance id, for the instances that run on one.
 
     Raises:
         SandboxUnavailable: the sandbox cannot start here.
@@ -37,7 +42,11 @@ def check(
         if not testpatch.test_files([*instance.fail_to_pass, *instance.pass_to_pass]):
             out.append(instance)  # no pytest node id to check
             continue
-        collected = _collect(instance, clones[instance.instance_id], pytest, box)
+        ready = box.get("environments", {}).get(instance.instance_id)
+        runner = pytest if ready is None else ENVIRONMENT_PYTEST
+        collected = _collect(
+            instance, clones[instance.instance_id], runner, dict(box, environment=ready)
+        )
         lists = {}
         for name, listed in zip(LISTS, (instance.fail_to_pass, instance.pass_to_pass), strict=True):
             unknown = collection.resolve(listed, collected)
