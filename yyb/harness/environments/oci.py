@@ -1,6 +1,6 @@
 """An OCI image layout, OCI archive or docker-archive read and unpacked into a folder, no daemon.
 
-The formats and the safety rules are described in docs/environments-oci.md.
+The formats and the safety rules are described in docs/environments.md, "oci".
 """
 
 from __future__ import annotations

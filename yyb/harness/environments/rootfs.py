@@ -1,7 +1,7 @@
 """The ``rootfs`` kind: a Debian root built by mmdebstrap from a suite and a package list.
 
 Two builds of one spec against one mirror's content give trees of the same paths, modes,
-link targets and file bytes (measured: docs/environments-rootfs.md); what still differs is
+link targets and file bytes (measured: docs/environments.md, "rootfs"); what still differs is
 mtimes, which no manifest of ours records.
 """
 
@@ -118,7 +118,7 @@ def resolve(spec: dict) -> Request:
     """The spec checked field by field, with every default filled in.
 
     Args:
-        spec: a rootfs spec (docs/environments-rootfs.md).
+        spec: a rootfs spec (docs/environments.md, "rootfs").
 
     Returns:
         the request a build runs.
@@ -213,7 +213,7 @@ def argv(spec: dict, dest: str) -> list[str]:
     the tree holds the suite the spec names and nothing else.
 
     Args:
-        spec: a rootfs spec (docs/environments-rootfs.md).
+        spec: a rootfs spec (docs/environments.md, "rootfs").
         dest: the empty folder the tree is written to.
 
     Returns:
@@ -313,7 +313,7 @@ def build(spec: dict, dest: str, log: BinaryIO) -> Built:
     something is still mounted below it, which is then reported and left alone.
 
     Args:
-        spec: a rootfs spec (docs/environments-rootfs.md).
+        spec: a rootfs spec (docs/environments.md, "rootfs").
         dest: an existing empty folder.
         log: a binary file open for writing.
 

@@ -1,7 +1,7 @@
 """A built root made ready to mount: build-time leftovers gone, the sandbox's mount points empty.
 
 What goes was measured on bookworm and trixie minbase trees with python3
-(docs/environments-rootfs.md): every change below is to a file that differs between hosts or
+(docs/environments.md, "rootfs"): every change below is to a file that differs between hosts or
 that nothing reads on a read-only root. Python's __pycache__ folders stay: built with
 SOURCE_DATE_EPOCH set they hold hash-checked .pyc files, byte-identical from build to build,
 and without them a read-only root recompiles every module on every start (measured: 125 ms
