@@ -118,3 +118,22 @@ def test_a_changed_file_of_the_unpacked_tree_stops_the_run_before_dispatch(on_bu
     finally:
         os.unlink(target)
     bench.context(plan)
+
+
+def test_a_tree_changed_after_the_runs_check_fails_the_attempt_as_the_environments(on_busybox):
+    from yyb.attempts import run as attempts_run
+    from yyb.harness.environments.cache import Cache
+
+    bench, _, _, _ = on_busybox
+    plan = bench.plan(["zz/idler"], attempts=2)
+    ctx = bench.context(plan)  # the run's own check passes: nothing changed yet
+    root = Cache(bench.store_path).root(plan.experiment["environments"][0]["spec"])
+    target = os.path.join(root, "etc", "late")
+    with open(target, "w") as handle:
+        handle.write("changed after the run's check\n")
+    try:
+        results = attempts_run.run_plan(ctx, 1)
+    finally:
+        os.unlink(target)
+    assert [r.terminal_class for r in results] == ["environment_failure"] * 2
+    assert all("etc/late: not in the manifest" in r.reason for r in results), results[0].reason

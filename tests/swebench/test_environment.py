@@ -128,3 +128,21 @@ def test_a_changed_file_in_the_built_tree_is_found_before_dispatch(env_bench, tm
 def test_the_store_with_an_environment_cache_checks_clean(env_bench):
     bench, _, _ = env_bench
     assert bench.doctor_errors() == []
+
+
+def test_doctor_names_a_changed_environment_tree(env_bench):
+    from yyb.harness.environments.cache import Cache
+    from yyb.readiness import doctor
+
+    bench, plan, _ = env_bench
+    root = Cache(bench.store_path).root(plan.experiment["environments"][0]["spec"])
+    extra = os.path.join(root, "planted")
+    with open(extra, "w") as handle:
+        handle.write("x\n")
+    try:
+        found = [f for f in doctor.findings(bench.store) if f.code.startswith("environment")]
+        assert [(f.level, f.code) for f in found] == [("error", "environment-mismatch")]
+        assert "planted: not in the manifest" in found[0].detail
+    finally:
+        os.unlink(extra)
+    assert not [f for f in doctor.findings(bench.store) if f.level == "error"]

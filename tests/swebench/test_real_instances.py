@@ -115,3 +115,33 @@ def test_a_plan_of_gold_empty_and_a_cheat_resolves_only_gold(imported):
         assert got[(instance_id, "zz/gold")] == "resolved", got
         assert got[(instance_id, "zz/idler")] != "resolved", got
         assert got[(instance_id, "zz/cheat")] != "resolved", got
+
+
+@pytest.mark.deep
+def test_tomli_on_python_3_13_from_a_debian_root(tmp_path):
+    """The same tomli row with its recipe asking for Python 3.13, which the host lacks: the
+    import gives its spec a trixie root (mmdebstrap) as its base, and gold validation runs on
+    that root's interpreter."""
+    repos = tmp_path / "repos"
+    subprocess.run(["git", "clone", "-q", str(DATA / "tomli.bundle"), str(repos / "tomli")], check=True)
+    recipes = json.loads((DATA / "environments.json").read_text())
+    given = {IDS[0]: dict(recipes[IDS[0]], python="3.13", name="tomli-py313")}
+    write(tmp_path / "envs.json", json.dumps(given))
+    rows = [line for line in (DATA / "instances.jsonl").read_text().splitlines() if IDS[0] in line]
+    write(tmp_path / "rows.jsonl", rows[0] + "\n")
+    yyb = Yyb(str(tmp_path / "store"))
+    out = tmp_path / "swe"
+    done = yyb(
+        "import", "swe-bench", str(tmp_path / "rows.jsonl"), "--repos", str(repos),
+        "--out", str(out), "--environments", str(tmp_path / "envs.json"),
+    )  # fmt: skip
+    assert done.exit_code == 0, done.stderr
+    spec = json.loads((out / "envs" / "tomli-py313.json").read_text())
+    assert spec["base"] == "debian-trixie-python3.13.json"
+    config = str(out / "yylo-benchmark.config.json")
+    checked = yyb("--config", config, "validate", "--gold", "--task", str(out / "cases" / f"{IDS[0]}.md"))
+    assert checked.exit_code == 0, checked.stdout + checked.stderr
+    assert "gold=pass empty=fail" in checked.stdout
+    listed = yyb("env", "list")
+    assert " rootfs cached debian-trixie-python3.13" in listed.stdout
+    assert " python cached tomli-py313" in listed.stdout

@@ -2,8 +2,8 @@
 
 Doctor is the store's fsck, then what only a benchmark store holds: run folders that yyb
 processes gone left behind, the transparency log against the refs (``logaudit``), the
-checkpoint the store carries, and every release-readiness receipt re-derived from the attempts
-it names. The receipts are why the selection lives in this package: it is the one porcelain
+checkpoint the store carries, every release-readiness receipt re-derived from the attempts
+it names, and every built environment's cached tree against its manifest. The receipts are why the selection lives in this package: it is the one porcelain
 package whose evidence doctor re-derives, and porcelain packages do not import each other.
 Each check yields findings; the caller decides how to show them and which exit code follows.
 """
@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from yyb.errors import YybError
 from yyb.harness import scratch
 from yyb.readiness import verify
-from yyb.store.fsck import Finding, error, fsck
+from yyb.store.fsck import Finding, error, fsck, info
 from yyb.store.log import audit as logaudit
 from yyb.store.log import checkpoint
 
@@ -29,7 +29,23 @@ def findings(store) -> Iterator[Finding]:
         logaudit.audit(store),
         carried_checkpoint(store),
         verify.doctor(store),
+        environments(store),
     )
+
+
+def environments(store) -> Iterator[Finding]:
+    """Every built environment a ref names, its cached tree read whole against its manifest
+    (docs/environments.md): one that differs is an error; one not cached here is a note."""
+    from yyb.harness.environments import registry
+
+    for entry in registry.entries(store):
+        subject = f"refs/environments/{entry.spec_oid}"
+        if not entry.cached:
+            yield info("environment-not-cached", subject, "not built in this registry")
+            continue
+        problem = registry.verify(store, entry)
+        if problem is not None:
+            yield error("environment-mismatch", subject, problem)
 
 
 def leftovers(store) -> Iterator[Finding]:
