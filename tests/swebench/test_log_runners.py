@@ -282,3 +282,48 @@ def _branches(node):
     elif isinstance(node, list):
         for value in node:
             yield from _branches(value)
+
+
+def test_an_imported_django_instance_runs_runtests_with_its_labels_on_its_environment(tmp_path):
+    """A Django-shaped instance imported as ``django/django`` 5.0: its profile is SWE-bench's
+    runtests.py command for that version with the test patch's module labels, read by the
+    django runner, on an environment made from the recipe given; gold passes, empty fails."""
+    from tests.conftest import Yyb
+
+    pkg = make_djangoish(tmp_path / "repos" / "django")
+    row = {
+        "instance_id": "django__django-1",
+        "repo": "django/django",
+        "base_commit": pkg.base,
+        "patch": pkg.gold.decode(),
+        "test_patch": pkg.test_patch.decode(),
+        "problem_statement": "mean floors\n",
+        "FAIL_TO_PASS": json.dumps(pkg.fail_to_pass),
+        "PASS_TO_PASS": json.dumps(pkg.pass_to_pass),
+        "version": "5.0",
+    }
+    (tmp_path / "rows.jsonl").write_text(json.dumps(row) + "\n")
+    recipe = {"django__django-1": {"python": "3.11", "requirements": [], "install": []}}
+    (tmp_path / "envs.json").write_text(json.dumps(recipe))
+    yyb = Yyb(str(tmp_path / "store"))
+    out = tmp_path / "swe"
+    done = yyb(
+        "import", "swe-bench", str(tmp_path / "rows.jsonl"), "--repos", str(tmp_path / "repos"),
+        "--out", str(out), "--environments", str(tmp_path / "envs.json"),
+    )  # fmt: skip
+    assert done.exit_code == 0, done.stderr
+    config = json.loads((out / "yylo-benchmark.config.json").read_text())
+    profile = config["evaluators"]["swe-django__django-5.0"]
+    assert profile["runner"] == "django"
+    assert profile["command"] == [
+        "python", "tests/runtests.py", "--verbosity", "2", "--settings=test_sqlite",
+        "--parallel", "1", "{labels}",
+    ]  # fmt: skip
+    task = str(out / "cases" / "django__django-1.md")
+    checked = yyb("--config", str(out / "yylo-benchmark.config.json"), "validate", "--gold", "--task", task)
+    assert checked.exit_code == 0, checked.stdout + checked.stderr
+    assert "gold=pass empty=fail" in checked.stdout
+    store = __import__("yyb.store.repo", fromlist=["Store"]).Store.open(str(tmp_path / "store"))
+    record = store.objects.get_record(store.refs.read("refs/validations/django__django-1"))
+    given = json.loads(store.objects.get(record["links"]["gold_input"]).body)
+    assert given["command"][-1] == "test_ops"  # tests/test_ops.py as runtests.py's label

@@ -92,7 +92,8 @@ def run(
         held.callback(channel.collect)
         ready = call.environment
         shown = ready.workspace if ready is not None else folders.workspace
-        argv = fill(spec["command"], shown, channel.path, listed)
+        runner = spec.get("runner", DEFAULT_RUNNER)
+        argv = fill(spec["command"], shown, channel.path, listed, labels(runner, patch))
         document = dict(
             header,
             kind="tests",
@@ -104,7 +105,6 @@ def run(
             junit=channel.path,
             **({"environment": environment.identity_of(ready)} if ready is not None else {}),
         )
-        runner = spec.get("runner", DEFAULT_RUNNER)
         if runner != DEFAULT_RUNNER:
             document["runner"] = runner
         input_bytes = (json.dumps(document, indent=2, sort_keys=True) + "\n").encode()
@@ -146,16 +146,40 @@ def _unready(store, case: dict | None, base_listing: str | None) -> str | None:
     return None
 
 
-def fill(command: list[str], workspace: str, junit_path: str, listed: list[str]) -> list[str]:
+def fill(
+    command: list[str],
+    workspace: str,
+    junit_path: str,
+    listed: list[str],
+    labels: list[str] = (),
+) -> list[str]:
     """The argv of ``command``: ``{tests}`` (a whole argument) becomes the listed test ids,
-    ``{junit}`` the report channel's path and ``{workspace}`` the workspace's."""
+    ``{labels}`` (a whole argument) the test patch's labels (``labels``), ``{junit}`` the
+    report channel's path and ``{workspace}`` the workspace's."""
     argv = []
     for arg in command:
         if arg == "{tests}":
             argv += listed
+        elif arg == "{labels}":
+            argv += labels
         else:
             argv.append(arg.replace("{junit}", junit_path).replace("{workspace}", workspace))
     return argv
+
+
+def labels(runner: str, patch: bytes) -> list[str]:
+    """What a runner is given to run the tests the test patch touches, as SWE-bench gives it:
+    Django's ``runtests.py`` the touched test modules under ``tests/`` as dotted labels
+    (``tests/admin_views/test_forms.py`` is ``admin_views.test_forms``); every other runner
+    the touched Python files' paths."""
+    files = sorted(p for p in apply.paths(patch) if p.endswith(".py"))
+    if runner == "django":
+        return [
+            p.removeprefix("tests/").removesuffix(".py").replace("/", ".")
+            for p in files
+            if p.startswith("tests/")
+        ]
+    return files
 
 
 def verdict(

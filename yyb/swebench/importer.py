@@ -43,8 +43,32 @@ class Written:
     repairs: list[str] = field(default_factory=list)
 
 
-def profile_name(instance: Instance) -> str:
-    return f"swe-{instance.repo_id}"
+def profile_name(instance: Instance, runner: str | None = None) -> str:
+    """``swe-<repo>`` (pytest, with a JUnit report); ``swe-<repo>-<version>`` for a log
+    runner, whose command is SWE-bench's for that version."""
+    if runner is None:
+        return f"swe-{instance.repo_id}"
+    return f"swe-{instance.repo_id}-{instance.kept.get('version', '')}".rstrip("-")
+
+
+def log_runner(instance: Instance) -> tuple[str | None, list[str] | None]:
+    """(runner, command) for an instance whose repository SWE-bench tests with another runner
+    than pytest (Django's ``runtests.py``, SymPy's ``bin/test``): its spec's test command with
+    the test patch's labels; (None, None) for pytest's."""
+    import shlex
+
+    from yyb.swebench import specs
+
+    spec = specs.spec_for(instance.repo, instance.kept.get("version", ""))
+    if spec is None or spec.runner not in ("django", "sympy") or not spec.test_cmd:
+        return None, None
+    words = shlex.split(spec.test_cmd)
+    assignments = []
+    while words and "=" in words[0] and words[0].split("=", 1)[0].isidentifier():
+        assignments.append(words.pop(0))
+    if words and (words[0].endswith(".py") or words[0].removeprefix("./") == "bin/test"):
+        words = ["python", words[0].removeprefix("./"), *words[1:]]  # no exec bit needed
+    return spec.runner, [*(["env", *assignments] if assignments else []), *words, "{labels}"]
 
 
 def test_command(python: str) -> list[str]:
@@ -139,11 +163,13 @@ def plan_files(
         clone = locate(repos, instance)
         repositories[instance.repo_id] = os.path.relpath(clone, out)
         environment = chosen.get(instance.instance_id)
-        profiles[profile_name(instance)] = {
+        runner, command = log_runner(instance) if environment else (None, None)
+        profiles[profile_name(instance, runner)] = {
             "kind": "tests",
-            "grader_id": GRADER_ID,
+            "grader_id": GRADER_ID if runner is None else f"swe-bench-{runner}",
             "version": "1",
-            "command": test_command("python" if environment else python),
+            "command": command or test_command("python" if environment else python),
+            **({"runner": runner} if runner else {}),
             "timeout_ms": TIMEOUT_MS,
             "purpose": "correctness",
             "required": True,
@@ -185,7 +211,9 @@ def task_file(instance: Instance, hidden: str, environment: str | None = None) -
                 "base_commit": instance.base_commit,
                 "case_version": "1",
                 "category": "swe-bench",
-                "grader_profile": profile_name(instance),
+                "grader_profile": profile_name(
+                    instance, log_runner(instance)[0] if environment else None
+                ),
                 "tests": tests,
                 **({"environment": environment} if environment else {}),
             },
