@@ -7,8 +7,9 @@ attempt's workspace is shown, so that an editable install tests the candidate's 
 recipe comes from the ``--environments`` file when it names the instance (exact pins that were
 measured to work), else from SWE-bench's per-repository, per-version specs
 (yyb/swebench/specs.json): its ``pip_packages``, with pytest, and its install command. The
-interpreter is the host's ``/usr/bin/pythonX.Y`` when there is one, else one from a Debian
-root (a ``rootfs`` spec) of the suite that ships that version. Instances of one repository
+interpreter is the host's ``/usr/bin/pythonX.Y`` when there is one and the recipe names no
+``system_packages``, else one from a Debian root (a ``rootfs`` spec) of the suite that ships
+that version, with those packages. Instances of one repository
 and version share one spec, so one build; instances of other versions get their own, in the
 same plan.
 """
@@ -36,6 +37,7 @@ class Recipe:
     python: str
     requirements: tuple[str, ...]
     install: tuple[str, ...]
+    system_packages: tuple[str, ...] = ()  # Debian packages: the spec then gets a rootfs base
 
 
 def read_given(path: str | None) -> dict:
@@ -68,6 +70,7 @@ def recipe(instance: Instance, given: dict) -> Recipe | None:
             python,
             tuple(_strings(instance, entry, "requirements")),
             tuple(_strings(instance, entry, "install")),
+            tuple(sorted(set(_strings(instance, entry, "system_packages")))),
         )
     from yyb.swebench import specs
 
@@ -112,23 +115,22 @@ def spec_files(instance: Instance, recipe: Recipe, out: str) -> tuple[str, dict[
         },
     }
     files = {}
-    if not os.path.exists(interpreter):
+    if recipe.system_packages or not os.path.exists(interpreter):
         suite = SUITES.get(recipe.python)
         if suite is None:
             known = ", ".join(f"{v} ({s})" for v, s in SUITES.items())
             raise InstanceError(
                 instance.where,
                 "version",
-                f"needs Python {recipe.python}: not on this host, and no Debian suite here "
+                f"needs Python {recipe.python} on a Debian root, and no Debian suite here "
                 f"ships it (known: {known}); give an oci environment (docs/environments.md)",
             )
-        base = f"debian-{suite}-python{recipe.python}.json"
+        packages = sorted({f"python{recipe.python}", "git", *recipe.system_packages})
+        extra = "-".join(recipe.system_packages)
+        name = f"debian-{suite}-python{recipe.python}" + (f"-{extra}" if extra else "")
+        base = f"{NAME.sub('-', name)[:100]}.json"
         files[os.path.join(folder, base)] = _json(
-            {
-                "name": f"debian-{suite}-python{recipe.python}",
-                "kind": "rootfs",
-                "rootfs": {"suite": suite, "packages": [f"python{recipe.python}", "git"]},
-            }
+            {"name": base[:-5], "kind": "rootfs", "rootfs": {"suite": suite, "packages": packages}}
         )
         spec["base"] = base
     path = os.path.join(folder, f"{recipe.name}.json")
