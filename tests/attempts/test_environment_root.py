@@ -45,7 +45,9 @@ def _case(bench, built, digest=None):
     write(bench.root / "env.json", json.dumps(spec))
     text = bench.task_path.read_text()
     if "environment:" not in text:
-        text = text.replace("    grader_profile: tests\n", "    grader_profile: tests\n    environment: env.json\n")
+        text = text.replace(
+            "    grader_profile: tests\n", "    grader_profile: tests\n    environment: env.json\n"
+        )
     write(bench.task_path, text)
 
 
@@ -98,9 +100,9 @@ def test_a_changed_layer_is_refused_before_the_build(tmp_path):
         handle.write(bytes([byte[0] ^ 0xFF]))
     with pytest.raises(ChecksumMismatch):
         bench.plan(["zz/idler"])
-    assert not os.path.exists(os.path.join(bench.store_path, "environments", "tmp")) or not os.listdir(
+    assert not os.path.exists(
         os.path.join(bench.store_path, "environments", "tmp")
-    )
+    ) or not os.listdir(os.path.join(bench.store_path, "environments", "tmp"))
 
 
 def test_a_changed_file_of_the_unpacked_tree_stops_the_run_before_dispatch(on_busybox):

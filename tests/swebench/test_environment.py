@@ -55,10 +55,21 @@ def env_bench(tmp_path_factory):
     bench = build_tests_bench(tmp_path_factory.mktemp("env") / "bench")
     write(bench.root / "env.json", json.dumps(spec(pytest.__version__, bench.base)))
     text = task_text("mean-floors", bench.base, bench.package)
-    text = text.replace("    grader_profile: tests\n", "    grader_profile: tests\n    environment: env.json\n")
+    text = text.replace(
+        "    grader_profile: tests\n", "    grader_profile: tests\n    environment: env.json\n"
+    )
     write(bench.task_path, text)
     profile = bench.tests_profile(
-        command=["python", "-m", "pytest", "-p", "no:cacheprovider", "-q", "--junitxml={junit}", "{tests}"]
+        command=[
+            "python",
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "--junitxml={junit}",
+            "{tests}",
+        ]
     )
     data = bench.configure({"tests": profile})
     bench.config_data = data  # no tool path of this interpreter: the environment has pytest

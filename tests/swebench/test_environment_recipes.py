@@ -20,7 +20,11 @@ def instance(instance_id="acme__kit-1", repo="acme/kit", version="1.0", setup=No
 
 
 def recipe(**fields) -> dict:
-    return {"python": "3.11", "requirements": ["pytest==8.4.2"], "install": ["pip install -e ."]} | fields
+    return {
+        "python": "3.11",
+        "requirements": ["pytest==8.4.2"],
+        "install": ["pip install -e ."],
+    } | fields
 
 
 def specs_of(items, out, given):

@@ -320,7 +320,9 @@ def test_an_imported_django_instance_runs_runtests_with_its_labels_on_its_enviro
         "--parallel", "1", "{labels}",
     ]  # fmt: skip
     task = str(out / "cases" / "django__django-1.md")
-    checked = yyb("--config", str(out / "yylo-benchmark.config.json"), "validate", "--gold", "--task", task)
+    checked = yyb(
+        "--config", str(out / "yylo-benchmark.config.json"), "validate", "--gold", "--task", task
+    )
     assert checked.exit_code == 0, checked.stdout + checked.stderr
     assert "gold=pass empty=fail" in checked.stdout
     store = __import__("yyb.store.repo", fromlist=["Store"]).Store.open(str(tmp_path / "store"))

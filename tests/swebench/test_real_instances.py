@@ -49,7 +49,9 @@ def imported(tmp_path_factory):
 
 def test_import_writes_environments_and_repairs_the_cut_ids(imported):
     _, _, out, done = imported
-    repaired = [line for line in done.stderr.splitlines() if "instances.jsonl:2: PASS_TO_PASS" in line]
+    repaired = [
+        line for line in done.stderr.splitlines() if "instances.jsonl:2: PASS_TO_PASS" in line
+    ]
     assert len(repaired) == 8, done.stderr
     task = (out / "cases" / f"{IDS[1]}.md").read_text()
     assert "environment: ../envs/" in task
@@ -100,7 +102,9 @@ def test_a_plan_of_gold_empty_and_a_cheat_resolves_only_gold(imported):
     )  # fmt: skip
     assert made.exit_code == 0, made.stderr
     plan = json.loads(made.stdout)["plan"]
-    authorized = yyb("--config", str(config_path), "authorize", "--plan", plan_file, "--expires", "+1h")
+    authorized = yyb(
+        "--config", str(config_path), "authorize", "--plan", plan_file, "--expires", "+1h"
+    )
     assert authorized.exit_code == 0, authorized.stderr
     ran = yyb("--config", str(config_path), "run", "--plan", plan_file, "--jobs", "2")
     assert ran.exit_code in (0, 1), ran.stderr
@@ -123,7 +127,9 @@ def test_tomli_on_python_3_13_from_a_debian_root(tmp_path):
     import gives its spec a trixie root (mmdebstrap) as its base, and gold validation runs on
     that root's interpreter."""
     repos = tmp_path / "repos"
-    subprocess.run(["git", "clone", "-q", str(DATA / "tomli.bundle"), str(repos / "tomli")], check=True)
+    subprocess.run(
+        ["git", "clone", "-q", str(DATA / "tomli.bundle"), str(repos / "tomli")], check=True
+    )
     recipes = json.loads((DATA / "environments.json").read_text())
     given = {IDS[0]: dict(recipes[IDS[0]], python="3.13", name="tomli-py313")}
     write(tmp_path / "envs.json", json.dumps(given))
@@ -139,7 +145,9 @@ def test_tomli_on_python_3_13_from_a_debian_root(tmp_path):
     spec = json.loads((out / "envs" / "tomli-py313.json").read_text())
     assert spec["base"] == "debian-trixie-python3.13.json"
     config = str(out / "yylo-benchmark.config.json")
-    checked = yyb("--config", config, "validate", "--gold", "--task", str(out / "cases" / f"{IDS[0]}.md"))
+    checked = yyb(
+        "--config", config, "validate", "--gold", "--task", str(out / "cases" / f"{IDS[0]}.md")
+    )
     assert checked.exit_code == 0, checked.stdout + checked.stderr
     assert "gold=pass empty=fail" in checked.stdout
     listed = yyb("env", "list")

@@ -59,9 +59,8 @@ def swe_bench(ctx, instances_file, repos, out, python, tool_paths, environments_
     Prints each case's task file, one per line. Exit 0 when every instance was imported,
     2 when any is refused (nothing is written then). docs/swe-bench.md gives the formats.
     """
-    from yyb.swebench import importer
-
     from yyb.cli.context import open_store
+    from yyb.swebench import importer
 
     written = importer.run(
         instances_file,

@@ -3,8 +3,9 @@
 Doctor is the store's fsck, then what only a benchmark store holds: run folders that yyb
 processes gone left behind, the transparency log against the refs (``logaudit``), the
 checkpoint the store carries, every release-readiness receipt re-derived from the attempts
-it names, and every built environment's cached tree against its manifest. The receipts are why the selection lives in this package: it is the one porcelain
-package whose evidence doctor re-derives, and porcelain packages do not import each other.
+it names, and every built environment's cached tree against its manifest. The receipts are
+why the selection lives in this package: it is the one porcelain package whose evidence
+doctor re-derives, and porcelain packages do not import each other.
 Each check yields findings; the caller decides how to show them and which exit code follows.
 """
 

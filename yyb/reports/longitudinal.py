@@ -132,7 +132,9 @@ def compatibility_key(
     snapshot_tree = receipt["snapshot_tree"] or None if receipt is not None else None
     # A case run on a built environment has it in its key; one on the host's OS folders keys
     # as before (docs/reports.md).
-    pinned = [p for p in plan.get("environments", ()) if case and p["spec"] == case.get("environment")]
+    pinned = [
+        p for p in plan.get("environments", ()) if case and p["spec"] == case.get("environment")
+    ]
     return {
         "case": case_part,
         "snapshot_tree": snapshot_tree,

@@ -110,8 +110,7 @@ def spec_files(instance: Instance, recipe: Recipe, out: str) -> tuple[str, dict[
             "interpreter": interpreter,
             "requirements": list(recipe.requirements),
             "install": list(recipe.install),
-            "install_commit": instance.kept.get("environment_setup_commit")
-            or instance.base_commit,
+            "install_commit": instance.kept.get("environment_setup_commit") or instance.base_commit,
         },
     }
     files = {}

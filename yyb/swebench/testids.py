@@ -18,7 +18,6 @@ from yyb.harness import apply, manifest, sandbox, scratch, snapshot, worktree
 from yyb.store.repo import Store
 from yyb.swebench.instances import LISTS, Instance, InstanceError
 
-
 # The pytest of a built environment: its own ``python`` (on the environment's PATH).
 ENVIRONMENT_PYTEST = ["python", "-m", "pytest"]
 

@@ -12,4 +12,3 @@ ENVIRONMENT = "yyb_environment.v1"  # what was built from it (schemas/yyb_enviro
 KINDS = ("python", "rootfs", "oci")
 WORKSPACE = "/testbed"  # where a case's workspace is shown inside an environment, by default
 PYTHON_MOUNT = "/yyb/python"  # where a ``python`` environment's virtual environment is shown
-

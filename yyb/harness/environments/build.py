@@ -253,7 +253,6 @@ def _record(store, request: Request, manifest: bytes, facts: dict, variables, st
     }
 
 
-
 def pinned(store, environment_oid: str, full: bool = False) -> Ready:
     """The built environment a plan pins (by its record's oid), from this registry's cache,
     checked against its manifest (every file when ``full``), its base too.
@@ -274,7 +273,9 @@ def pinned(store, environment_oid: str, full: bool = False) -> Ready:
         )
     if cached != environment_oid:
         raise EnvironmentMismatch(
-            record["name"], ".", f"the build cached here is {cached}, not the plan's {environment_oid}"
+            record["name"],
+            ".",
+            f"the build cached here is {cached}, not the plan's {environment_oid}",
         )
     workspace = store.objects.get_record(spec_oid)["workspace"]
     ready = Ready(spec_oid, environment_oid, record, cache.root(spec_oid), base, workspace)
