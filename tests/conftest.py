@@ -306,6 +306,9 @@ class RunBench:
 
     def context(self, plan, environ: dict | None = None):
         from yyb.attempts import run as attempts_run
+        from yyb.harness.environments import build
+
+        build.forget()  # as a new run's process: every environment checked again
 
         chosen = {oid: plan.records[oid] for oid in plan.attempt_oids}
         return attempts_run.prepare(

@@ -122,20 +122,24 @@ def test_a_changed_file_of_the_unpacked_tree_stops_the_run_before_dispatch(on_bu
     bench.context(plan)
 
 
-def test_a_tree_changed_after_the_runs_check_fails_the_attempt_as_the_environments(on_busybox):
+
+def test_a_worker_without_the_build_ends_the_attempt_as_the_environments(on_busybox, tmp_path):
+    """A context whose registry holds no build of the case's environment (a Dask worker's, say)
+    ends each attempt as environment_failure naming it; nothing runs on another root."""
     from yyb.attempts import run as attempts_run
-    from yyb.harness.environments.cache import Cache
+    from yyb.harness.environments import build
 
     bench, _, _, _ = on_busybox
-    plan = bench.plan(["zz/idler"], attempts=2)
-    ctx = bench.context(plan)  # the run's own check passes: nothing changed yet
-    root = Cache(bench.store_path).root(plan.experiment["environments"][0]["spec"])
-    target = os.path.join(root, "etc", "late")
-    with open(target, "w") as handle:
-        handle.write("changed after the run's check\n")
+    plan = bench.plan(["zz/idler"])
+    ctx = bench.context(plan)
+    ctx.environments = {}  # as a worker's context starts
+    build.forget()
+    gone = os.path.join(bench.store_path, "environments", "moved")
+    spec = plan.experiment["environments"][0]["spec"]
+    os.rename(os.path.join(bench.store_path, "environments", spec), gone)
     try:
         results = attempts_run.run_plan(ctx, 1)
     finally:
-        os.unlink(target)
-    assert [r.terminal_class for r in results] == ["environment_failure"] * 2
-    assert all("etc/late: not in the manifest" in r.reason for r in results), results[0].reason
+        os.rename(gone, os.path.join(bench.store_path, "environments", spec))
+    assert [r.terminal_class for r in results] == ["environment_failure"]
+    assert "not built in this registry" in results[0].reason

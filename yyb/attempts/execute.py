@@ -99,8 +99,8 @@ def execute(
         snap = _prepare(ctx, ctx.attempts[attempt_oid], mine, shipped)
         if not isinstance(snap, snapshot.Snapshot):
             return unprepared(snap, intent_oid, "the attempt workspace could not be prepared")
-        try:  # the environment checked again just before its candidate starts on it
-            ctx.environment(inputs(ctx, ctx.attempts[attempt_oid])[0], check=True)
+        try:  # checked before the run's first dispatch; a worker's checks its own copy here
+            ctx.environment(inputs(ctx, ctx.attempts[attempt_oid])[0])
         except (OSError, YybError) as exc:
             return unprepared(exc, intent_oid, "the case's environment cannot be used")
         executed = _run(ctx, attempt_oid, intent_oid, folders, mine, held, snap, bounds)

@@ -153,6 +153,10 @@ def build(store, cache: Cache, request: Request, log=None, progress=None) -> Rea
         facts["build_ms"] = round((time.monotonic() - started) * 1000)
         record = _record(store, request, manifest, facts, variables, staging)
         oid = store.objects.put_record(record)
+        for name in os.listdir(staging):  # what the build used beside its tree (wheels, a
+            if name != "root":  # checkout, scratch, the log, kept as a blob) goes
+                path = os.path.join(staging, name)
+                remove(path) if os.path.isdir(path) else os.unlink(path)
         cache.commit(staging, request.spec_oid, oid, tree.stamp(root))
         store.refs.update(ref(request.spec_oid), oid, reason=f"env build: {spec['name']}")
     except BaseException as exc:
@@ -253,14 +257,24 @@ def _record(store, request: Request, manifest: bytes, facts: dict, variables, st
     }
 
 
+# Environments this process found whole, by (registry, environment oid): a run, a regrade or a
+# gold validation checks each once, before its first use, not before every process it starts
+# (a stamp takes about 100 ms for a Debian root's 10,000 entries; docs/performance.md).
+_CHECKED: dict[tuple[str, str], Ready] = {}
+
+
 def pinned(store, environment_oid: str, full: bool = False) -> Ready:
     """The built environment a plan pins (by its record's oid), from this registry's cache,
-    checked against its manifest (every file when ``full``), its base too.
+    checked against its manifest (every file when ``full``), its base too; once per process
+    unless ``full``.
 
     Raises:
         EnvironmentMismatch: no build of it is cached here, another build is, or its tree
             differs from its manifest.
     """
+    known = _CHECKED.get((store.path, environment_oid))
+    if known is not None and not full:
+        return known
     record = store.objects.get_record(environment_oid)
     spec_oid = record["links"]["spec"]
     base_oid = record["links"].get("base")
@@ -280,4 +294,11 @@ def pinned(store, environment_oid: str, full: bool = False) -> Ready:
     workspace = store.objects.get_record(spec_oid)["workspace"]
     ready = Ready(spec_oid, environment_oid, record, cache.root(spec_oid), base, workspace)
     check(store, ready, full)
+    _CHECKED[(store.path, environment_oid)] = ready
     return ready
+
+
+def forget() -> None:
+    """Check every environment again at its next use in this process (tests, long-lived
+    processes)."""
+    _CHECKED.clear()

@@ -173,6 +173,10 @@ class _Box:
             "PIP_FIND_LINKS": WHEELS,
             "PIP_DISABLE_PIP_VERSION_CHECK": "1",
             "PIP_NO_CACHE_DIR": "1",
+            # Bytecode pip compiles is then checked by hash, not stamped with the build's
+            # time: two builds share their .pyc files (1980: the first time a wheel's zip
+            # entries can hold, should a step build one).
+            "SOURCE_DATE_EPOCH": "315532800",
             **(base.variables if base else {}),
             **request.spec.get("variables", {}),
         }
