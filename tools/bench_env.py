@@ -12,8 +12,10 @@ Measures in one run, each against a baseline measured in the same run:
   attempt:  the calculator case (tests/grading/conftest.py ``build_bench``) with a stand-in
             candidate that fixes it and the command grader that runs its test, --attempts
             attempts with no environment, on the busybox ``oci`` environment and on the host
-            ``python`` environment, interleaved attempt by attempt so the three see the same
-            load; the difference of the medians is what an environment adds (target: < 100 ms).
+            ``python`` environment (with --rootfs, on the rootfs too), interleaved attempt by
+            attempt so that all see the same load; the difference of the medians is what an
+            environment adds (target: < 100 ms). The run's preparation (which checks each
+            pinned environment once) is timed apart.
   checks:   the check each use of a cached environment gets (``build.pinned``: the stamp) and
             a full verification, in-process and as `yyb env verify NAME`, against a walk that
             lstats every entry and `sha256sum` of every file.
@@ -174,6 +176,7 @@ class Variant:
     order: list = field(default_factory=list)
     prepare_ms: float = 0.0
     times: list = field(default_factory=list)
+    check_times: list = field(default_factory=list)  # in build.check, each attempt
 
 
 def variant(root: Path, name: str, spec: dict | None, built_name: str = "") -> Variant:
@@ -206,15 +209,43 @@ def prepare(chosen: Variant, attempts: int) -> None:
     chosen.order = sorted(plan.attempt_oids, key=lambda oid: plan.records[oid]["ordinal"])
 
 
+class CheckClock:
+    """Time spent in ``build.check`` (a pinned environment's check: its stamp) while entered;
+    ``build.pinned`` calls it by its module-level name, so replacing that name times it."""
+
+    def __init__(self) -> None:
+        from yyb.harness.environments import build as builder
+
+        self.module, self.original, self.seconds = builder, builder.check, 0.0
+
+    def timed(self, *args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return self.original(*args, **kwargs)
+        finally:
+            self.seconds += time.perf_counter() - start
+
+    def __enter__(self) -> CheckClock:
+        self.seconds = 0.0
+        self.module.check = self.timed
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.module.check = self.original
+
+
 def run_interleaved(variants: list[Variant]) -> None:
-    """Each attempt of each variant in turn, timed; exits on any terminal but resolved."""
+    """Each attempt of each variant in turn, timed, and the time of its environment checks;
+    exits on any terminal but resolved."""
     from yyb.attempts import run as attempts_run
 
     for index in range(len(variants[0].order)):
         for chosen in variants:
             start = time.perf_counter()
-            result = attempts_run.run_attempt(chosen.ctx, chosen.order[index])
+            with CheckClock() as clock:
+                result = attempts_run.run_attempt(chosen.ctx, chosen.order[index])
             chosen.times.append((time.perf_counter() - start) * 1000)
+            chosen.check_times.append(clock.seconds * 1000)
             if result.terminal_class != "resolved":
                 sys.exit(
                     f"{chosen.name}: attempt {index + 1} {result.terminal_class}: {result.reason}"
@@ -333,7 +364,7 @@ def print_attempts(variants: list[Variant]) -> bool:
     none = statistics.median(variants[0].times)
     met = True
     head = [f"calculator case, {len(variants[0].times)} attempts each", "median", "mean"]
-    head += ["beyond no environment (medians)", "run preparation"]
+    head += ["beyond no environment (medians)", "of which environment checks", "run preparation"]
     print("\n| " + " | ".join(head) + " |\n" + "|---" * len(head) + "|")
     for chosen in variants:
         mid = statistics.median(chosen.times)
@@ -345,7 +376,8 @@ def print_attempts(variants: list[Variant]) -> bool:
             verdict = f" (target < {TARGET_MS:.0f} ms: {'met' if ok else 'MISSED'})"
         print(
             f"| {chosen.name} | {mid:.0f} ms | {statistics.mean(chosen.times):.0f} ms | "
-            f"{extra:+.0f} ms{verdict} | {chosen.prepare_ms:.0f} ms |"
+            f"{extra:+.0f} ms{verdict} | {statistics.median(chosen.check_times):.0f} ms | "
+            f"{chosen.prepare_ms:.0f} ms |"
         )
     for chosen in variants:
         print(f"| each attempt, {chosen.name} | {' '.join(f'{t:.0f}' for t in chosen.times)} ms |")
@@ -425,22 +457,24 @@ def measure(root: Path, args) -> bool:
         "oci": {"image": image},
         "source": str(root / "image"),
     }
-    variants = [
-        variant(root, "no environment", None),
-        variant(root, "oci (busybox)", oci_spec, "oci"),
-        variant(root, "python (host /usr/bin/python3)", python_spec("python", [pin]), "python"),
+    cases = [
+        ("no environment", None, ""),
+        ("oci (busybox)", oci_spec, "oci"),
+        ("python (host /usr/bin/python3)", python_spec("python", [pin]), "python"),
     ]
-    builds = [v.environment for v in variants[1:]]
-    builds[0].baseline, builds[0].baseline_what = (
-        umoci_baseline(root, root / "image"),
-        "`umoci unpack`",
-    )
-    builds[1].baseline, builds[1].baseline_what = venv_baseline(root, [pin]), "venv + pip install"
     if args.rootfs:
         spec = {"name": "bookworm-python3", "kind": "rootfs", "rootfs": ROOTFS}
-        store = str(root / "rootfs-store")
-        builds.append(build("rootfs", store, write(root / "rootfs.json", json.dumps(spec))))
-        builds[-1].baseline, builds[-1].baseline_what = mmdebstrap_baseline(root), "mmdebstrap"
+        cases.append(("rootfs (bookworm minbase + python3)", spec, "rootfs"))
+    variants = [variant(root, *case) for case in cases]
+    builds = [v.environment for v in variants[1:]]
+    baselines = [
+        (umoci_baseline(root, root / "image"), "`umoci unpack`"),
+        (venv_baseline(root, [pin]), "venv + pip install"),
+    ]
+    if args.rootfs:
+        baselines.append((mmdebstrap_baseline(root), "mmdebstrap"))
+    for built, (seconds, what) in zip(builds, baselines, strict=True):
+        built.baseline, built.baseline_what = seconds, what
     for chosen in variants:
         prepare(chosen, args.attempts)
     run_interleaved(variants)
