@@ -126,15 +126,21 @@ def verify_command(ctx, names, as_json):
 
 
 @env.command("gc")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object.")
 @click.pass_context
-def gc_command(ctx):
+def gc_command(ctx, as_json):
     """Remove cached trees no ref names, crashed builds' leftovers and unlinked pool files.
 
     Prints '<t> trees, <l> leftovers, <f> pool files (<b> bytes) removed'.
     """
+    import dataclasses
+
     from yyb.harness.environments import registry
 
     done = registry.gc(open_store(ctx))
+    if as_json:
+        click.echo(json.dumps(dataclasses.asdict(done), sort_keys=True))
+        return
     click.echo(
         f"{done.trees} trees, {done.leftovers} leftovers, "
         f"{done.pool_files} pool files ({done.pool_bytes} bytes) removed"

@@ -203,6 +203,8 @@ def test_yyb_env_list_show_verify_and_gc(tmp_path):
     assert missing.exit_code == 2 and missing.stderr.count("\n") == 1
     os.makedirs(os.path.join(Cache(store.path).top, "tmp", "build-crashed"))
     assert yyb("env", "gc").stdout.startswith("0 trees, 1 leftovers")
+    collected = json.loads(yyb("env", "gc", "--json").stdout)
+    assert collected == {"trees": 0, "leftovers": 0, "pool_files": 0, "pool_bytes": 0}
     bad = tmp_path / "bad.json"
     bad.write_text("{")
     refused = yyb("env", "build", str(bad))
