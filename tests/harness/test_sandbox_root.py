@@ -69,3 +69,31 @@ def test_a_tree_without_links_on_the_way_is_shown_whole(tmp_path):
     made = shown(argv(root, ((str(tmp_path), "/yyb/python", False),)))
     assert made["/bin"] == f"--ro-bind {root}/bin" and made["/yyb"] == f"--ro-bind {root}/yyb"
     assert made["/yyb/python"] == f"--ro-bind {tmp_path}"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a setuid-root file can only be made as root")
+def test_a_setuid_root_file_left_in_a_tree_gives_no_root(open_folder):
+    """What the build strips (tree.sanitise) would not help if it stayed: the tree is mounted
+    nosuid and the process has no_new_privs."""
+    import shutil
+    import subprocess
+
+    from tests.harness.environments import images
+
+    try:
+        root = images.busybox_root(str(open_folder / "root"))
+    except FileNotFoundError:
+        pytest.skip("busybox-static is not installed")
+    planted = os.path.join(root, "sbin", "busybox")  # busybox takes its applet from argv[0]
+    os.mkdir(os.path.dirname(planted))
+    shutil.copy(os.path.join(root, "bin", "busybox"), planted)
+    os.chmod(planted, 0o4755)
+    assert os.stat(planted).st_uid == 0
+    box = sandbox.Sandbox(writable=[], os_root=root)
+    with box.launch(["/sbin/busybox", "sh", "-c", "id -u; cat /proc/self/status"]) as launch:
+        done = subprocess.run(
+            launch.argv, capture_output=True, text=True, timeout=60, pass_fds=launch.pass_fds
+        )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == str(sandbox.sandbox_uid())
+    assert "\nCapEff:\t0000000000000000\n" in done.stdout
