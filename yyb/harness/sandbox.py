@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Protocol
 
-from yyb.errors import UsageError, YybError
+from yyb.errors import EnvironmentSpecError, UsageError, YybError
 from yyb.harness import cgroups, disk, seccomp, supervise
 
 
@@ -289,11 +289,13 @@ class Sandbox:
         if not self.network:
             args.append("--unshare-net")
         args += ["--seccomp", str(seccomp_fd)]
-        os_args, visible = _os_view(self.os_root)
+        shown = [mount[1] for mount in self.mounts]
+        dropped = [DROP] if uid is not None and self.os_root is not None else []
+        places = [*self.read_only, *self.writable, *shown, *dropped]
+        os_args, visible = _os_view(self.os_root, places)
         args += os_args
         # bubblewrap gives the folders it makes on the way to a mount point the host folders'
         # modes, which a dropped uid may not pass (a 0700 temp folder): make them 0755 first.
-        shown = [mount[1] for mount in self.mounts]
         for folder in _ancestors([*self.read_only, *self.writable, *shown], visible):
             args += ["--perms", "0755", "--dir", folder]
         seen = {folder: folder for folder in visible}  # where each visible real path shows
@@ -305,7 +307,7 @@ class Sandbox:
             args += ["--bind", path, path]
         for real, shown, writable in sorted(self.mounts, key=lambda mount: len(mount[1])):
             args += ["--bind" if writable else "--ro-bind", real, shown]
-        if uid is not None and self.os_root is not None:
+        if dropped:
             args += ["--perms", "0755", "--dir", DROP]
             for real, shown_at in drop_files():
                 args += ["--ro-bind", real, shown_at]
@@ -350,15 +352,17 @@ class Sandbox:
 MADE = ("dev", "proc", "tmp", "run")
 
 
-def _os_view(root: str | None = None) -> tuple[list[str], list[str]]:
+def _os_view(root: str | None = None, places=()) -> tuple[list[str], list[str]]:
     """The OS folders and links shown read-only at their own paths (the host's, or the
     top-level entries of the environment tree ``root``), and the bounded file systems
-    bubblewrap makes; with the real paths shown (for masks and ancestors)."""
+    bubblewrap makes; with the real paths shown (for masks and ancestors). ``places`` are the
+    paths yyb mounts something at (checked against ``root``'s links: ``_linked_places``)."""
     args, visible = [], []
     if root is not None:
+        taken = _linked_places(root, places)
         for name in sorted(os.listdir(root)):
             real = os.path.join(root, name)
-            if name in MADE:
+            if name in MADE or name in taken or "/" + name == DROP:
                 continue
             if os.path.islink(real):
                 args += ["--symlink", os.readlink(real), "/" + name]
@@ -378,6 +382,34 @@ def _os_view(root: str | None = None) -> tuple[list[str], list[str]]:
             args += ["--ro-bind", name, name]
             visible.append(name)
     return args + _made(), visible
+
+
+def _linked_places(root: str, places) -> set[str]:
+    """The top-level links of the environment tree ``root`` that lie on the way to a place yyb
+    mounts at: they are not shown (the mount's folders take their place).
+
+    bubblewrap follows links while it sets up the mounts, in a root where the host's is
+    reachable (as /oldroot): a link an image's author planted on the way to a mount point
+    would have bubblewrap mount there, and make the missing folders and files, on the host.
+    A link below a top-level folder of the tree cannot be left out that way, so it is refused.
+
+    Raises:
+        EnvironmentSpecError: a place lies below a link inside a folder of the tree.
+    """
+    taken = set()
+    for place in places:
+        parts = os.path.normpath(place).strip("/").split("/")
+        if not parts[0] or parts[0] in MADE:
+            continue
+        if os.path.islink(os.path.join(root, parts[0])):
+            taken.add(parts[0])
+            continue
+        for end in range(2, len(parts) + 1):
+            if os.path.islink(os.path.join(root, *parts[:end])):
+                raise EnvironmentSpecError(
+                    root, "/" + "/".join(parts[:end]), f"is a link, and yyb mounts {place}"
+                )
+    return taken
 
 
 def _made() -> list[str]:
