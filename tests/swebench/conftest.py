@@ -106,9 +106,10 @@ def tool_paths() -> list[str]:
     return sorted({os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)})
 
 
-def command() -> list[str]:
+def command(python: str = sys.executable) -> list[str]:
+    """The mathkit profile's pytest command, run by ``python``."""
     return [
-        sys.executable,
+        python,
         "-m",
         "pytest",
         "-p",

@@ -18,7 +18,7 @@ import subprocess
 import pytest
 
 from tests.grading.conftest import write
-from tests.swebench.conftest import task_text
+from tests.swebench.conftest import command, task_text
 from tests.swebench.test_tests_kind import ATTACKS, GOLD
 
 PYTHON = "/usr/bin/python3"
@@ -59,18 +59,7 @@ def env_bench(tmp_path_factory):
         "    grader_profile: tests\n", "    grader_profile: tests\n    environment: env.json\n"
     )
     write(bench.task_path, text)
-    profile = bench.tests_profile(
-        command=[
-            "python",
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            "-q",
-            "--junitxml={junit}",
-            "{tests}",
-        ]
-    )
+    profile = bench.tests_profile(command=command("python"))  # the environment's python
     data = bench.configure({"tests": profile})
     bench.config_data = data  # no tool path of this interpreter: the environment has pytest
     names = ["gold", "idler", "where", "pytest-toml"]
