@@ -77,3 +77,11 @@ def test_swe_benchs_specs_are_the_recipe_when_none_is_given():
 def test_a_recipe_with_a_bad_field_is_refused():
     with pytest.raises(InstanceError, match="must be a list of strings"):
         environments.recipe(instance(), {"acme__kit-1": recipe(install="pip install .")})
+
+
+def test_a_recipes_variables_are_the_specs(tmp_path):
+    given = {"acme__kit-1": recipe(variables={"LC_ALL": "C.UTF-8"})}
+    _, files = specs_of([instance()], tmp_path, given)
+    assert files["envs/acme__kit-1.0.json"]["variables"] == {"LC_ALL": "C.UTF-8"}
+    with pytest.raises(InstanceError, match="must map variable names to strings"):
+        environments.recipe(instance(), {"acme__kit-1": recipe(variables={"A-B": "x"})})

@@ -38,6 +38,7 @@ class Recipe:
     requirements: tuple[str, ...]
     install: tuple[str, ...]
     system_packages: tuple[str, ...] = ()  # Debian packages: the spec then gets a rootfs base
+    variables: tuple[tuple[str, str], ...] = ()  # set for every process in the environment
 
 
 def read_given(path: str | None) -> dict:
@@ -71,6 +72,7 @@ def recipe(instance: Instance, given: dict) -> Recipe | None:
             tuple(_strings(instance, entry, "requirements")),
             tuple(_strings(instance, entry, "install")),
             tuple(sorted(set(_strings(instance, entry, "system_packages")))),
+            _variables(instance, entry),
         )
     from yyb.swebench import specs
 
@@ -86,6 +88,15 @@ def recipe(instance: Instance, given: dict) -> Recipe | None:
         tuple(requirements),
         (spec.install,) if spec.install else (),
     )
+
+
+def _variables(instance: Instance, entry: dict) -> tuple[tuple[str, str], ...]:
+    value = entry.get("variables", {})
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and k.isidentifier() and isinstance(v, str) for k, v in value.items()
+    ):
+        raise InstanceError(instance.where, "variables", "must map variable names to strings")
+    return tuple(sorted(value.items()))
 
 
 def _strings(instance: Instance, entry: dict, name: str) -> list[str]:
@@ -113,6 +124,8 @@ def spec_files(instance: Instance, recipe: Recipe, out: str) -> tuple[str, dict[
             "install_commit": instance.kept.get("environment_setup_commit") or instance.base_commit,
         },
     }
+    if recipe.variables:
+        spec["variables"] = dict(recipe.variables)
     files = {}
     if recipe.system_packages or not os.path.exists(interpreter):
         suite = SUITES.get(recipe.python)
