@@ -166,8 +166,11 @@ def probe(check):
     if check in hits(objects, marker):
         findings.append("canary in its repository's objects")
     if mine.get("siblings"):
-        run_folder = os.path.dirname(os.path.dirname(own))
-        others = [n for n in os.listdir(run_folder) if n != os.path.basename(os.path.dirname(own))]
+        # Its attempt's folder holds its private home (and, on the host's OS folders, its
+        # workspace; an environment shows the workspace at a path of its own, /testbed).
+        attempt = os.path.dirname(os.path.realpath(os.environ["HOME"]))
+        run_folder = os.path.dirname(attempt)
+        others = [n for n in os.listdir(run_folder) if n != os.path.basename(attempt)]
         if others:
             findings.append("visible: another folder beside its attempt's")
     paths, files = scan_files(marker, check, own)
