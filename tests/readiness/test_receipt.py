@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Yyb
-from tests.readiness.conftest import BUILD, by_case, checkout, copy_of_yyb
+from tests.readiness.conftest import BUILD, GivenBuild, by_case, checkout, copy_of_yyb
 from yyb import __version__
 from yyb.errors import UsageError
 from yyb.evidence import names
@@ -315,3 +315,33 @@ def test_doctor_checks_the_receipt_latest_names(readiness):
     store.refs.update(names.READINESS_LATEST, outcome.oid)
     notes = [(f.level, f.code) for f in verify.doctor(store) if f.subject == forged]
     assert ("info", "readiness-failed") in notes
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/bin/python3"), reason="needs the host's python3")
+def test_the_suite_passes_on_an_environment_and_the_receipt_names_it(readiness, tmp_path):
+    """Every case of the suite (its leakage probes included) runs on a python environment over
+    the host's interpreter, the stand-in and graders on its ``python3``: each check passes, and
+    the receipt and every run's plan name the one environment."""
+    import json
+
+    from yyb.evidence import environment
+
+    spec = tmp_path / "env.json"
+    spec.write_text(
+        json.dumps(
+            {"name": "readiness", "kind": "python", "python": {"interpreter": "/usr/bin/python3"}}
+        )
+    )
+    outcome = run.release_readiness(
+        readiness.store, None, dict(os.environ), build=GivenBuild(),
+        environment=environment.load(str(spec)),
+    )  # fmt: skip
+    failed = [c["case"] for c in outcome.checks if not c["passed"]]
+    assert failed == [] and outcome.receipt["passed"], failed
+    pin = outcome.receipt["environment"]
+    for plan_oid in outcome.plans.values():
+        assert readiness.store.objects.get_record(plan_oid)["environments"] == [pin]
+    store = readiness.store
+    for plan_oid in outcome.plans.values():
+        for case_oid in store.objects.get_record(plan_oid)["links"]["cases"]:
+            assert store.objects.get_record(case_oid)["environment"] == pin["spec"]

@@ -32,8 +32,14 @@ def _config(ctx):
     "Also write the receipt, its oid and its checks as JSON to FILE (which must not exist)."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option(
+    "--environment",
+    "environment_spec",
+    metavar="SPEC",
+    help="Run every case of the suite on this environment (a spec file; docs/environments.md).",
+)
 @click.pass_context
-def release_readiness(ctx, output, as_json):
+def release_readiness(ctx, output, as_json, environment_spec):
     """Prove offline that this build, on this host, isolates candidates and grades honestly.
 
     Binds the build (a clean checkout's commit, or the installed distribution), the
@@ -61,7 +67,12 @@ def release_readiness(ctx, output, as_json):
     config = _config(ctx)
     store = open_store(ctx, create=True)
     claim_scratch(store)
-    outcome = run(store, config, dict(os.environ), build, host)
+    declared = None
+    if environment_spec is not None:
+        from yyb.evidence import environment
+
+        declared = environment.load(environment_spec)
+    outcome = run(store, config, dict(os.environ), build, host, environment=declared)
     document = {"oid": outcome.oid, "receipt": outcome.receipt, "checks": outcome.checks}
     if output is not None:
         file.write_new(output, (json.dumps(document, indent=2, sort_keys=True) + "\n").encode())
@@ -108,6 +119,12 @@ def _text(outcome, store_path: str) -> None:
             out.write(f"harness    {harness['id']}: {harness['problem']}\n")
     if not receipt["harnesses"]:
         out.write("harness    none configured here\n")
+    if "environment" in receipt:
+        pin = receipt["environment"]
+        out.write(
+            f"environment {pin['environment'][:16]} (spec {pin['spec'][:16]}, manifest "
+            f"{pin['manifest_sha256'][:16]}): every case ran on it\n"
+        )
     out.write("\n")
     for record in outcome.checks:
         observed = record["observed"]

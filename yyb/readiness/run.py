@@ -57,11 +57,14 @@ def release_readiness(
     build: identity.Build | None = None,
     host: dict | None = None,
     jobs: int = JOBS,
+    environment=None,
 ) -> Outcome:
     """Bind the identities (``build`` and ``host``: ``identity.build()`` and
     ``identity.host()`` unless given), run the suite, write the records and refs; nothing is
     spent. The modules the receipt binds are those imported once the suite has run, each
-    checked to be the build's before the receipt is written.
+    checked to be the build's before the receipt is written. With ``environment`` (a declared
+    spec: yyb/evidence/environment.py), every case of the suite runs on it, built first, and
+    the receipt names it.
 
     Raises:
         DirtyCheckout: yyb runs from a checkout with uncommitted changes.
@@ -91,7 +94,9 @@ def release_readiness(
         secret_oid = store.objects.put("blob", suite.store_canary())
         watched = _watched(built, sibling)
         before = {label: suite.fingerprint(path) for label, path in watched.items()}
-        plans = {part: _plan(store, built, part) for part in PARTS}
+        if environment is not None:
+            suite.declare_environment(built, environment.path)
+        plans = {part: _plan(store, built, part, environment) for part in PARTS}
         # Planned while it was there; gone when its attempt is prepared.
         os.rename(built.path("vanishing"), built.path("vanished"))
         with controller(built, environ) as env:
@@ -110,19 +115,23 @@ def release_readiness(
         worktree.remove(root)
         worktree.remove(sibling)
     runs = {part: plans[part][1].oid for part in PARTS}
-    return _write(store, build.identity(), host, harnesses, checks, runs, secret_oid)
+    pins = plans[PARTS[0]][1].experiment.get("environments")
+    return _write(store, build.identity(), host, harnesses, checks, runs, secret_oid, pins)
 
 
-def _plan(store, built: Suite, part: str):
-    """The configuration and the stored plan of one part's cases (one attempt each)."""
+def _plan(store, built: Suite, part: str, environment=None):
+    """The configuration and the stored plan of one part's cases (one attempt each), built
+    on ``environment`` when given."""
     from yyb import config as configuration
+    from yyb.evidence.environment import resolver
     from yyb.plans import build as plans
 
     path = built.path("config", f"{part}.json")
     suite.write_json(path, suite.config(built, TIMEOUTS_MS[part]))
     config = configuration.load(path)
     tasks = [built.task(case) for case in CASES if case.part == part]
-    plan = plans.task_plan(config, tasks, MODEL, 1, None)
+    built_on = resolver(lambda: store) if environment is not None else None
+    plan = plans.task_plan(config, tasks, MODEL, 1, None, built_on)
     plans.write(store, plan)
     return config, plan
 
@@ -211,9 +220,16 @@ def _sha256(text: str) -> str:
 
 
 def receipt_record(
-    build, host, harnesses, checks: list[dict], check_oids: list[str], canary_oid: str
+    build,
+    host,
+    harnesses,
+    checks: list[dict],
+    check_oids: list[str],
+    canary_oid: str,
+    pins: list | None = None,
 ) -> dict:
-    """The receipt's value: what its checks claim, with the build, host and harnesses."""
+    """The receipt's value: what its checks claim, with the build, host and harnesses, and
+    the environment its cases ran on (``pins``: the plans' one ``environments`` entry)."""
     covered = verify.coverage(checks)
     graders = (standin.TESTS_GRADER, standin.SAFETY_GRADER, standin.BROKEN_GRADER)
     return ReleaseReadiness(
@@ -235,14 +251,22 @@ def receipt_record(
             missing=tuple(covered["missing"]),
         ),
         links=ReleaseReadinessLinks(checks=tuple(check_oids), canary=canary_oid),
+        **({"environment": dict(pins[0])} if pins else {}),
     ).to_value()
 
 
 def _write(
-    store, build, host, harnesses, checks: list[dict], plans: dict[str, str], canary_oid: str
+    store,
+    build,
+    host,
+    harnesses,
+    checks: list[dict],
+    plans: dict[str, str],
+    canary_oid: str,
+    pins: list | None = None,
 ) -> Outcome:
     check_oids = [store.objects.put_record(record) for record in checks]
-    receipt = receipt_record(build, host, harnesses, checks, check_oids, canary_oid)
+    receipt = receipt_record(build, host, harnesses, checks, check_oids, canary_oid, pins)
     oid = store.objects.put_record(receipt)
     store.refs.update(names.readiness_receipt(oid), oid, reason="release-readiness")
     for part, plan_oid in plans.items():

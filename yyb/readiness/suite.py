@@ -240,6 +240,17 @@ def build(root: str) -> Suite:
     return suite
 
 
+def declare_environment(suite: Suite, spec_path: str) -> None:
+    """Make every case of ``suite`` declare the environment spec at ``spec_path``."""
+    for case in CASES:
+        path = suite.task(case)
+        with open(path) as handle:
+            text = handle.read()
+        line = f"    environment: {os.path.abspath(spec_path)}\n"
+        with open(path, "w") as handle:
+            handle.write(text.replace("    grader_profile:", line + "    grader_profile:", 1))
+
+
 def config(suite: Suite, timeout_ms: int) -> dict:
     """The configuration of one part: the suite's repositories, the stand-in as the
     candidate harness, the three graders, a timeout."""

@@ -69,6 +69,7 @@ class ReleaseReadiness(Record):
     leakage: Mapping[str, Any]
     coverage: ReleaseReadinessCoverage
     links: ReleaseReadinessLinks
+    environment: Mapping[str, Any] | Absent = ABSENT
 
 
 @shape
