@@ -93,7 +93,7 @@ def ref(spec_oid: str) -> str:
     return REFS + spec_oid
 
 
-def ensure(store, request: Request, log=None, progress: Progress | None = None) -> Ready:
+def ensure(store, request: Request, progress: Progress | None = None) -> Ready:
     """The environment ``request`` names, built if need be and checked before it is used.
 
     Raises:
@@ -110,7 +110,7 @@ def ensure(store, request: Request, log=None, progress: Progress | None = None) 
         )  # fmt: skip
         check(store, ready)
         return ready
-    return build(store, cache, request, log, progress)
+    return build(store, cache, request, progress)
 
 
 def check(store, ready: Ready, full: bool = False) -> None:
@@ -133,7 +133,7 @@ def check(store, ready: Ready, full: bool = False) -> None:
     cache.write_stamp(ready.spec_oid, tree.stamp(ready.root))
 
 
-def build(store, cache: Cache, request: Request, log=None, progress=None) -> Ready:
+def build(store, cache: Cache, request: Request, progress=None) -> Ready:
     """Build ``request`` into the cache (see ``ensure``)."""
     spec = request.spec
     staging = cache.staging()
@@ -141,7 +141,7 @@ def build(store, cache: Cache, request: Request, log=None, progress=None) -> Rea
     try:
         root = os.path.join(staging, "root")
         os.mkdir(root)
-        facts, variables = _make(request, staging, root, log, progress)
+        facts, variables = _make(request, staging, root, progress)
         if spec["kind"] != "python":
             for name in ROOT_FOLDERS + (spec["workspace"].lstrip("/").split("/")[0],):
                 os.makedirs(os.path.join(root, name), exist_ok=True)
@@ -168,14 +168,14 @@ def build(store, cache: Cache, request: Request, log=None, progress=None) -> Rea
     return Ready(request.spec_oid, oid, record, root, request.base, spec["workspace"])
 
 
-def _make(request: Request, staging: str, root: str, log, progress) -> tuple[dict, dict]:  # noqa: ARG001
+def _make(request: Request, staging: str, root: str, progress) -> tuple[dict, dict]:
     """Make the tree of ``request``'s kind in ``root``; (build facts, variables)."""
     spec = request.spec
     kind = spec["kind"]
     if kind == "python":
         from yyb.harness.environments import python
 
-        return python.build(request, staging, root, log, progress)
+        return python.build(request, staging, root, progress)
     if kind == "rootfs":
         from yyb.harness.environments import rootfs
 

@@ -33,7 +33,7 @@ TOOLS = ("pip", "setuptools", "wheel")
 VERSION_SCRIPT = "import sys; print('%d.%d' % sys.version_info[:2])"
 
 
-def build(request, staging: str, root: str, log, progress) -> tuple[dict, dict]:
+def build(request, staging: str, root: str, progress) -> tuple[dict, dict]:
     """Build the virtual environment of ``request`` (build.Request) into ``root``."""
     spec, name = request.spec, request.spec["name"]
     python = spec["python"]
@@ -46,6 +46,7 @@ def build(request, staging: str, root: str, log, progress) -> tuple[dict, dict]:
     if progress:
         progress(f"downloading wheels for Python {version}")
     build_requires = _export(request, testbed)
+    log = os.path.join(staging, "build.log")
     _download(name, version, python.get("requirements", []), build_requires, wheels, log)
     if progress:
         progress("making the virtual environment")
@@ -116,9 +117,9 @@ def build_requirements(path: str) -> list[str]:
     return requires
 
 
-def _download(name, version, requirements, build_requires, wheels, log) -> None:
+def _download(name, version, requirements, build_requires, wheels, log: str) -> None:
     """Step 1: the wheels into ``wheels``; the requirements file the later steps install
-    from."""
+    from; pip's output appended to the build log at ``log``."""
     with open(os.path.join(wheels, "requirements.txt"), "w") as handle:
         handle.write("".join(f"{line}\n" for line in requirements))
     # Wheels only, whatever the Python: getting an sdist's metadata would run its code here,
@@ -130,8 +131,8 @@ def _download(name, version, requirements, build_requires, wheels, log) -> None:
         runs.append([*base, "-r", os.path.join(wheels, "requirements.txt")])
     for argv in runs:
         done = subprocess.run(argv, capture_output=True, env=_download_env())
-        if log is not None:
-            log.write(done.stdout + done.stderr)
+        with open(log, "ab") as handle:  # the build log, beside the sandboxed steps'
+            handle.write(f"$ {' '.join(argv)}\n".encode() + done.stdout + done.stderr)
         if done.returncode != 0:
             raise EnvironmentBuildFailed(name, "download", _last_line(done.stderr))
 
