@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from yyb import signing
 from yyb.errors import UsageError
-from yyb.evidence import names
+from yyb.evidence import environment, names
 from yyb.evidence.kinds.attempt import Terminal
 
 Status = Literal["ran", "reused", "converted", "closed", "skipped", "not dispatched"]
@@ -120,7 +120,7 @@ class RunContext:
         if case is None or "environment" not in case:
             return None
         if case["environment"] not in self.environments:
-            self.environments = pinned_environments(self.store, self.plan)
+            self.environments = environment.pinned(self.store, self.plan)
         return self.environments[case["environment"]]
 
     def ref(self, attempt_oid: str, leaf: names.Leaf) -> str:
@@ -166,20 +166,6 @@ def authorize(store, plan_oid: str, plan: dict, offline: bool = False) -> None:
     if grant_oid is None:
         raise grant.GrantError("grant", "no grant authorizes this plan's spend")
     grant.check(store.objects.get_record(grant_oid), plan_oid, plan, grant.now_ms())
-
-
-def pinned_environments(store, plan: dict, full: bool = False) -> dict[str, Any]:
-    """The plan's environments, by spec oid, each found built here and checked.
-
-    Raises:
-        EnvironmentMismatch: one is not built here, or differs from its manifest.
-    """
-    from yyb.harness.environments import build
-
-    found = {}
-    for pin in plan.get("environments", ()):
-        found[pin["spec"]] = build.pinned(store, pin["environment"], full)
-    return found
 
 
 def prepare(
@@ -246,7 +232,7 @@ def prepare(
         signer=signing.configured_signer(environ),
         offline=offline,
         sandbox_verified=verified,
-        environments=pinned_environments(store, plan),
+        environments=environment.pinned(store, plan),
     )
     context.tools()  # a tool path that would expose a protected root: refused now
     return context

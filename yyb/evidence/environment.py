@@ -150,6 +150,20 @@ def resolver(open_store, progress=None):
     return resolve
 
 
+def pinned(store, plan: dict) -> dict:
+    """The plan's built environments (build.Ready), by spec oid, each found built here and
+    checked (once per process: ``build.pinned``).
+
+    Raises:
+        EnvironmentMismatch: one is not built here, or differs from its manifest.
+    """
+    from yyb.harness.environments import build
+
+    return {
+        pin["spec"]: build.pinned(store, pin["environment"]) for pin in plan.get("environments", ())
+    }
+
+
 def pinned_for(store, plan: dict, case: dict | None):
     """The built environment (build.Ready) the plan pins for ``case``, checked; None when
     the case declares none.
@@ -159,9 +173,7 @@ def pinned_for(store, plan: dict, case: dict | None):
     """
     if case is None or not case.get("environment"):
         return None
-    from yyb.harness.environments import build
-
-    for pin in plan.get("environments", ()):
-        if pin["spec"] == case["environment"]:
-            return build.pinned(store, pin["environment"])
-    raise EnvironmentMismatch(case["case_id"], ".", "the plan pins no build of its environment")
+    found = pinned(store, plan).get(case["environment"])
+    if found is None:
+        raise EnvironmentMismatch(case["case_id"], ".", "the plan pins no build of its environment")
+    return found

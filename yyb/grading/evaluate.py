@@ -140,9 +140,10 @@ def run_evaluator(
             "generation": generation,
             "case_id": attempt.get("case_id"),
         }
-    case_oid = attempt.get("links", {}).get("case")
-    case = store.objects.get_record(case_oid) if case_oid else None
-    if spec.get("kind") in ("tests", "command") and case is not None and case.get("environment"):
+    case = None
+    if spec.get("kind") in ("tests", "command") and attempt.get("links", {}).get("case"):
+        case = store.objects.get_record(attempt["links"]["case"])
+    if case is not None and case.get("environment"):
         try:
             call = replace(call, environment=environment.pinned_for(store, plan, case))
         except YybError as exc:

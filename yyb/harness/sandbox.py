@@ -366,9 +366,7 @@ def _os_view(root: str | None = None, places=()) -> tuple[list[str], list[str]]:
                 continue
             if os.path.islink(real):
                 args += ["--symlink", os.readlink(real), "/" + name]
-            elif os.path.isdir(real):
-                args += ["--ro-bind", real, "/" + name]
-            elif os.path.isfile(real):
+            elif os.path.isdir(real) or os.path.isfile(real):
                 args += ["--ro-bind", real, "/" + name]
         return args + _made(), []
     for folder in OS_FOLDERS:

@@ -74,12 +74,8 @@ class Cache:
         any earlier build of ``spec_oid``."""
         _write(os.path.join(staging, "environment"), environment_oid)
         _write(os.path.join(staging, "stamp"), stamp)
-        target = self.folder(spec_oid)
-        if os.path.exists(target):
-            old = tempfile.mkdtemp(prefix="old-", dir=os.path.join(self.top, "tmp"))
-            os.replace(target, os.path.join(old, "gone"))
-            remove(old)
-        os.replace(staging, target)
+        self.discard(spec_oid)
+        os.replace(staging, self.folder(spec_oid))
 
     def built(self) -> list[str]:
         """The spec oids with a cached build."""
@@ -88,6 +84,8 @@ class Cache:
         return sorted(n for n in os.listdir(self.top) if len(n) == 64 and self.environment(n))
 
     def discard(self, spec_oid: str) -> None:
+        """Remove the build of ``spec_oid``, if any: renamed into ``tmp/`` first, so that no
+        half-removed tree is ever under its name."""
         folder = self.folder(spec_oid)
         if os.path.exists(folder):
             old = tempfile.mkdtemp(prefix="old-", dir=os.path.join(self.top, "tmp"))
