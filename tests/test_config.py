@@ -123,3 +123,23 @@ def test_init_writes_at_the_repository_top(tmp_path, monkeypatch):
     assert (repo / config.CONFIG_NAME).exists()
     again = Yyb(str(tmp_path / "s"))("init")
     assert again.exit_code == 2 and "never overwritten" in again.stderr
+
+
+def test_init_harness_writes_a_valid_configuration_for_every_shipped_agent(
+    yyb, tmp_path, monkeypatch
+):
+    from yyb import config
+    from yyb.agents import start
+
+    monkeypatch.chdir(tmp_path)
+    for kind in start.names():
+        done = yyb("init", "--stdout", "--harness", kind)
+        assert done.exit_code == 0, done.stderr
+        loaded = config.parse(done.stdout, "c.json")
+        harness = loaded.harness(loaded.data["default_candidate_harness"])
+        assert harness["kind"] == kind
+        (selector,) = loaded.data["models"]
+        assert loaded.accepted(loaded.resolve_model(selector)) == ["dated"]
+    done = yyb("init", "--stdout", "--harness", "nope")
+    assert done.exit_code == 2
+    assert done.stderr.count("\n") == 1 and "claude_code" in done.stderr

@@ -17,6 +17,7 @@ LAYERS = [
     {"yyb.evidence", "yyb.signing", "yyb.config", "yyb.cases"},
     {
         "yyb.plans",
+        "yyb.agents",
         "yyb.attempts",
         "yyb.grading",
         "yyb.reports",
@@ -35,6 +36,11 @@ PORCELAIN = 4
 PORCELAIN_USES = {
     ("yyb.attempts", "yyb.grading"),
     ("yyb.attempts", "yyb.plans"),
+    # a plan binds an agent kind's adapter program and scratch paths; a run starts it; the
+    # example's stand-in agent writes its envelope with the shipped helper.
+    ("yyb.plans", "yyb.agents"),
+    ("yyb.attempts", "yyb.agents"),
+    ("yyb.example", "yyb.agents"),
     ("yyb.workflow", "yyb.grading"),
     ("yyb.workflow", "yyb.plans"),
     ("yyb.workflow", "yyb.reports"),

@@ -34,7 +34,9 @@ echo "$(basename "$0") $*" >> "$STUB_LOG"
 """
 STUB_SUDO = STUB + 'exec "$@"\n'
 # python3 -m venv .venv makes the commands the set-up calls next, each logging its call.
-STUB_PYTHON = STUB + """if [ "$1 $2" = "-m venv" ]; then
+STUB_PYTHON = (
+    STUB
+    + """if [ "$1 $2" = "-m venv" ]; then
   mkdir -p "$3/bin"
   for tool in pip python yyb; do
     printf '#!/bin/sh\\necho "%s $*" >> "$STUB_LOG"\\n' "$3/bin/$tool" > "$3/bin/$tool"
@@ -42,6 +44,7 @@ STUB_PYTHON = STUB + """if [ "$1 $2" = "-m venv" ]; then
   done
 fi
 """
+)
 
 
 def _run_setup(command: str, tmp_path: Path, sudo: bool) -> tuple[int, list[str]]:

@@ -139,17 +139,25 @@ class Config:
             UsageError: an unknown selector or a malformed identity.
         """
         if requested.startswith(":"):
-            resolved = self.data.get("models", {}).get(requested)
-            if resolved is None:
+            entry = self.data.get("models", {}).get(requested)
+            if entry is None:
                 known = ", ".join(sorted(self.data.get("models", {}))) or "none configured"
                 raise UsageError(f"unknown model selector {requested!r} (known: {known})")
-            return resolved
+            return model_id(entry)
         if not MODEL_RE.fullmatch(requested):
             raise UsageError(
                 f"not a model identity: {requested!r} (expected provider/model "
                 "or a configured :selector)"
             )
         return requested
+
+    def accepted(self, resolved: str) -> list[str]:
+        """The observed ids ``resolved`` accepts beside itself (yyb/evidence/identity.py), as
+        the model entries that name it declare them (they agree: ``parse`` checks it)."""
+        for entry in self.data.get("models", {}).values():
+            if isinstance(entry, dict) and entry["id"] == resolved and entry.get("accept"):
+                return list(entry["accept"])
+        return []
 
     def harness(self, harness_id: str) -> dict:
         return self.data["harnesses"][harness_id]
@@ -158,8 +166,62 @@ class Config:
         return self.data["evaluators"]
 
 
-def _semantic_problems(data: dict) -> list[tuple[str, str]]:
+def model_id(entry: str | dict) -> str:
+    """The exact provider/model of a ``models`` entry (an id, or ``{id, accept}``)."""
+    return entry if isinstance(entry, str) else entry["id"]
+
+
+# Variables the harness's ``env`` may not set: the launcher's own (docs/attempts.md, step 4).
+RESERVED_ENV = re.compile(r"PATH|HOME|TMPDIR|GIT_CONFIG_NOSYSTEM|XDG_[A-Z_]*|YYB_[A-Z0-9_]*")
+
+
+def _model_problems(data: dict) -> list[tuple[str, str]]:
+    from yyb.evidence import identity
+
+    found, rules = [], {}
+    for selector, entry in sorted(data.get("models", {}).items()):
+        if isinstance(entry, str):
+            continue
+        for i, rule in enumerate(entry.get("accept", [])):
+            reason = identity.problem(rule)
+            if reason:
+                found.append((pointer(("models", selector, "accept", i)), reason))
+        accept = sorted(entry.get("accept", []))
+        if rules.setdefault(entry["id"], (selector, accept))[1] != accept:
+            found.append(
+                (
+                    pointer(("models", selector, "accept")),
+                    f"{rules[entry['id']][0]} names {entry['id']} with other accepted ids; "
+                    "a model's rules are declared once",
+                )
+            )
+    return found
+
+
+def _harness_problems(data: dict) -> list[tuple[str, str]]:
     found = []
+    for name, spec in sorted(data.get("harnesses", {}).items()):
+        secrets = set(spec.get("secrets", []))
+        for variable in sorted(spec.get("env", {})):
+            if RESERVED_ENV.fullmatch(variable):
+                found.append(
+                    (
+                        pointer(("harnesses", name, "env", variable)),
+                        "the launcher sets this variable itself (docs/attempts.md, step 4)",
+                    )
+                )
+            elif variable in secrets:
+                found.append(
+                    (
+                        pointer(("harnesses", name, "env", variable)),
+                        "also named in secrets: a variable is either a secret or not",
+                    )
+                )
+    return found
+
+
+def _semantic_problems(data: dict) -> list[tuple[str, str]]:
+    found = _model_problems(data) + _harness_problems(data)
     harnesses = data.get("harnesses", {})
     if data.get("default_candidate_harness") not in harnesses:
         found.append(("/default_candidate_harness", "expected the id of a configured harness"))

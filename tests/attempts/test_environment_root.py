@@ -122,7 +122,6 @@ def test_a_changed_file_of_the_unpacked_tree_stops_the_run_before_dispatch(on_bu
     bench.context(plan)
 
 
-
 def test_a_worker_without_the_build_ends_the_attempt_as_the_environments(on_busybox, tmp_path):
     """A context whose registry holds no build of the case's environment (a Dask worker's, say)
     ends each attempt as environment_failure naming it; nothing runs on another root."""

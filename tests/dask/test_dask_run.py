@@ -152,6 +152,7 @@ def started_run(bench, address: str, plan: str, starts, count: int = 1, env=None
         env=env,
         start_new_session=True,
     )
+
     # A sleeping candidate in flight is seen two ways: its start report and its process (the
     # report comes first, but on a loaded machine it may be late; a lost one fails the counts).
     def started() -> bool:

@@ -21,7 +21,7 @@ ROWS = {
     6: "`limit` is a string and not *clean*",
     7: "`envelope_problem` is a string",
     8: "`signal` is an integer",
-    9: "`exit_code` is not 0, or `envelope_status` is not `\"succeeded\"`",
+    9: '`exit_code` is not 0, or `envelope_status` is not `"succeeded"`',
 }
 
 

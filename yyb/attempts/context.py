@@ -196,7 +196,11 @@ def prepare(
     authorize(store, plan_oid, plan, offline)
     _, verified = sandbox.verify()
     harness = plan["candidate_harness"]["config"]
-    if candidates_here:
+    if candidates_here and "harness_program" in plan["links"]:
+        from yyb.attempts import candidate
+
+        candidate.check_agent(harness, plan["tool_policy"]["read_only_paths"])
+    elif candidates_here:
         adapters.executable(harness)
     secrets = {}
     for name in harness.get("secrets", []) if candidates_here else ():

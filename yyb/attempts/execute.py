@@ -11,9 +11,10 @@ import dataclasses
 import os
 from dataclasses import dataclass, field
 
+from yyb.attempts import candidate
 from yyb.attempts.dispatch import inputs
 from yyb.errors import UsageError, YybError
-from yyb.evidence import cost, environment
+from yyb.evidence import cost, environment, identity
 from yyb.evidence import plan as planned
 from yyb.evidence.kinds.attempt import (
     CandidateCost,
@@ -152,27 +153,18 @@ def _run(ctx, attempt_oid, intent_oid, folders, mine, held, snap, bounds) -> tup
     redactor = Redactor(ctx.secrets)
     base = manifest.scan(store, mine.workspace, redactor, known=snap.known)
     base_listing = store.objects.put_record(manifest.listing_record(base))
-    model = attempt["model"]["resolved"]
-    workflow_plan = ctx.plan.get("workflow", {})
     channel = envelope.channel()
     case, _, _ = inputs(ctx, attempt)
     ready = ctx.environment(case)
     shown = ready.workspace if ready is not None else folders.workspace
     try:
-        argv = adapters.invocation(
-            ctx.harness,
-            model,
-            adapters.Places(shown, folders.control, channel.path, mine.control),
-            prompt,
-            adapters.Workflow(
-                workflow,
-                workflow_plan.get("variables"),
-                workflow_plan.get("controlled_model_variable"),
-            ),
-        )
+        argv, extra = _invocation(ctx, attempt, (shown, folders, mine), channel, prompt, workflow)
         read_only = ctx.plan["tool_policy"]["read_only_paths"]
-        env, policy = build(folders, read_only, sorted(ctx.secrets), ctx.secrets)
+        fixed = ctx.harness.get("env")
+        env, policy = build(folders, read_only, sorted(ctx.secrets), ctx.secrets, fixed)
         env[envelope.FD_ENV] = str(channel.fd)
+        if "settings_file" in extra:
+            env[candidate.SETTINGS_ENV] = extra["settings_file"]
         if ready is not None:
             env.update(ready.view().variables)
         ceiling = planned.ceiling(attempt)
@@ -215,10 +207,42 @@ def _run(ctx, attempt_oid, intent_oid, folders, mine, held, snap, bounds) -> tup
     )
     links["stdout"] = store.objects.put("blob", redactor.redact(outcome.stdout.data))
     links["stderr"] = store.objects.put("blob", redactor.redact(outcome.stderr.data))
-    value, observed = _envelope(ctx, written, outcome, model, facts, links, redactor)
-    _retain_final(store, mine.workspace, base, links, redactor)
+    value, observed = _envelope(ctx, written, outcome, attempt["model"], facts, links, redactor)
+    scratch_paths = ctx.plan.get("scratch_paths", ())
+    _retain_final(store, mine.workspace, base, links, redactor, scratch_paths)
     execution = _record(ctx, attempt_oid, facts, links, (outcome, resources), value, observed)
     return store.objects.put_record(execution.to_value()), execution
+
+
+def _invocation(ctx, attempt, where, channel, prompt, workflow) -> tuple[list[str], dict]:
+    """The candidate's argv, its control files and HOME written (yyb/attempts/candidate.py),
+    and the placeholders its files fill; ``where``: (the workspace as the candidate sees it,
+    the folders as it sees them, the same as the controller reaches them)."""
+    shown, folders, mine = where
+    harness, workflow_plan = ctx.harness, ctx.plan.get("workflow", {})
+    places = adapters.Places(shown, folders.control, channel.path, mine.control)
+    extra = candidate.settings_file(harness, places)
+    candidate.write_home(ctx.store, ctx.plan, mine.home)
+    program = None
+    if "harness_program" in ctx.plan["links"]:
+
+        def program(values):
+            return candidate.agent_argv(ctx.store, ctx.plan, attempt, places, values)
+
+    argv = adapters.invocation(
+        harness,
+        attempt["model"]["resolved"],
+        places,
+        candidate.prompt_of(harness, prompt),
+        adapters.Workflow(
+            workflow,
+            workflow_plan.get("variables"),
+            workflow_plan.get("controlled_model_variable"),
+        ),
+        extra=extra,
+        program=program,
+    )
+    return argv, extra
 
 
 def _receipt(
@@ -243,16 +267,28 @@ def _receipt(
             **{name: tuple(values) for name, values in policy.items()}
         ),
         links=WorkspaceReceiptLinks(intent=intent_oid, listing=base_listing),
+        **(
+            {"scratch_paths": tuple(ctx.plan["scratch_paths"])}
+            if "scratch_paths" in ctx.plan
+            else {}
+        ),
     )
 
 
-def _retain_final(store, workspace: str, base, links: dict, redactor) -> None:
+def _retain_final(store, workspace: str, base, links: dict, redactor, scratch_paths) -> None:
     """Retain the final workspace (its listing, the patch from the base, its Git state) and
-    the post-execution manifest, linked from ``links``."""
+    the post-execution manifest, linked from ``links``; the files the candidate added under
+    ``scratch_paths`` are set aside in a listing of their own, out of the graded listing and
+    the patch."""
     final = manifest.scan(store, workspace, redactor)
+    scratch = manifest.set_aside(final, base.entries, scratch_paths)
     final_listing = store.objects.put_record(manifest.listing_record(final))
     links["patch"] = store.objects.put("blob", patch.diff(store, base.entries, final.entries))
     changes = manifest.changes(base.entries, final.entries)
+    kept = {}
+    if scratch.entries:
+        kept["scratch"] = tuple(sorted(scratch.entries, key=str.encode))
+        scratch_oid = store.objects.put_record(manifest.listing_record(scratch))
     post = PostExecutionManifest(
         git=redactor.value(gitstate.read(workspace)),
         file_count=len(final.entries),
@@ -261,16 +297,21 @@ def _retain_final(store, workspace: str, base, links: dict, redactor) -> None:
         deleted=tuple(changes["deleted"]),
         omitted=tuple(final.omitted),
         links=PostExecutionManifestLinks(
-            receipt=links["receipt"], listing=final_listing, patch=links["patch"]
+            receipt=links["receipt"],
+            listing=final_listing,
+            patch=links["patch"],
+            **({"scratch": scratch_oid} if kept else {}),
         ),
+        **kept,
     )
     links["manifest"] = store.objects.put_record(post.to_value())
     links["listing"] = final_listing
 
 
-def _envelope(ctx, written: bytes | None, outcome, model: str, facts: Facts, links, redactor):
+def _envelope(ctx, written: bytes | None, outcome, model: dict, facts: Facts, links, redactor):
     """Read and retain what the harness wrote to its envelope channel: (the envelope's value,
-    the observed identity), both None unless the envelope was accepted.
+    the observed identity), both None unless the envelope was accepted: its identity is the
+    planned ``model``'s, or one the plan accepts for it.
 
     Every key and value is redacted; an envelope that its schema refuses once redacted (a
     secret in a field of bounded length) is unusable, and so is retained as raw bytes only.
@@ -288,8 +329,10 @@ def _envelope(ctx, written: bytes | None, outcome, model: str, facts: Facts, lin
     if value is not None:
         links["envelope"] = store.objects.put_record(value)
         claimed = envelope.observed(value)
-        if claimed != model.lower():
-            problem = f"the envelope observed {claimed}, not the planned {model}"
+        if not identity.accepts(model["resolved"], model.get("accept", ()), claimed):
+            problem = f"the envelope observed {claimed}, not the planned {model['resolved']}"
+            if model.get("accept"):
+                problem += " or an id the plan accepts for it"
             value = None
         else:
             observed, facts.envelope_status = claimed, value["status"]

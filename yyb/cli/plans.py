@@ -20,19 +20,31 @@ def progress_line(text: str) -> None:
 
 @click.command("init")
 @click.option("--stdout", "to_stdout", is_flag=True, help="Print the configuration instead.")
-def init(to_stdout):
+@click.option(
+    "--harness",
+    "kind",
+    metavar="NAME",
+    help="Start from a shipped agent: claude_code, codex, aider, mini_swe_agent, openhands.",
+)
+def init(to_stdout, kind):
     """Write yylo-benchmark.config.json at the top of the current repository.
 
-    An existing file is never overwritten. Replace the placeholders with approved profiles.
+    An existing file is never overwritten. With --harness NAME the candidate harness is that
+    agent's adapter (docs/agents.md); without it, the YYLO CLI (yylo_pi).
     """
     from yyb import config
+    from yyb.agents import start
     from yyb.store.location import find_repository
 
+    if kind is not None and kind not in start.STARTS:
+        raise UsageError(f"--harness: {kind!r} is not one of {', '.join(start.names())}")
     root = find_repository(os.getcwd())
     if root is None and not to_stdout:
         raise UsageError(f"not inside a Git repository: {os.getcwd()} (use --stdout)")
     name = os.path.basename(root) if root else "source"
     data = config.template(name)
+    if kind is not None:
+        data = start.apply(data, kind)
     if to_stdout:
         click.echo(config.render(data), nl=False)
         return 0

@@ -4,6 +4,8 @@
   ``{envelope}`` replaced.
 - ``yylo_pi``: ``yy pi --execution-envelope ENVELOPE --model MODEL --prompt-file PROMPT``
   (``executable`` replaces ``yy``), run in the workspace.
+- an agent kind (``claude_code``, ``codex``, ...): its adapter program, whose argv the
+  porcelain makes (``program``).
 - ``workflow_runner``: the configured argv with ``{workflow_file}``, ``{variables_file}``,
   ``{model}``, ``{model_variable}``, ``{workspace}`` and ``{envelope}`` replaced; the variables
   file is JSON ``{name: value}`` of the planned variables plus the controlled model variable.
@@ -14,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from yyb.errors import UsageError
@@ -95,9 +98,12 @@ def invocation(
     prompt: bytes | None,
     workflow: Workflow | None = None,
     extra: dict[str, str] | None = None,
+    program: Callable[[dict[str, str]], list[str]] | None = None,
 ) -> list[str]:
     """The argv of one attempt; writes the prompt and workflow files into ``places.control``.
-    ``extra`` fills further placeholders (a judge's ``settings_file`` and ``judge``)."""
+    ``extra`` fills further placeholders (``settings_file``, a judge's ``judge``);
+    ``program``, given the placeholders' values, makes the argv of a harness kind that has
+    no ``argv`` of its own (an agent kind's adapter, yyb/attempts/candidate.py)."""
     workflow = workflow or Workflow()
     control, written = places.control, places.written
     values = {
@@ -115,6 +121,8 @@ def invocation(
         with open(mine(values["prompt_file"]), "wb") as handle:
             handle.write(prompt)
     kind = harness["kind"]
+    if program is not None:
+        return program(values)
     if kind == "yylo_pi":
         argv = [
             executable(harness),

@@ -54,8 +54,10 @@ def build(
     read_only_paths: list[str],
     secret_names: list[str],
     source_env: dict[str, str],
+    fixed: dict[str, str] | None = None,
 ) -> tuple[dict, dict]:
-    """(environment for the candidate, the policy record that describes it without values).
+    """(environment for the candidate, the policy record that describes it without values);
+    ``fixed`` holds the harness's non-secret variables (its ``env``, bound in the plan).
 
     Raises:
         UsageError: a secret the harness names is not set in the controller's environment.
@@ -78,6 +80,7 @@ def build(
         "TZ": "UTC",
         "GIT_CONFIG_NOSYSTEM": "1",
     }
+    env.update(fixed or {})
     for name in secret_names:
         if name not in source_env:
             raise UsageError(f"the harness needs the secret {name}, which is not set")

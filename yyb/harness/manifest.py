@@ -257,6 +257,23 @@ def listing_of(entries: dict[str, tuple[int, str]], omitted=()) -> dict:
     }
 
 
+def set_aside(scan_result: Scan, base: dict, patterns) -> Scan:
+    """Move out of ``scan_result`` the files the candidate added (not in ``base``) under one
+    of ``patterns`` (a harness's scratch paths, matched as ``snapshot.is_excluded`` matches,
+    ``*`` standing for any run of characters within one name); returns them as a Scan."""
+    from yyb.harness.snapshot import is_excluded
+
+    aside = Scan()
+    if not patterns:
+        return aside
+    for path in [p for p in scan_result.entries if p not in base]:
+        if is_excluded(path, list(patterns)):
+            aside.entries[path] = scan_result.entries.pop(path)
+            if path in scan_result.redacted:
+                aside.redacted[path] = scan_result.redacted[path]
+    return aside
+
+
 def listing_record(scan_result: Scan) -> dict:
     record = listing_of(scan_result.entries, scan_result.omitted)
     if scan_result.redacted:

@@ -14,6 +14,7 @@ outside every sandbox, and a candidate gets a copy of the pack, never the export
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import shutil
 import threading
@@ -51,11 +52,19 @@ def is_excluded(path: str, patterns: list[str]) -> bool:
     """Whether a repository-relative path falls under one of the excluded paths.
 
     A pattern ending in ``/`` names a folder and everything below it; otherwise it names that
-    exact path (file or folder) and everything below it.
+    exact path (file or folder) and everything below it. A ``*`` in a pattern stands for any
+    run of characters within one name (``.aider*`` names ``.aider.chat.history.md``).
     """
     for pattern in patterns:
         clean = pattern.strip("/")
-        if path == clean or path.startswith(clean + "/"):
+        if "*" in clean:
+            parts, names = clean.split("/"), path.split("/")
+            if len(names) >= len(parts) and all(
+                fnmatch.fnmatchcase(name, part.replace("[", "[[]").replace("?", "[?]"))
+                for name, part in zip(names, parts, strict=False)
+            ):
+                return True
+        elif path == clean or path.startswith(clean + "/"):
             return True
     return False
 

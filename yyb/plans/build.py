@@ -7,7 +7,9 @@ id, models in the order given, attempts 1..N; case-major, then model, then attem
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import platform
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -49,7 +51,9 @@ class Plan:
 
 
 def parse_models(text: str, config: Config) -> list[dict]:
-    """``M1,M2`` -> [{"requested", "resolved"}], refusing unknown and duplicate models."""
+    """``M1,M2`` -> [{"requested", "resolved"[, "accept"]}], refusing unknown and duplicate
+    models; ``accept`` holds the observed ids the configuration accepts for one (absent when
+    it accepts only itself, so that such a plan hashes as before)."""
     names = [m.strip() for m in text.split(",")]
     if not text.strip() or any(not m for m in names):
         raise InvalidArgument(
@@ -66,7 +70,10 @@ def parse_models(text: str, config: Config) -> list[dict]:
                 text,
             )
         seen[resolved] = requested
-        models.append({"requested": requested, "resolved": resolved})
+        accept = config.accepted(resolved)
+        models.append(
+            {"requested": requested, "resolved": resolved, **({"accept": accept} if accept else {})}
+        )
     return models
 
 
@@ -111,8 +118,14 @@ def _evaluators(config: Config, selected: set[str]) -> ExperimentPlanEvaluators:
     )
 
 
-def _experiment(config: Config, models: list[dict], attempts: int, **rest) -> ExperimentPlan:
-    """The experiment plan's fields every kind of plan shares; ``rest`` holds the others."""
+def _experiment(
+    config: Config, plan: Plan, models: list[dict], attempts: int, **rest
+) -> ExperimentPlan:
+    """The experiment plan's fields every kind of plan shares, its harness's files added to
+    ``plan`` and linked; ``rest`` holds the others."""
+    harness = _harness(config)
+    scratch = _scratch_paths(harness.config)
+    links = dataclasses.replace(rest.pop("links"), **_harness_files(config, plan, harness.config))
     return ExperimentPlan(
         versions=_versions(config),
         models=tuple(models),
@@ -120,9 +133,43 @@ def _experiment(config: Config, models: list[dict], attempts: int, **rest) -> Ex
         tool_policy=ExperimentPlanToolPolicy.from_stored(config.tool_policy()),
         timeout_ms=config.timeout_ms(),
         excluded_paths=tuple(config.excluded_paths()),
-        candidate_harness=_harness(config),
+        candidate_harness=harness,
+        links=links,
+        **({"scratch_paths": scratch} if scratch else {}),
         **rest,
     )
+
+
+def _scratch_paths(harness: dict) -> tuple[str, ...]:
+    """The result-side exclusions of the candidate harness: its own, else its agent kind's."""
+    if "scratch_paths" in harness:
+        return tuple(harness["scratch_paths"])
+    from yyb import agents
+
+    kind = agents.KINDS.get(harness["kind"])
+    return tuple(kind.scratch) if kind is not None else ()
+
+
+def _harness_files(config: Config, plan: Plan, harness: dict) -> dict[str, str]:
+    """The listings of the harness's home folder and of its agent kind's adapter program,
+    their blobs added to ``plan``: the plan's links to them by role."""
+    from yyb import agents
+    from yyb.plans import harness as files
+
+    found = {}
+    if harness.get("home"):
+        found["harness_home"] = files.home_files(os.path.join(config.folder, harness["home"]))
+    if harness["kind"] in agents.KINDS:
+        found["harness_program"] = {
+            name: (0o100644, data) for name, data in agents.program(harness["kind"])
+        }
+    links = {}
+    for role, named in found.items():
+        listing, blobs = files.listing(named)
+        for data in blobs:
+            _add_blob(plan, data)
+        links[role] = _add(plan, listing)
+    return links
 
 
 def _add(plan: Plan, record: Record | dict) -> str:
@@ -197,6 +244,7 @@ def task_plan(
     selected.update(case["grader_profile"] for _, case in loaded.values())
     experiment = _experiment(
         config,
+        plan,
         models,
         attempts,
         kind="task",
@@ -346,6 +394,7 @@ def workflow_plan(
             )
     experiment = _experiment(
         config,
+        plan,
         models,
         attempts,
         kind="workflow",

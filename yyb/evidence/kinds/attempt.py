@@ -103,6 +103,7 @@ class WorkspaceReceipt(Record):
     environment: WorkspaceReceiptEnvironment
     links: WorkspaceReceiptLinks
     built_environment: Mapping[str, Any] | Absent = ABSENT
+    scratch_paths: tuple[str, ...] | Absent = ABSENT
 
 
 @shape

@@ -63,6 +63,7 @@ class PostExecutionManifestLinks(Shape):
     receipt: str
     listing: str
     patch: str
+    scratch: str | Absent = ABSENT
 
 
 @shape
@@ -78,3 +79,4 @@ class PostExecutionManifest(Record):
     deleted: tuple[str, ...]
     omitted: tuple[tuple[str, ...], ...]
     links: PostExecutionManifestLinks
+    scratch: tuple[str, ...] | Absent = ABSENT

@@ -200,6 +200,8 @@ class ExperimentPlanLinks(Shape):
     cases: tuple[str, ...] | Absent = ABSENT
     workflow: str | Absent = ABSENT
     environments: tuple[str, ...] | Absent = ABSENT
+    harness_home: str | Absent = ABSENT
+    harness_program: str | Absent = ABSENT
 
 
 @shape
@@ -224,14 +226,17 @@ class ExperimentPlan(Record):
     workflow: ExperimentPlanWorkflow | Absent = ABSENT
     links: ExperimentPlanLinks
     environments: tuple[Mapping[str, Any], ...] | Absent = ABSENT
+    scratch_paths: tuple[str, ...] | Absent = ABSENT
 
 
 @shape
 class AttemptPlanModel(Shape):
-    """The ``model`` of an AttemptPlan."""
+    """The ``model`` of an AttemptPlan: ``accept`` holds the observed ids accepted for it
+    beside ``resolved`` (yyb/evidence/identity.py)."""
 
     requested: str
     resolved: str
+    accept: tuple[str, ...] | Absent = ABSENT
 
 
 @shape
