@@ -143,6 +143,12 @@ def _validate_gold(ctx, task_paths, as_json) -> int:
 )
 @click.option("--var", "variables", multiple=True, metavar="K=V", help="Workflow variable.")
 @click.option("--output", metavar="PLAN.json", help="The plan file to create.")
+@click.option(
+    "--retry-of",
+    "retry_of",
+    metavar="PLAN",
+    help="Plan again the attempts of PLAN whose terminal the infrastructure caused.",
+)
 @click.option("--dry-run", is_flag=True, help="Accepted: planning never dispatches anything.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_context
@@ -156,6 +162,7 @@ def plan(
     controlled_model_variable,
     variables,
     output,
+    retry_of,
     dry_run,
     as_json,
 ):
@@ -168,6 +175,10 @@ def plan(
         return None
     from yyb.plans import build, planfile
 
+    if retry_of is not None:
+        if tasks or workflow or models or max_usd or controlled_model_variable or variables:
+            raise click.UsageError("--retry-of takes only --output (and --json)")
+        return _retry(ctx, retry_of, output, as_json)
     if bool(tasks) == bool(workflow):
         raise click.UsageError("give --task FILE (one or more) or --workflow FILE")
     if not models:
@@ -192,9 +203,33 @@ def plan(
     store = open_store(ctx, create=True)
     build.write(store, built)
     planfile.write_new(output, planfile.render(built.oid, built.records))
+    return _summary(built, output, as_json)
+
+
+def _retry(ctx, name: str, output, as_json: bool) -> int:
+    """``plan --retry-of PLAN``: freeze the retry plan of PLAN (docs/plans.md, "Retries")."""
+    from yyb.plans import build, planfile, retry
+
+    if not output:
+        raise click.UsageError("--output is required")
+    planfile.check_output_free(output)
+    parent = plan_oid(ctx, name)
+    store = open_store(ctx)
+    if not store.objects.contains(parent):
+        raise UsageError(f"plan {parent} is not in the store {store.path}")
+    built, selection = retry.retry_plan(store, parent)
+    for line in selection.notes():
+        click.echo(f"yyb: {line}", err=True)
+    build.write(store, built)
+    planfile.write_new(output, planfile.render(built.oid, built.records))
+    return _summary(built, output, as_json, retry_of=parent)
+
+
+def _summary(built, output: str, as_json: bool, **extra) -> int:
     summary = {
         "plan": built.oid,
         "file": output,
+        **extra,
         "kind": built.experiment["kind"],
         "attempt_count": built.experiment["attempt_count"],
         "comparison": built.experiment["comparison"],

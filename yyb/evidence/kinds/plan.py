@@ -200,6 +200,7 @@ class ExperimentPlanLinks(Shape):
     cases: tuple[str, ...] | Absent = ABSENT
     workflow: str | Absent = ABSENT
     environments: tuple[str, ...] | Absent = ABSENT
+    retry_of: str | Absent = ABSENT  # the plan a retry plan retries (docs/plans.md, "Retries")
 
 
 @shape
@@ -240,6 +241,7 @@ class AttemptPlanLinks(Shape):
 
     case: str | Absent = ABSENT
     workflow: str | Absent = ABSENT
+    retry_of: str | Absent = ABSENT  # the attempt plan a retry attempt retries
 
 
 @shape

@@ -1,0 +1,177 @@
+"""`yyb plan --retry-of PLAN`: the infrastructure's holes planned again, run, reported once."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.plans.retried import Holes, make
+from yyb.evidence import names, retries
+from yyb.plans import planfile
+from yyb.store import file
+from yyb.store.repo import Store
+
+
+@pytest.fixture
+def holes(tmp_path) -> Holes:
+    made = make(tmp_path / "bench")
+    yield made
+    for pid, _ in made.bench.alive():
+        os.kill(pid, 9)
+
+
+def retry(holes: Holes, parent: str, out: str):
+    return holes.yyb("plan", "--retry-of", parent, "--output", out, "--json")
+
+
+def test_retry_plans_exactly_the_infrastructure_holes(holes, tmp_path):
+    root = holes.plan.oid
+    out = str(tmp_path / "retry.json")
+    done = retry(holes, root, out)
+    assert done.exit_code == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["retry_of"] == root and summary["attempt_count"] == 2
+    assert summary["dispatch_count"] == 0
+    oid, records = planfile.load(out)
+    assert oid == summary["plan"]
+    store = holes.bench.store
+    assert store.refs.read(names.plan(oid)) == oid
+    plan, parent = records[oid], store.objects.get_record(root)
+    assert plan["links"]["retry_of"] == root
+    for name in retries.MEASUREMENT:  # what is measured is the parent's, not the config's
+        assert plan.get(name) == parent.get(name), name
+    assert plan["links"]["cases"] == parent["links"]["cases"]
+    cancelled, interrupted = holes.attempts[:2]
+    retried = [records[a] for a in plan["links"]["attempts"]]
+    assert [a["links"]["retry_of"] for a in retried] == [cancelled, interrupted]
+    for attempt, ordinal in zip(retried, (0, 1), strict=True):
+        original = store.objects.get_record(attempt["links"]["retry_of"])
+        assert attempt["ordinal"] == ordinal
+        for name in ("case_id", "model", "attempt", "budget"):
+            assert attempt[name] == original[name], name
+    ceilings = sum(a["budget"]["ceiling_micros"] for a in retried)
+    assert plan["budget"]["total_micros"] == ceilings
+    assert holes.terminal_class(oid, plan["links"]["attempts"][0]) is None  # nothing ran
+    # Nothing of the original changed: its attempts keep their terminals, its report its rows.
+    assert [holes.terminal_class(root, a) for a in holes.attempts] == [
+        "cancelled",
+        "harness_failure",
+        "resolved",
+        "resolved",
+    ]
+    # Retrying the original again retries nothing: its holes are the retry plan's now.
+    again = retry(holes, root, str(tmp_path / "again.json"))
+    assert again.exit_code == 1
+    assert again.stderr.count("\n") == 1 and "nothing to retry" in again.stderr
+    assert f"retried already by plan {oid}" in again.stderr
+    assert not os.path.exists(tmp_path / "again.json")
+
+
+def test_nothing_retryable_writes_nothing(holes, tmp_path):
+    out = str(tmp_path / "r1.json")
+    assert retry(holes, holes.plan.oid, out).exit_code == 0
+    oid, _ = planfile.load(out)
+    # The retry plan has no terminal yet: its attempts are for `yyb run` to finish.
+    before = sorted(holes.bench.store.refs.names())
+    done = retry(holes, oid, str(tmp_path / "r2.json"))
+    assert done.exit_code == 1
+    assert "2 attempt(s) without a terminal" in done.stderr and "yyb run" in done.stderr
+    assert sorted(holes.bench.store.refs.names()) == before
+    assert not os.path.exists(tmp_path / "r2.json")
+    refused = holes.yyb("plan", "--retry-of", oid, "--models", "m", "--output", "x.json")
+    assert refused.exit_code == 2
+
+
+def test_retry_runs_the_two_cells_and_the_family_counts_each_cell_once(holes, tmp_path):
+    root = holes.plan.oid
+    before = holes.yyb("report", "--plan", root, "--format", "json", "--no-layer")
+    assert before.exit_code == 0, before.stderr
+    out = str(tmp_path / "retry.json")
+    assert retry(holes, root, out).exit_code == 0
+    oid, records = planfile.load(out)
+    assert holes.yyb("authorize", "--plan", out, "--expires", "+1h").exit_code == 0
+    ran = holes.yyb("run", "--plan", out)
+    assert ran.exit_code == 0, ran.stderr
+    assert "dispatch_count: 2" in ran.lines
+    new = records[oid]["links"]["attempts"]
+    assert [holes.terminal_class(oid, a) for a in new] == ["grader_failure"] * 2
+
+    doctor = holes.yyb("doctor", "--plan", out)
+    assert doctor.exit_code == 0, doctor.stdout + doctor.stderr
+
+    # The original's report is what it was.
+    after = holes.yyb("report", "--plan", root, "--format", "json", "--no-layer")
+    assert json.loads(after.stdout) == json.loads(before.stdout)
+    assert "family" not in json.loads(after.stdout)
+
+    shown = holes.yyb("report", "--plan", out, "--format", "json")
+    assert shown.exit_code == 0, shown.stderr
+    report = json.loads(shown.stdout)
+    assert report["status"] == "complete"
+    assert report["family"]["plans"] == [root, oid]
+    assert report["family"]["retries"] == [
+        {"model": "stand/holder", "retries": 2, "superseded": 2},
+        {"model": "stand/fixer", "retries": 0, "superseded": 0},
+    ]
+    holder, fixer = report["models"]
+    assert (holder["attempts"], holder["valid"], holder["invalid"]) == (2, 2, 0)
+    assert holder["terminal_classes"] == {"grader_failure": 2}
+    assert (fixer["attempts"], fixer["resolved"]) == (2, 2)
+    assert report["totals"]["attempts"] == 4
+    assert report["doctor"]["attempts"] == 6  # every attempt of the family stays gated
+    rows = {row["attempt"]: row for row in report["attempts"]}
+    assert len(rows) == 6
+    for original, again in zip(holes.attempts[:2], new, strict=True):
+        assert rows[original]["superseded_by"] == again
+        assert rows[original]["plan"] == root
+        assert rows[again]["superseded_by"] is None and rows[again]["plan"] == oid
+    assert rows[holes.attempts[2]]["superseded_by"] is None
+
+    text = holes.yyb("report", "--plan", out, "--no-layer")
+    assert "stand/holder: 2 retry attempt(s), 2 attempt(s) superseded" in text.stdout
+    assert text.stdout.count("superseded by retry") == 2
+    markdown = holes.yyb("report", "--plan", out, "--no-layer", "--format", "markdown")
+    assert "**Retries**" in markdown.stdout
+
+
+# A retry run killed at these durable writes (YYB_DEEP=1: every one until the run ends).
+KILL_POINTS = range(1, 400) if os.environ.get("YYB_DEEP") == "1" else (3, 17, 41)
+
+
+def test_a_retry_run_killed_recovers_like_any_run(holes, tmp_path):
+    out = str(tmp_path / "retry.json")
+    assert retry(holes, holes.plan.oid, out).exit_code == 0
+    assert holes.yyb("authorize", "--plan", out, "--expires", "+1h").exit_code == 0
+    oid, records = planfile.load(out)
+    config = str(holes.bench.config_path)
+    killed_at = []
+    for point in KILL_POINTS:
+        copy = str(tmp_path / f"s{point}")
+        shutil.copytree(holes.bench.store_path, copy)
+        argv = [sys.executable, "-m", "yyb", "--store", copy, "--config", config]
+        env = {**os.environ, file.FAULT_ENV: str(point)}
+        killed = subprocess.run([*argv, "run", "--plan", oid], env=env, timeout=300)
+        assert killed.returncode in (0, -9), (point, killed.returncode)
+        if killed.returncode == -9:
+            killed_at.append(point)
+        for pid, _ in holes.bench.alive():
+            os.kill(pid, 9)
+        again = holes.yyb("run", "--plan", oid, store=copy)
+        assert again.exit_code == 0, (point, again.stderr)
+        doctor = holes.yyb("doctor", "--plan", oid, store=copy)
+        assert doctor.exit_code == 0, (point, doctor.stdout + doctor.stderr)
+        store = Store.open(copy)
+        for attempt in records[oid]["links"]["attempts"]:
+            intent = names.attempt(oid, attempt, "intent")
+            assert len(list(store.refs.log(intent))) == 1, f"{point}: dispatched twice"
+            assert holes.terminal_class(oid, attempt, store) is not None
+        report = holes.yyb("report", "--plan", oid, "--no-layer", store=copy)
+        assert report.exit_code == 0, (point, report.stdout)
+        if killed.returncode == 0:
+            break
+    assert killed_at[:2] == list(KILL_POINTS)[:2]  # the sweep did kill the retry run
