@@ -175,3 +175,20 @@ def test_a_retry_run_killed_recovers_like_any_run(holes, tmp_path):
         if killed.returncode == 0:
             break
     assert killed_at[:2] == list(KILL_POINTS)[:2]  # the sweep did kill the retry run
+
+
+def test_attempts_invalid_by_grading_are_left_to_regrade(tmp_path):
+    from tests.attempts.conftest import build_bench
+
+    bench = build_bench(tmp_path / "graded")
+    bench.configure(grader="#!/bin/sh\nexit 0\n")  # ends without a verdict
+    plan, results = bench.run(["stand/fixer"])
+    report = bench.yyb("report", "--plan", plan.oid, "--format", "json", "--no-layer")
+    [row] = json.loads(report.stdout)["attempts"]
+    assert (row["outcome"], row["verdict"]) == ("invalid", "invalid"), row
+    before = sorted(bench.store.refs.names())
+    done = bench.yyb("plan", "--retry-of", plan.oid, "--output", str(tmp_path / "r.json"))
+    assert done.exit_code == 1
+    assert "1 attempt(s) invalid only because of their grading" in done.stderr
+    assert "yyb regrade" in done.stderr
+    assert sorted(bench.store.refs.names()) == before

@@ -18,6 +18,7 @@ from yyb.evidence.check import check_attempt
 from yyb.evidence.plan import ceiling
 from yyb.evidence.record import kind_of
 from yyb.evidence.records import ATTEMPT_PLAN, PLAN, VALID_CLASSES
+from yyb.evidence.terminal import gradeable
 from yyb.store.fsck import Finding, error
 
 # The experiment plan's fields that define what is measured, copied from the parent as they
@@ -44,12 +45,21 @@ CELL = ("kind", "case_id", "model", "attempt", "budget")
 MAX_FAMILY = 10_000
 
 
+def graded(handle: AttemptHandle) -> bool:
+    """Whether the attempt's outcome is its grading's (as the report decides it): its
+    candidate finished cleanly and it has evaluations. Such an attempt is invalid, if it is,
+    because of its grading, whatever its terminal class: a regrade's job, never a retry's."""
+    if handle.terminal is None or not handle.histories():
+        return False
+    return gradeable(handle.terminal.record) is None
+
+
 def retryable(handle: AttemptHandle) -> bool:
-    """Whether a retry may run the attempt's cell again: its terminal is invalid and its
-    class (with the execution's facts) makes that the infrastructure's doing
-    (``invalidity.of_terminal``; docs/reports.md, "Invalidity and its causes"). An attempt
-    without a terminal, a valid one, and one invalid only by its grading are not."""
-    if handle.terminal is None:
+    """Whether a retry may run the attempt's cell again: its terminal is invalid, not because
+    of its grading, and its class (with the execution's facts) makes that the
+    infrastructure's doing (``invalidity.of_terminal``; docs/reports.md, "Invalidity and its
+    causes"). An attempt without a terminal, a valid one and a graded one are not."""
+    if handle.terminal is None or graded(handle):
         return False
     terminal_class = handle.terminal.record["class"]
     if terminal_class in VALID_CLASSES:

@@ -17,7 +17,6 @@ from yyb.evidence.kinds.plan import AttemptPlan, ExperimentPlan
 from yyb.evidence.plan import ceiling
 from yyb.evidence.record import kind_of
 from yyb.evidence.records import PLAN, VALID_CLASSES
-from yyb.evidence.terminal import gradeable
 from yyb.evidence.verdict import conclude
 from yyb.plans import budget
 from yyb.plans.build import Plan
@@ -116,6 +115,8 @@ def select(store, plan_oid: str, plan: dict) -> Selection:
             counts["unfinished"] += 1
         elif not check.complete or handle.terminal is None:
             counts["unverified"] += 1
+        elif retries.graded(handle):
+            counts["graded_invalid"] += conclude(handle.histories())[0] == "invalid"
         elif retries.retryable(handle):
             if attempt_oid in elsewhere:
                 others[elsewhere[attempt_oid]] = others.get(elsewhere[attempt_oid], 0) + 1
@@ -123,16 +124,7 @@ def select(store, plan_oid: str, plan: dict) -> Selection:
                 chosen.append((attempt_oid, attempt))
         elif handle.terminal.record["class"] not in VALID_CLASSES:
             counts["candidate"] += 1
-        elif _graded_invalid(handle):
-            counts["graded_invalid"] += 1
     return Selection(tuple(chosen), elsewhere=others, **counts)
-
-
-def _graded_invalid(handle) -> bool:
-    histories = handle.histories()
-    if not histories or gradeable(handle.terminal.record) is not None:
-        return False
-    return conclude(histories)[0] == "invalid"
 
 
 def retry_plan(store, plan_oid: str) -> tuple[Plan, Selection]:
