@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 
-import pytest
-
-from tests.plans.retried import Holes, make
+from tests.plans.retried import Holes, holes_fixture  # noqa: F401 (the holes fixture)
 from yyb.evidence import names
 from yyb.evidence.kinds.plan import AttemptPlan
 from yyb.plans import planfile
-
-
-@pytest.fixture
-def holes(tmp_path) -> Holes:
-    made = make(tmp_path / "bench")
-    yield made
-    for pid, _ in made.bench.alive():
-        os.kill(pid, 9)
 
 
 def forge(holes: Holes, parent: str, targets: list[str], **changes) -> str:

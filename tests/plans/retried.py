@@ -8,11 +8,14 @@ Plan: models ``stand/holder`` and ``stand/fixer`` x 2 attempts; ordinals 0, 1 ar
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 from tests.attempts.conftest import Bench, build_bench, wait_for
 from tests.conftest import Yyb
@@ -101,3 +104,12 @@ def make(root: Path) -> Holes:
     classes = [r.terminal_class for r in results]
     assert classes == ["cancelled", "harness_failure", "resolved", "resolved"], classes
     return Holes(bench, plan, list(plan.attempt_oids))
+
+
+@pytest.fixture(name="holes")
+def holes_fixture(tmp_path):
+    """``make`` under the test's folder; no stand-in process outlives the test."""
+    made = make(tmp_path / "bench")
+    yield made
+    for pid, _ in made.bench.alive():
+        os.kill(pid, 9)

@@ -8,21 +8,11 @@ import shutil
 import subprocess
 import sys
 
-import pytest
-
-from tests.plans.retried import Holes, make
+from tests.plans.retried import Holes, holes_fixture  # noqa: F401 (the holes fixture)
 from yyb.evidence import names, retries
 from yyb.plans import planfile
 from yyb.store import file
 from yyb.store.repo import Store
-
-
-@pytest.fixture
-def holes(tmp_path) -> Holes:
-    made = make(tmp_path / "bench")
-    yield made
-    for pid, _ in made.bench.alive():
-        os.kill(pid, 9)
 
 
 def retry(holes: Holes, parent: str, out: str):
