@@ -170,6 +170,10 @@ def plan(
 
     Writes the plan's records to the store under refs/plans/<oid> and the plan file to
     --output. Planning never dispatches anything: dispatch_count is always 0.
+
+    With --retry-of PLAN: a new plan of exactly the attempts of PLAN whose terminal the
+    infrastructure caused (cancelled, environment_failure, invalid_case, an unconfirmed or
+    interrupted harness_failure), measuring what PLAN measured; exit 1 when there is none.
     """
     if ctx.invoked_subcommand is not None:
         return None
