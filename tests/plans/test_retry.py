@@ -182,3 +182,46 @@ def test_attempts_invalid_by_grading_are_left_to_regrade(tmp_path):
     assert "1 attempt(s) invalid only because of their grading" in done.stderr
     assert "yyb regrade" in done.stderr
     assert sorted(bench.store.refs.names()) == before
+
+
+def test_a_retry_of_a_retry_and_its_family_of_three(holes, tmp_path):
+    from tests.plans.retried import cancel_first
+    from yyb.plans.build import Plan
+
+    root, bench = holes.plan.oid, holes.bench
+    first = str(tmp_path / "r1.json")
+    assert retry(holes, root, first).exit_code == 0
+    oid, records = planfile.load(first)
+    assert holes.yyb("authorize", "--plan", first, "--expires", "+1h").exit_code == 0
+    plan = Plan(oid, records[oid], records, attempt_oids=list(records[oid]["links"]["attempts"]))
+    (bench.tools / "hold").touch()
+    cancel_first(bench, plan)  # the first retry is cancelled again
+    (bench.tools / "hold").unlink()
+    assert holes.yyb("run", "--plan", first).exit_code == 0  # the second finishes
+    second = str(tmp_path / "r2.json")
+    made = retry(holes, first, second)
+    assert made.exit_code == 0, made.stderr
+    again, more = planfile.load(second)
+    [retried] = more[again]["links"]["attempts"]
+    assert more[retried]["links"]["retry_of"] == records[oid]["links"]["attempts"][0]
+    assert holes.yyb("authorize", "--plan", second, "--expires", "+1h").exit_code == 0
+    assert holes.yyb("run", "--plan", second).exit_code == 0
+    assert holes.yyb("doctor", "--plan", second).exit_code == 0
+
+    shown = holes.yyb("report", "--plan", second, "--format", "json", "--no-layer")
+    assert shown.exit_code == 0, shown.stderr
+    report = json.loads(shown.stdout)
+    assert report["family"]["plans"] == [root, oid, again]
+    assert report["family"]["retries"][0] == {
+        "model": "stand/holder",
+        "retries": 3,
+        "superseded": 3,
+    }
+    holder = report["models"][0]
+    assert (holder["attempts"], holder["valid"], holder["terminal_classes"]) == (
+        2,
+        2,
+        {"grader_failure": 2},
+    )
+    counted = [r["attempt"] for r in report["attempts"] if r["superseded_by"] is None]
+    assert retried in counted and len(counted) == 4
