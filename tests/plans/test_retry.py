@@ -33,9 +33,13 @@ def test_retry_plans_exactly_the_infrastructure_holes(holes, tmp_path):
     assert store.refs.read(names.plan(oid)) == oid
     plan, parent = records[oid], store.objects.get_record(root)
     assert plan["links"]["retry_of"] == root
-    for name in retries.MEASUREMENT:  # what is measured is the parent's, not the config's
-        assert plan.get(name) == parent.get(name), name
-    assert plan["links"]["cases"] == parent["links"]["cases"]
+    # What is measured is the parent's, not the configuration's: every field but its own.
+    assert set(plan) == set(parent)
+    for name in set(plan) - set(retries.OWN_FIELDS):
+        assert plan[name] == parent[name], name
+    assert {k: v for k, v in plan["links"].items() if k not in retries.OWN_LINKS} == {
+        "cases": parent["links"]["cases"]
+    }
     cancelled, interrupted = holes.attempts[:2]
     retried = [records[a] for a in plan["links"]["attempts"]]
     assert [a["links"]["retry_of"] for a in retried] == [cancelled, interrupted]

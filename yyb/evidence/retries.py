@@ -2,11 +2,11 @@
 retry's links that `yyb doctor --plan` makes (docs/plans.md, "Retries").
 
 A retry plan runs again, as new attempts, exactly the cells of its parent whose terminal the
-infrastructure caused (``retryable``), and copies every field that defines the measurement
-(``MEASUREMENT``) from the parent, so a retry measures what its parent measured. Its plan
-links the parent as ``links.retry_of``; each of its attempt plans links the attempt it
-retries. Nothing of the parent changes: the family (a plan and its ``retry_of`` ancestors) is
-read from the links alone.
+infrastructure caused (``retryable``), and copies every field and link that defines the
+measurement (all but ``OWN_FIELDS`` and ``OWN_LINKS``) from the parent, so a retry measures
+what its parent measured. Its plan links the parent as ``links.retry_of``; each of its attempt
+plans links the attempt it retries. Nothing of the parent changes: the family (a plan and
+its ``retry_of`` ancestors) is read from the links alone.
 """
 
 from __future__ import annotations
@@ -21,23 +21,14 @@ from yyb.evidence.records import ATTEMPT_PLAN, PLAN, VALID_CLASSES
 from yyb.evidence.terminal import gradeable
 from yyb.store.fsck import Finding, error
 
-# The experiment plan's fields that define what is measured, copied from the parent as they
-# are (an absent field stays absent), and the links that go with them.
-MEASUREMENT = (
-    "kind",
-    "cases",
-    "models",
-    "attempts_per_cell",
-    "tool_policy",
-    "timeout_ms",
-    "excluded_paths",
-    "candidate_harness",
-    "evaluators",
-    "comparison",
-    "workflow",
-    "environments",
-)
-MEASURED_LINKS = ("cases", "workflow", "environments")
+# The experiment plan's fields that are a retry plan's own: every other field of the parent
+# (kind, cases, models, attempts per cell, tool policy, timeout, excluded paths, harness,
+# evaluators, comparison, workflow, environments, versions, and any field added later) defines
+# the measurement and is copied as it is (an absent field stays absent).
+OWN_FIELDS = ("attempt_count", "budget", "links")
+# The links that are a retry plan's own; every other link of the parent (its cases, workflow,
+# environments, and any role added later) defines the measurement and is copied as it is.
+OWN_LINKS = ("attempts", "retry_of")
 # The attempt plan's fields a retry attempt shares with the attempt it retries.
 CELL = ("kind", "case_id", "model", "attempt", "budget")
 
@@ -136,13 +127,13 @@ def _parent_record(store, child_oid: str, above: str, findings: list[Finding]) -
 def _check_retry(store, oid: str, plan: dict, parent_oid: str, above: dict) -> list[Finding]:
     findings = [
         error("retry-measurement", oid, f"its {name} differs from its parent {parent_oid}'s")
-        for name in MEASUREMENT
-        if plan.get(name) != above.get(name)
+        for name in sorted(set(plan) | set(above))
+        if name not in OWN_FIELDS and plan.get(name) != above.get(name)
     ]
     findings += [
         error("retry-measurement", oid, f"its links.{name} differ from its parent's")
-        for name in MEASURED_LINKS
-        if plan["links"].get(name) != above["links"].get(name)
+        for name in sorted(set(plan["links"]) | set(above["links"]))
+        if name not in OWN_LINKS and plan["links"].get(name) != above["links"].get(name)
     ]
     retried: dict[str, str] = {}  # parent attempt -> the retry attempt that retries it
     total = 0

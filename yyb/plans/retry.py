@@ -147,11 +147,11 @@ def retry_plan(store, plan_oid: str) -> tuple[Plan, Selection]:
         stored = AttemptPlan.from_stored(attempt)
         again = replace(stored, ordinal=ordinal, links=replace(stored.links, retry_of=attempt_oid))
         built.attempt_oids.append(built.add(again))
-    value = {key: original[key] for key in original if key != "links"}
+    value = {key: original[key] for key in original if key not in retries.OWN_FIELDS}
     value["attempt_count"] = len(built.attempt_oids)
     value["budget"] = _budget(original["budget"], [a for _, a in selection.retried])
     value["links"] = {
-        **{k: original["links"][k] for k in retries.MEASURED_LINKS if k in original["links"]},
+        **{k: v for k, v in original["links"].items() if k not in retries.OWN_LINKS},
         "attempts": list(built.attempt_oids),
         "retry_of": plan_oid,
     }
