@@ -54,6 +54,7 @@ module names it last, under ``yyb.`` (tests/test_errors.py compares the drawing 
     ├── GenerationError             exit 1  not exactly the next evaluation  [grading.evaluate]
     ├── Refused                     exit 1  a worker's return that cannot stand  [attempts.remote]
     ├── GrantError                  exit 1  a grant not authorizing the plan  [plans.grant]
+    ├── NothingToRetry              exit 1  a plan with no attempt to retry  [plans.retry]
     ├── NotExtended                 exit 1  a log not extending a checkpoint  [store.log.checkpoint]
     ├── NotInStore                  exit 1  what a page asked for is not there  [view.chain]
     └── HistoricalRefused           exit 1  no verifiable historical v1 object  [workflow.history]

@@ -155,6 +155,12 @@ def _validate_gold(ctx, task_paths, as_json) -> int:
 )
 @click.option("--var", "variables", multiple=True, metavar="K=V", help="Workflow variable.")
 @click.option("--output", metavar="PLAN.json", help="The plan file to create.")
+@click.option(
+    "--retry-of",
+    "retry_of",
+    metavar="PLAN",
+    help="Plan again the attempts of PLAN whose terminal the infrastructure caused.",
+)
 @click.option("--dry-run", is_flag=True, help="Accepted: planning never dispatches anything.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_context
@@ -168,6 +174,7 @@ def plan(
     controlled_model_variable,
     variables,
     output,
+    retry_of,
     dry_run,
     as_json,
 ):
@@ -175,11 +182,19 @@ def plan(
 
     Writes the plan's records to the store under refs/plans/<oid> and the plan file to
     --output. Planning never dispatches anything: dispatch_count is always 0.
+
+    With --retry-of PLAN: a new plan of exactly the attempts of PLAN whose terminal the
+    infrastructure caused (cancelled, environment_failure, invalid_case, an unconfirmed or
+    interrupted harness_failure), measuring what PLAN measured; exit 1 when there is none.
     """
     if ctx.invoked_subcommand is not None:
         return None
     from yyb.plans import build, planfile
 
+    if retry_of is not None:
+        if tasks or workflow or models or max_usd or controlled_model_variable or variables:
+            raise click.UsageError("--retry-of takes only --output (and --json)")
+        return _retry(ctx, retry_of, output, as_json)
     if bool(tasks) == bool(workflow):
         raise click.UsageError("give --task FILE (one or more) or --workflow FILE")
     if not models:
@@ -204,9 +219,33 @@ def plan(
     store = open_store(ctx, create=True)
     build.write(store, built)
     planfile.write_new(output, planfile.render(built.oid, built.records))
+    return _summary(built, output, as_json)
+
+
+def _retry(ctx, name: str, output, as_json: bool) -> int:
+    """``plan --retry-of PLAN``: freeze the retry plan of PLAN (docs/plans.md, "Retries")."""
+    from yyb.plans import build, planfile, retry
+
+    if not output:
+        raise click.UsageError("--output is required")
+    planfile.check_output_free(output)
+    parent = plan_oid(ctx, name)
+    store = open_store(ctx)
+    if not store.objects.contains(parent):
+        raise UsageError(f"plan {parent} is not in the store {store.path}")
+    built, selection = retry.retry_plan(store, parent)
+    for line in selection.notes():
+        click.echo(f"yyb: {line}", err=True)
+    build.write(store, built)
+    planfile.write_new(output, planfile.render(built.oid, built.records))
+    return _summary(built, output, as_json, retry_of=parent)
+
+
+def _summary(built, output: str, as_json: bool, **extra) -> int:
     summary = {
         "plan": built.oid,
         "file": output,
+        **extra,
         "kind": built.experiment["kind"],
         "attempt_count": built.experiment["attempt_count"],
         "comparison": built.experiment["comparison"],

@@ -10,7 +10,7 @@ complete.
 from __future__ import annotations
 
 from yyb.errors import YybError
-from yyb.evidence import names
+from yyb.evidence import names, retries
 from yyb.evidence.check import check_attempt
 from yyb.evidence.record import kind_of
 from yyb.evidence.records import PLAN
@@ -78,6 +78,7 @@ def verify_experiment(store, plan_oid: str) -> tuple[list[Finding], dict]:
     plan, findings = check_plan(store, plan_oid)
     if plan is None:
         return findings, summary(plan_oid, 0, 0, findings)
+    findings += retries.check_links(store, plan_oid, plan)
     attempts = plan["links"]["attempts"]
     complete: list[str] = []
     for part, done in fanout.map_chunks(_check_chunk, (store, plan_oid, plan), attempts):

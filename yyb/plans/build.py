@@ -49,6 +49,16 @@ class Plan:
     bodies: list[tuple[str, bytes]] = field(default_factory=list)  # (kind, body) to write
     attempt_oids: list[str] = field(default_factory=list)
 
+    def add(self, record: Record | dict) -> str:
+        """Add a record (typed, or its value) to the plan, once; its oid."""
+        value = record.to_value() if isinstance(record, Record) else record
+        body = record_body(value)
+        oid = hash_object("record", body)
+        if oid not in self.records:
+            self.records[oid] = value
+            self.bodies.append(("record", body))
+        return oid
+
 
 def parse_models(text: str, config: Config) -> list[dict]:
     """``M1,M2`` -> [{"requested", "resolved"[, "accept"]}], refusing unknown and duplicate
@@ -173,13 +183,7 @@ def _harness_files(config: Config, plan: Plan, harness: dict) -> dict[str, str]:
 
 
 def _add(plan: Plan, record: Record | dict) -> str:
-    value = record.to_value() if isinstance(record, Record) else record
-    body = record_body(value)
-    oid = hash_object("record", body)
-    if oid not in plan.records:
-        plan.records[oid] = value
-        plan.bodies.append(("record", body))
-    return oid
+    return plan.add(record)
 
 
 def _add_attempt(plan: Plan, model: dict, k: int, **rest) -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from yyb.errors import UsageError, YybError
 from yyb.evidence import check as verify
-from yyb.evidence import cost, experiment, invalidity
+from yyb.evidence import cost, experiment, invalidity, retries
 from yyb.evidence import plan as planned
 from yyb.evidence.attempt import AttemptHandle
 from yyb.evidence.kinds.plan import ExperimentPlan
@@ -26,7 +26,7 @@ from yyb.evidence.records import (
 )
 from yyb.evidence.terminal import gradeable
 from yyb.evidence.verdict import conclude
-from yyb.reports import stats
+from yyb.reports import family, stats
 from yyb.store import fanout, heap
 
 VERDICT_OUTCOME = {"pass": "resolved", "fail": "failed", "safety": "failed", "invalid": "invalid"}
@@ -456,17 +456,23 @@ def build(
     if not ExperimentPlan.holds(plan):
         raise UsageError(f"{plan_oid} is not an experiment plan")
     plan, findings = experiment.check_plan(store, plan_oid, plan)
-    facts, more, complete = gather(store, plan_oid, plan, version, thorough=verify_objects)
-    logged = experiment.check_log(store, plan_oid)
-    facts, complete = _refuse(facts, complete, experiment.refused(plan_oid, logged))
-    findings += more + logged
-    if verify_objects:
-        findings += list(experiment.verify_objects(store, plan_oid))
+    members = retries.family(store, plan_oid, plan)
+    if len(members) > 1:
+        findings += retries.check_links(store, plan_oid, plan)
+    facts, complete = [], 0
+    for oid, member in members:
+        if oid != plan_oid:
+            findings += experiment.check_plan(store, oid, member)[1]
+        part, more, done = _member(store, oid, member, version, verify_objects)
+        facts += part
+        findings += more
+        complete += done
     doctor = experiment.summary(plan_oid, len(facts), complete, findings)
     errors = [f for f in findings if f.level == "error"]
-    facts.sort(key=lambda f: f.ordinal)
+    counted = family.count(store, members, facts) if len(members) > 1 else None
+    figures = facts if counted is None else counted.facts
     models = [m["resolved"] for m in plan["models"]]
-    by_model, outcomes, treated, totals = _tally(facts, models)
+    by_model, outcomes, treated, totals = _tally(figures, models)
     comparisons = [
         {
             "first": first,
@@ -478,7 +484,7 @@ def build(
         for i, first in enumerate(models)
         for second in models[i + 1 :]
     ]
-    pairs = pairwise_table(store, plan, facts, models)
+    pairs = pairwise_table(store, plan, figures, models)
     complete = doctor["status"] == "complete"
     report = {
         "plan": plan_oid,
@@ -497,12 +503,30 @@ def build(
         "comparisons": comparisons,
         "attempts": [_row(f) for f in facts],
     }
+    if counted is not None:
+        report["family"] = family.summary(members, counted, facts, models)
+        report["attempts"] = [family.annotate(row, counted) for row in report["attempts"]]
     if pairs:
         report["pairwise"] = pairs
     exposed = planned.protects_nothing(plan)
     if exposed:
         report["unprotected"] = exposed
     return report, facts
+
+
+def _member(
+    store, plan_oid: str, plan: dict, version: str | None, thorough: bool
+) -> tuple[list[Facts], list, int]:
+    """One plan's gated facts in ordinal order, the findings about its chains and log (and,
+    ``thorough``, its objects), and its complete chains."""
+    facts, findings, complete = gather(store, plan_oid, plan, version, thorough=thorough)
+    logged = experiment.check_log(store, plan_oid)
+    facts, complete = _refuse(facts, complete, experiment.refused(plan_oid, logged))
+    findings += logged
+    if thorough:
+        findings += list(experiment.verify_objects(store, plan_oid))
+    facts.sort(key=lambda f: f.ordinal)
+    return facts, findings, complete
 
 
 def _tally(facts: list[Facts], models: list[str]) -> tuple[dict, dict, dict, Tally]:

@@ -242,6 +242,32 @@ def _changes(report: dict) -> list[str]:
     ]
 
 
+def family_lines(report: dict) -> list[str]:
+    """Of a report over a family of retries: its plans, each model's retries, and a line for
+    each attempt a retry superseded (docs/reports.md, "Families")."""
+    family = report.get("family")
+    if family is None:
+        return []
+    plans = family["plans"]
+    lines = [
+        f"family of {len(plans)} plans, root {plans[0]}: each cell counted once, its newest "
+        "attempt with a valid outcome, else its newest attempt"
+    ]
+    lines += [
+        f"{row['model']}: {row['retries']} retry attempt(s), {row['superseded']} attempt(s) "
+        "superseded"
+        for row in family["retries"]
+    ]
+    lines += [
+        f"attempt {row['ordinal']} of plan {row['plan'][:12]} ({row['model']}, "
+        f"{row['case_id'] or '-'}): {row['terminal_class'] or 'no terminal'}, superseded by "
+        f"retry {row['superseded_by'][:12]}"
+        for row in report["attempts"]
+        if row.get("superseded_by") and row.get("plan")
+    ]
+    return lines
+
+
 def head_lines(report: dict, layer: dict) -> list[str]:
     """The lines that say which plan, pin and report layer the report is."""
     pin = report["grader_version"]
@@ -275,6 +301,9 @@ def text(report: dict, layer: dict) -> str:
     if report.get("pairwise"):
         lines += ["", "pairwise judging (each attempt against its baseline's attempt)"]
         lines += ["  " + line for line in pairwise_lines(report)]
+    retried = family_lines(report)
+    if retried:
+        lines += ["", "retries"] + ["  " + line for line in retried]
     changes = _changes(report)
     if changes:
         lines += ["", "verdicts changed by a regrade since an earlier layer"]
@@ -308,6 +337,9 @@ def markdown(report: dict, layer: dict) -> str:
     if report.get("pairwise"):
         lines += ["", "**Pairwise judging** (each attempt against its baseline's attempt)", ""]
         lines += [f"- {line}" for line in pairwise_lines(report)]
+    retried = family_lines(report)
+    if retried:
+        lines += ["", "**Retries**", ""] + [f"- {line}" for line in retried]
     changes = _changes(report)
     if changes:
         lines += ["", "**Verdicts changed by a regrade**", ""] + [f"- {c}" for c in changes]

@@ -202,6 +202,7 @@ class ExperimentPlanLinks(Shape):
     environments: tuple[str, ...] | Absent = ABSENT
     harness_home: str | Absent = ABSENT
     harness_program: str | Absent = ABSENT
+    retry_of: str | Absent = ABSENT  # the plan a retry plan retries (docs/plans.md, "Retries")
 
 
 @shape
@@ -245,6 +246,7 @@ class AttemptPlanLinks(Shape):
 
     case: str | Absent = ABSENT
     workflow: str | Absent = ABSENT
+    retry_of: str | Absent = ABSENT  # the attempt plan a retry attempt retries
 
 
 @shape
