@@ -518,7 +518,10 @@ class Server:
     def __init__(self, script: Script | list | dict, port: int = 0, log: Path | None = None):
         parsed = script if isinstance(script, Script) else Script.parse(script)
         self._provider = Provider(port, parsed, log)
-        self._thread = threading.Thread(target=self._provider.serve_forever, daemon=True)
+        # A short poll: leaving the context takes at most that long.
+        self._thread = threading.Thread(
+            target=self._provider.serve_forever, args=(0.05,), daemon=True
+        )
 
     @property
     def url(self) -> str:
