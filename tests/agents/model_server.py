@@ -542,7 +542,9 @@ class Server:
     def completions(self) -> list[Request]:
         """The requests that took (or would have taken) a turn: every completion request."""
         ends = ("/chat/completions", "/messages", "/responses")
-        return [r for r in self.requests if r.method == "POST" and r.path.endswith(ends)]
+        return [
+            r for r in self.requests if r.method == "POST" and r.path.split("?")[0].endswith(ends)
+        ]
 
     def __enter__(self) -> Server:
         self._thread.start()
