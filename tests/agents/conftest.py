@@ -20,6 +20,7 @@ EXECUTABLES = {
 CALC_BUGGY = "def add(a, b):\n    return a - b\n"
 CALC_FIXED = "def add(a, b):\n    return a + b\n"
 TASK = "calc.py: add(2, 3) returns -1 instead of 5. Make add add."
+SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"  # mini-swe-agent's last command
 # litellm's model-cost format, read by mini-swe-agent (LITELLM_MODEL_REGISTRY_PATH) and by
 # aider (--model-metadata-file), so that both report a cost for the scripted model.
 MODEL_METADATA = {
@@ -68,3 +69,19 @@ def model_metadata(tmp_path) -> Path:
     path = tmp_path / "model-metadata.json"
     path.write_text(json.dumps(MODEL_METADATA))
     return path
+
+
+def bash_turns(*commands: str) -> list[dict]:
+    """One ``bash`` tool call a turn, as mini-swe-agent v2's tool-calling prompt asks."""
+    return [
+        {
+            "text": f"Step {n}: `{command}`.",
+            "tool_calls": [{"name": "bash", "arguments": {"command": command}}],
+        }
+        for n, command in enumerate(commands, 1)
+    ]
+
+
+def search_replace(path: str, language: str, old: str, new: str) -> str:
+    """An answer in aider's ``diff`` edit format: one SEARCH/REPLACE block for ``path``."""
+    return f"{path}\n```{language}\n<<<<<<< SEARCH\n{old}\n=======\n{new}\n>>>>>>> REPLACE\n```\n"

@@ -17,7 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.agents.conftest import CALC_FIXED, EXECUTABLES, TASK, needs
+from tests.agents.conftest import (
+    CALC_FIXED,
+    EXECUTABLES,
+    SUBMIT,
+    TASK,
+    bash_turns,
+    needs,
+    search_replace,
+)
 from tests.agents.model_server import Server
 
 pytestmark = pytest.mark.deep
@@ -68,20 +76,9 @@ def event_types(jsonl: str) -> list[str]:
     return [json.loads(line)["type"] for line in jsonl.splitlines() if line.strip()]
 
 
-def chat_turns(*commands: str) -> list[dict]:
-    """One bash tool call a turn, as mini-swe-agent v2's tool-calling prompt asks."""
-    return [
-        {
-            "text": f"Step {n}: running `{c}`.",
-            "tool_calls": [{"name": "bash", "arguments": {"command": c}}],
-        }  # fmt: skip
-        for n, c in enumerate(commands, 1)
-    ]
-
-
 @needs("mini")
 def test_mini_swe_agent_fixes_the_bug_through_tool_calls(buggy_repo, model_metadata):
-    turns = chat_turns("cat calc.py", SED, "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")
+    turns = bash_turns("cat calc.py", SED, SUBMIT)
     trajectory = buggy_repo.parent / "trajectory.json"
     with Server(turns) as server:
         env = {
@@ -115,9 +112,8 @@ def test_mini_swe_agent_fixes_the_bug_through_tool_calls(buggy_repo, model_metad
 
 @needs("aider")
 def test_aider_applies_a_search_replace_block_and_commits(buggy_repo, model_metadata):
-    block = (
-        "The bug is in `add`: it subtracts.\n\ncalc.py\n```python\n<<<<<<< SEARCH\n"
-        "    return a - b\n=======\n    return a + b\n>>>>>>> REPLACE\n```\n"
+    block = "The bug is in `add`: it subtracts.\n\n" + search_replace(
+        "calc.py", "python", "    return a - b", "    return a + b"
     )
     turns = [{"text": block}, {"text": "fix: make add add"}]  # the edit, the commit message
     with Server(turns) as server:
