@@ -66,7 +66,7 @@ GIT_IDENTITY = {
 
 # A stand-in adapter for the command protocol (MODEL WORKSPACE ENVELOPE PROMPT_FILE): it runs
 # the CLI given in bridge.json on the prompt, without the channel, and writes an envelope.
-# (The sandbox's /tmp is not writable: a trajectory goes to the private TMPDIR.)
+# (A trajectory goes to the private TMPDIR: under yyb as root, /tmp refused the write.)
 BRIDGE = r"""#!/usr/bin/python3
 import ctypes, json, os, subprocess, sys, time
 model, workspace, envelope, prompt = sys.argv[1:5]
