@@ -25,6 +25,7 @@ LAYERS = [
         "yyb.workflow",
         "yyb.readiness",
         "yyb.view",
+        "yyb.agents",
     },
     {"yyb.cli", "yyb.__main__"},
 ]
