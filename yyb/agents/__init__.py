@@ -1,7 +1,8 @@
 """The shipped agent adapters, by kind: what each runs and what the controller copies in.
 
 Each adapter (``yyb/agents/<kind>.py``) is a standard-library script run inside the sandbox
-beside ``envelope.py``, the envelope helper; docs/adapters.md is the protocol.
+beside ``envelope.py`` (the envelope helper) and ``adapter.py`` (the run loop they share);
+docs/adapters.md is the protocol.
 """
 
 from __future__ import annotations
@@ -33,13 +34,14 @@ KINDS: dict[str, Agent] = {
     )
     for module in (claude_code, codex, aider, mini_swe_agent, openhands)
 }
-HELPER = "envelope.py"
+# The envelope helper and the run loop the adapters share, copied beside each adapter.
+SHARED = ("envelope.py", "adapter.py")
 
 
 def program(kind: str) -> list[tuple[str, bytes]]:
     """The files to copy into the sandbox's adapter folder, as (file name, bytes): the
-    envelope helper and the kind's adapter, which ``python3 -E -s <folder>/<kind>.py
-    invocation.json`` runs.
+    envelope helper, the shared run loop and the kind's adapter, which
+    ``python3 -E -s <folder>/<kind>.py invocation.json`` runs.
 
     Raises:
         InvalidArgument: no adapter of that kind.
@@ -47,4 +49,4 @@ def program(kind: str) -> list[tuple[str, bytes]]:
     if kind not in KINDS:
         raise InvalidArgument("kind", f"no adapter {kind!r}; known: {', '.join(sorted(KINDS))}")
     folder = resources.files(__package__)
-    return [(name, folder.joinpath(name).read_bytes()) for name in (HELPER, f"{kind}.py")]
+    return [(name, folder.joinpath(name).read_bytes()) for name in (*SHARED, f"{kind}.py")]

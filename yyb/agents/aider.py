@@ -15,8 +15,9 @@ import re
 import sys
 
 if __package__:
-    from . import envelope
-else:  # run as a script beside envelope.py in the sandbox
+    from . import adapter, envelope
+else:  # run as a script beside adapter.py and envelope.py in the sandbox
+    import adapter
     import envelope
 
 EXECUTABLE = "aider"
@@ -34,7 +35,7 @@ COST = re.compile(r"Cost: \$(?P<message>[\d.]+) message, \$(?P<session>[\d.]+) s
 DONE = "Completed --message-file"
 
 
-def plan(invocation: envelope.Invocation, prompt: str, scratch: str) -> envelope.Launch:
+def plan(invocation: adapter.Invocation, prompt: str, scratch: str) -> adapter.Launch:
     """``aider --model M --message-file PROMPT_FILE --yes-always`` and the flags that keep it
     from the network, the home folder and the workspace's Git history (the final worktree is
     the result: no commits are needed), then ARGS."""
@@ -46,36 +47,36 @@ def plan(invocation: envelope.Invocation, prompt: str, scratch: str) -> envelope
     argv += ["--no-pretty", "--no-stream", "--no-fancy-input", "--no-detect-urls"]
     argv += ["--chat-history-file", os.path.join(scratch, "chat.history.md")]
     argv += ["--input-history-file", os.path.join(scratch, "input.history")]
-    return envelope.Launch([*argv, *invocation.args])
+    return adapter.Launch([*argv, *invocation.args])
 
 
 def log_events(scratch: str) -> list[dict] | None:
     """The analytics log's events, or None when aider wrote none."""
     try:
         with open(os.path.join(scratch, LOG), "rb") as handle:
-            return envelope.json_lines(handle.read())
+            return adapter.json_lines(handle.read())
     except FileNotFoundError:
         return None
 
 
-def _from_log(events: list[dict]) -> envelope.Observation:
+def _from_log(events: list[dict]) -> adapter.Observation:
     sends = [e.get("properties") or {} for e in events if e.get("event") == "message_send"]
     usage = {"prompt_tokens": 0, "completion_tokens": 0}
     for properties in sends:
         for name in usage:
             value = properties.get(name)
             if isinstance(value, bool) or not isinstance(value, int):
-                raise envelope.Unparsed(f"message_send {name} is not an integer: {value!r}")
+                raise adapter.Unparsed(f"message_send {name} is not an integer: {value!r}")
             usage[name] += value
     usage["messages"] = len(sends)
-    cost, completeness = envelope.reported_cost(sends[-1].get("total_cost") if sends else None)
+    cost, completeness = adapter.reported_cost(sends[-1].get("total_cost") if sends else None)
     exits = [(e.get("properties") or {}).get("reason") for e in events if e.get("event") == "exit"]
     succeeded = bool(sends) and DONE in exits
     reason = None
     if not succeeded:
         ended = f"aider ended: {exits[-1]}" if exits else "aider did not finish its message"
         reason = ended if sends else "aider got no reply"
-    return envelope.Observation(
+    return adapter.Observation(
         succeeded,
         usage=usage,
         cost_usd=cost,
@@ -84,11 +85,11 @@ def _from_log(events: list[dict]) -> envelope.Observation:
     )
 
 
-def _from_stdout(stdout: bytes) -> envelope.Observation:
+def _from_stdout(stdout: bytes) -> adapter.Observation:
     text = stdout.decode("utf-8", "replace")
     lines = list(TOKENS.finditer(text))
     if not lines:
-        return envelope.Observation(False, reason="aider got no reply (no Tokens: line)")
+        return adapter.Observation(False, reason="aider got no reply (no Tokens: line)")
     usage = None
     if not any("k" in m["sent"] + m["received"] for m in lines):  # all printed exactly
         usage = {"sent_tokens": sum(int(m["sent"]) for m in lines)}
@@ -97,7 +98,7 @@ def _from_stdout(stdout: bytes) -> envelope.Observation:
     session = costs[-1]["session"] if costs else None
     known = session is not None and float(session) > 0
     # Printed rounded to cents from $0.01 up: a figure, not the exact spend.
-    return envelope.Observation(
+    return adapter.Observation(
         True,
         usage=usage,
         cost_usd=session if known else None,
@@ -106,8 +107,8 @@ def _from_stdout(stdout: bytes) -> envelope.Observation:
 
 
 def observe(
-    invocation: envelope.Invocation, completed: envelope.Completed, scratch: str
-) -> envelope.Observation:
+    invocation: adapter.Invocation, completed: envelope.Completed, scratch: str
+) -> adapter.Observation:
     """From the analytics log when aider wrote one, else from its printed lines."""
     events = log_events(scratch)
     if events:
@@ -117,7 +118,7 @@ def observe(
 
 def main(argv: list[str] | None = None) -> int:
     """``python3 aider.py invocation.json``."""
-    return envelope.serve(sys.argv[1:] if argv is None else argv, "aider", plan, observe)
+    return adapter.serve(sys.argv[1:] if argv is None else argv, "aider", plan, observe)
 
 
 if __name__ == "__main__":

@@ -12,8 +12,9 @@ import os
 import sys
 
 if __package__:
-    from . import envelope
-else:  # run as a script beside envelope.py in the sandbox
+    from . import adapter, envelope
+else:  # run as a script beside adapter.py and envelope.py in the sandbox
+    import adapter
     import envelope
 
 EXECUTABLE = "claude"
@@ -31,7 +32,7 @@ MAIN_USAGE = ("input_tokens", "output_tokens", "cache_read_input_tokens")
 MAIN_USAGE += ("cache_creation_input_tokens",)
 
 
-def plan(invocation: envelope.Invocation, prompt: str, scratch: str) -> envelope.Launch:
+def plan(invocation: adapter.Invocation, prompt: str, scratch: str) -> adapter.Launch:
     """``claude -p --output-format json --model M --permission-mode bypassPermissions
     [--max-budget-usd X] ARGS... -- PROMPT``."""
     argv = [invocation.executable, "-p", "--output-format", "json"]
@@ -43,7 +44,7 @@ def plan(invocation: envelope.Invocation, prompt: str, scratch: str) -> envelope
     argv += [*invocation.args, "--", prompt]
     # As root, Claude Code refuses bypassPermissions unless told it runs in a sandbox: it does.
     env = {"IS_SANDBOX": "1"} if os.geteuid() == 0 and "IS_SANDBOX" not in os.environ else {}
-    return envelope.Launch(argv, env)
+    return adapter.Launch(argv, env)
 
 
 def result_object(stdout: bytes) -> dict:
@@ -54,9 +55,9 @@ def result_object(stdout: bytes) -> dict:
         whole = None
     if isinstance(whole, dict) and whole.get("type") == "result":
         return whole
-    results = [o for o in envelope.json_lines(stdout) if o.get("type") == "result"]
+    results = [o for o in adapter.json_lines(stdout) if o.get("type") == "result"]
     if not results:
-        raise envelope.Unparsed("no result object (type: result) on stdout")
+        raise adapter.Unparsed("no result object (type: result) on stdout")
     return results[-1]
 
 
@@ -102,22 +103,22 @@ def _one_line(text: object) -> str:
 
 
 def observe(
-    invocation: envelope.Invocation, completed: envelope.Completed, scratch: str
-) -> envelope.Observation:
+    invocation: adapter.Invocation, completed: envelope.Completed, scratch: str
+) -> adapter.Observation:
     """The envelope's fields from Claude Code's result object."""
     result = result_object(completed.stdout)
     succeeded = result.get("subtype") == "success" and result.get("is_error") is False
     usage = usage_of(result)
     # Error results may carry zeroed values: 0 is a figure only for a run that made no call.
     nothing = succeeded and not any(usage.values())
-    cost, completeness = envelope.reported_cost(result.get("total_cost_usd"), nothing)
+    cost, completeness = adapter.reported_cost(result.get("total_cost_usd"), nothing)
     reason = None
     if not succeeded:
         errors = result.get("errors")
         detail = errors[0] if isinstance(errors, list) and errors else result.get("result", "")
         reason = f"claude reported {result.get('subtype')!s}: {_one_line(detail)}".rstrip(": ")
     session = result.get("session_id")
-    return envelope.Observation(
+    return adapter.Observation(
         succeeded,
         model=reported_model(result, invocation.model_argument(keep_provider=False)),
         usage=usage,
@@ -130,7 +131,7 @@ def observe(
 
 def main(argv: list[str] | None = None) -> int:
     """``python3 claude_code.py invocation.json``."""
-    return envelope.serve(sys.argv[1:] if argv is None else argv, "claude_code", plan, observe)
+    return adapter.serve(sys.argv[1:] if argv is None else argv, "claude_code", plan, observe)
 
 
 if __name__ == "__main__":

@@ -12,8 +12,9 @@ from __future__ import annotations
 import sys
 
 if __package__:
-    from . import envelope
-else:  # run as a script beside envelope.py in the sandbox
+    from . import adapter, envelope
+else:  # run as a script beside adapter.py and envelope.py in the sandbox
+    import adapter
     import envelope
 
 EXECUTABLE = "codex"
@@ -21,7 +22,7 @@ SCRATCH: tuple[str, ...] = ()
 BUDGET_FLAG = False  # codex exec has no spend limit of its own
 
 
-def plan(invocation: envelope.Invocation, prompt: str, scratch: str) -> envelope.Launch:
+def plan(invocation: adapter.Invocation, prompt: str, scratch: str) -> adapter.Launch:
     """``codex exec --json --color never --model M --dangerously-bypass-approvals-and-sandbox
     --skip-git-repo-check ARGS... -- PROMPT``: yyb's sandbox is the boundary, Codex's own
     (Landlock, seccomp) would nest inside it."""
@@ -29,7 +30,7 @@ def plan(invocation: envelope.Invocation, prompt: str, scratch: str) -> envelope
     argv += ["--model", invocation.model_argument(keep_provider=False)]
     argv += ["--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check"]
     argv += [*invocation.args, "--", prompt]
-    return envelope.Launch(argv)
+    return adapter.Launch(argv)
 
 
 def _usage(event: dict) -> dict[str, int]:
@@ -48,14 +49,14 @@ def _message(event: dict) -> str:
 
 
 def observe(
-    invocation: envelope.Invocation, completed: envelope.Completed, scratch: str
-) -> envelope.Observation:
+    invocation: adapter.Invocation, completed: envelope.Completed, scratch: str
+) -> adapter.Observation:
     """The envelope's fields from the event stream: the thread id, the last
     ``turn.completed`` usage (cumulative), failed on ``turn.failed`` or a stream ``error``."""
-    events = envelope.json_lines(completed.stdout)
+    events = adapter.json_lines(completed.stdout)
     kinds = [e.get("type") for e in events]
     if "thread.started" not in kinds:
-        raise envelope.Unparsed("no thread.started event on stdout")
+        raise adapter.Unparsed("no thread.started event on stdout")
     thread = next(e.get("thread_id") for e in events if e.get("type") == "thread.started")
     turns = [e for e in events if e.get("type") == "turn.completed"]
     last = max((i for i, e in enumerate(events) if e.get("type") == "turn.completed"), default=-1)
@@ -67,7 +68,7 @@ def observe(
     reason = None
     if not succeeded:
         reason = f"codex: {_message(fatal[-1])}" if fatal else "codex completed no turn"
-    return envelope.Observation(
+    return adapter.Observation(
         succeeded,
         usage=_usage(turns[-1]) if turns else None,
         session_id=thread if isinstance(thread, str) else None,
@@ -77,7 +78,7 @@ def observe(
 
 def main(argv: list[str] | None = None) -> int:
     """``python3 codex.py invocation.json``."""
-    return envelope.serve(sys.argv[1:] if argv is None else argv, "codex", plan, observe)
+    return adapter.serve(sys.argv[1:] if argv is None else argv, "codex", plan, observe)
 
 
 if __name__ == "__main__":

@@ -13,8 +13,9 @@ import os
 import sys
 
 if __package__:
-    from . import envelope
-else:  # run as a script beside envelope.py in the sandbox
+    from . import adapter, envelope
+else:  # run as a script beside adapter.py and envelope.py in the sandbox
+    import adapter
     import envelope
 
 EXECUTABLE = "mini"
@@ -24,7 +25,7 @@ TRAJECTORY = "trajectory.json"
 USAGE = ("prompt_tokens", "completion_tokens")
 
 
-def plan(invocation: envelope.Invocation, prompt: str, scratch: str) -> envelope.Launch:
+def plan(invocation: adapter.Invocation, prompt: str, scratch: str) -> adapter.Launch:
     """``mini -y --exit-immediately -m M -t PROMPT -o TRAJECTORY [--cost-limit X] ARGS...``,
     with ``MSWEA_CONFIGURED=true`` so that it asks no first-run questions."""
     argv = [invocation.executable, "--yolo", "--exit-immediately"]
@@ -33,7 +34,7 @@ def plan(invocation: envelope.Invocation, prompt: str, scratch: str) -> envelope
     budget = invocation.budget_usd()
     if budget is not None:
         argv += [BUDGET_FLAG, budget]
-    return envelope.Launch([*argv, *invocation.args], {"MSWEA_CONFIGURED": "true"})
+    return adapter.Launch([*argv, *invocation.args], {"MSWEA_CONFIGURED": "true"})
 
 
 def trajectory(scratch: str) -> dict:
@@ -42,11 +43,11 @@ def trajectory(scratch: str) -> dict:
         with open(os.path.join(scratch, TRAJECTORY), encoding="utf-8") as handle:
             value = json.load(handle)
     except FileNotFoundError:
-        raise envelope.Unparsed("mini wrote no trajectory file") from None
+        raise adapter.Unparsed("mini wrote no trajectory file") from None
     except ValueError as exc:
-        raise envelope.Unparsed(f"the trajectory is not JSON: {exc}") from None
+        raise adapter.Unparsed(f"the trajectory is not JSON: {exc}") from None
     if not isinstance(value, dict) or not isinstance(value.get("info"), dict):
-        raise envelope.Unparsed("the trajectory has no info object")
+        raise adapter.Unparsed("the trajectory has no info object")
     return value
 
 
@@ -78,18 +79,18 @@ def usage_of(value: dict) -> dict[str, int]:
 
 
 def observe(
-    invocation: envelope.Invocation, completed: envelope.Completed, scratch: str
-) -> envelope.Observation:
+    invocation: adapter.Invocation, completed: envelope.Completed, scratch: str
+) -> adapter.Observation:
     """The envelope's fields from the trajectory file."""
     value = trajectory(scratch)
     info = value["info"]
     stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
     # mini counts 0.0 when it could not price a call (cost_tracking: ignore_errors).
-    cost, completeness = envelope.reported_cost(stats.get("instance_cost"))
+    cost, completeness = adapter.reported_cost(stats.get("instance_cost"))
     models = [r["model"] for r in _responses(value) if isinstance(r.get("model"), str)]
     status = info.get("exit_status")
     succeeded = status == "Submitted"
-    return envelope.Observation(
+    return adapter.Observation(
         succeeded,
         model=models[-1] if models and models[-1] else None,
         usage=usage_of(value),
@@ -102,7 +103,7 @@ def observe(
 def main(argv: list[str] | None = None) -> int:
     """``python3 mini_swe_agent.py invocation.json``."""
     argv = sys.argv[1:] if argv is None else argv
-    return envelope.serve(argv, "mini_swe_agent", plan, observe)
+    return adapter.serve(argv, "mini_swe_agent", plan, observe)
 
 
 if __name__ == "__main__":

@@ -16,8 +16,9 @@ import os
 import sys
 
 if __package__:
-    from . import envelope
-else:  # run as a script beside envelope.py in the sandbox
+    from . import adapter, envelope
+else:  # run as a script beside adapter.py and envelope.py in the sandbox
+    import adapter
     import envelope
 
 EXECUTABLE = "python3"  # the interpreter OpenHands is installed in
@@ -28,7 +29,7 @@ USAGE = ("prompt_tokens", "completion_tokens", "cache_read_tokens", "cache_write
 FOLDER = "trajectories"
 
 
-def plan(invocation: envelope.Invocation, prompt: str, scratch: str) -> envelope.Launch:
+def plan(invocation: adapter.Invocation, prompt: str, scratch: str) -> adapter.Launch:
     """``PYTHON -m openhands.core.main -d WORKSPACE -f PROMPT_FILE [--max-iterations N]
     [--max-budget-per-task X] ARGS...`` with ``LLM_MODEL``, ``RUNTIME`` (setting ``runtime``,
     default ``local``: the sandbox has no Docker) and ``SAVE_TRAJECTORY_PATH``."""
@@ -47,7 +48,7 @@ def plan(invocation: envelope.Invocation, prompt: str, scratch: str) -> envelope
         "RUNTIME": str(invocation.settings.get("runtime") or "local"),
         "SAVE_TRAJECTORY_PATH": folder,
     }
-    return envelope.Launch([*argv, *invocation.args], env)
+    return adapter.Launch([*argv, *invocation.args], env)
 
 
 def trajectory(scratch: str) -> tuple[str, list]:
@@ -55,14 +56,14 @@ def trajectory(scratch: str) -> tuple[str, list]:
     folder = os.path.join(scratch, FOLDER)
     names = sorted(n for n in os.listdir(folder) if n.endswith(".json"))
     if len(names) != 1:
-        raise envelope.Unparsed(f"expected one trajectory file, found {len(names)}")
+        raise adapter.Unparsed(f"expected one trajectory file, found {len(names)}")
     try:
         with open(os.path.join(folder, names[0]), encoding="utf-8") as handle:
             events = json.load(handle)
     except ValueError as exc:
-        raise envelope.Unparsed(f"the trajectory is not JSON: {exc}") from None
+        raise adapter.Unparsed(f"the trajectory is not JSON: {exc}") from None
     if not isinstance(events, list):
-        raise envelope.Unparsed("the trajectory is not a list of events")
+        raise adapter.Unparsed("the trajectory is not a list of events")
     return names[0].removesuffix(".json"), [e for e in events if isinstance(e, dict)]
 
 
@@ -82,8 +83,8 @@ def final_state(events: list[dict]) -> str | None:
 
 
 def observe(
-    invocation: envelope.Invocation, completed: envelope.Completed, scratch: str
-) -> envelope.Observation:
+    invocation: adapter.Invocation, completed: envelope.Completed, scratch: str
+) -> adapter.Observation:
     """The envelope's fields from the trajectory: the last metrics, the final agent state."""
     session, events = trajectory(scratch)
     metrics = _metrics(events)
@@ -95,10 +96,10 @@ def observe(
             for name in USAGE
             if isinstance(tokens.get(name), int) and not isinstance(tokens[name], bool)
         }
-    cost, completeness = envelope.reported_cost(metrics.get("accumulated_cost"))
+    cost, completeness = adapter.reported_cost(metrics.get("accumulated_cost"))
     state = final_state(events)
     succeeded = state == "finished"
-    return envelope.Observation(
+    return adapter.Observation(
         succeeded,
         usage=usage,
         cost_usd=cost,
@@ -110,7 +111,7 @@ def observe(
 
 def main(argv: list[str] | None = None) -> int:
     """``python3 openhands.py invocation.json``."""
-    return envelope.serve(sys.argv[1:] if argv is None else argv, "openhands", plan, observe)
+    return adapter.serve(sys.argv[1:] if argv is None else argv, "openhands", plan, observe)
 
 
 if __name__ == "__main__":
