@@ -42,4 +42,5 @@ COMMANDS = {
     "verify-pack": "yyb.cli.packs:verify_pack",
     "view": "yyb.cli.view:view",
     "env": "yyb.cli.environments:env",
+    "envelope": "yyb.cli.envelope:envelope_command",
 }
