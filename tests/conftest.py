@@ -458,3 +458,36 @@ def project(tmp_path: Path) -> Project:
     data["models"] = {":mini": "vendor/mini-1"}
     (root / "yylo-benchmark.config.json").write_text(json.dumps(data, indent=2))
     return Project(root, base, later, str(tmp_path / "store"))
+
+
+def doc_blocks(name: str) -> list[str]:
+    """The ``sh`` blocks of docs/NAME, in order."""
+    import re
+
+    root = Path(__file__).resolve().parent.parent
+    return re.findall(r"```sh\n(.+?)```", (root / "docs" / name).read_text(), re.S)
+
+
+def doc_shell(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """(the environment, an empty working folder) for running a page's commands as a user
+    would: ``yyb`` on PATH, and a HOME of its own, so its key and state are nothing of the
+    machine's or another test's."""
+    root = Path(__file__).resolve().parent.parent
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "yyb"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m yyb "$@"\n')
+    wrapper.chmod(0o755)
+    home = tmp_path / "home"
+    env = dict(
+        os.environ,
+        PATH=f"{bin_dir}:{os.environ['PATH']}",
+        PYTHONPATH=str(root),
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_STATE_HOME=str(home / ".local" / "state"),
+    )
+    env.pop("YYB_STORE", None)
+    work = tmp_path / "work"
+    work.mkdir()
+    return env, work

@@ -97,3 +97,18 @@ def test_a_setuid_root_file_left_in_a_tree_gives_no_root(open_folder):
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == str(sandbox.sandbox_uid())
     assert "\nCapEff:\t0000000000000000\n" in done.stdout
+
+
+def test_the_candidate_writes_its_own_tmp_and_shm_as_root_or_not(tmp_path):
+    """/tmp and /dev/shm are the sandbox's own, sticky and writable by whoever it runs as
+    (under root, the dropped uid): a CLI that writes a trajectory to /tmp works."""
+    import subprocess
+
+    box = sandbox.Sandbox(writable=[])
+    script = "echo x > /tmp/t && echo y > /dev/shm/s && stat -c %a /tmp /dev/shm && cat /tmp/t"
+    with box.launch(["/bin/sh", "-c", script]) as launch:
+        done = subprocess.run(
+            launch.argv, capture_output=True, text=True, timeout=60, pass_fds=launch.pass_fds
+        )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1777", "1777", "x"]

@@ -137,31 +137,13 @@ def audit_md(tmp_path_factory) -> str:
     """Run every command of docs/audit.md as written by sh -e in a fresh folder: the
     producer's block, then the auditor's; return the auditor's output. Its loops print
     ``FAILED: <ref>`` for any ref that fails instead of stopping."""
-    import os
-    import re
     import subprocess
-    import sys
 
-    tmp_path = tmp_path_factory.mktemp("audit-md")
-    root = Path(__file__).resolve().parents[2]
-    blocks = re.findall(r"```sh\n(.+?)```", (root / "docs" / "audit.md").read_text(), re.S)
+    from tests.conftest import doc_blocks, doc_shell
+
+    blocks = doc_blocks("audit.md")
     assert len(blocks) == 2
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    wrapper = bin_dir / "yyb"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m yyb "$@"\n')
-    wrapper.chmod(0o755)
-    home = tmp_path / "home"  # its own key and state: nothing from the machine or other tests
-    env = dict(
-        os.environ,
-        PATH=f"{bin_dir}:{os.environ['PATH']}",
-        PYTHONPATH=str(root),
-        HOME=str(home),
-        XDG_CONFIG_HOME=str(home / ".config"),
-        XDG_STATE_HOME=str(home / ".local" / "state"),
-    )
-    work = tmp_path / "work"
-    work.mkdir()
+    env, work = doc_shell(tmp_path_factory.mktemp("audit-md"))
     for block in blocks:
         done = subprocess.run(
             ["sh", "-e", "-c", block], cwd=work, env=env, capture_output=True, timeout=300

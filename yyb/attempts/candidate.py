@@ -11,6 +11,7 @@ configuration file or the installed yyb on the day of the run (docs/agents.md).
 - ``env`` is added to the candidate's environment (names recorded in the receipt, values in
   the plan);
 - ``home`` (a listing) is written into the private HOME;
+- the envelope helper is ``control/bin/yyb-envelope``, that folder last on PATH;
 - an agent kind's adapter program is written into ``control/agent/`` with its
   ``invocation.json`` (docs/adapters.md), and started as
   ``PYTHON -E -s control/agent/KIND.py control/agent/invocation.json``.
@@ -27,6 +28,7 @@ from yyb.harness import manifest
 from yyb.harness.environment import SYSTEM_PATH
 
 SETTINGS_ENV = "YYB_SETTINGS_FILE"
+HELPER = "yyb-envelope"
 INVOCATION = "yyb_agent_invocation.v1"
 
 
@@ -52,6 +54,24 @@ def settings_file(harness: dict, places) -> dict[str, str]:
     with open(_reach(places, path), "w") as handle:
         json.dump(harness["settings"], handle, sort_keys=True)
     return {"settings_file": path}
+
+
+def write_helper(places) -> str:
+    """Write the envelope helper (``yyb.agents.envelope``, standard library only) into the
+    control folder as ``bin/yyb-envelope``, for a harness in any language to report through
+    (docs/adapters.md); returns the folder to put on the candidate's PATH."""
+    from importlib import resources
+
+    data = (resources.files("yyb.agents") / "envelope.py").read_bytes()
+    if not data.startswith(b"#!"):
+        data = b"#!/usr/bin/env python3\n" + data
+    folder = os.path.join(places.control, "bin")
+    os.makedirs(_reach(places, folder), exist_ok=True)
+    path = _reach(places, os.path.join(folder, HELPER))
+    with open(path, "wb") as handle:
+        handle.write(data)
+    os.chmod(path, 0o755)
+    return folder
 
 
 def write_home(store, plan: dict, home: str) -> None:

@@ -107,7 +107,14 @@ def probe(run_id: str, harness: dict, tools: list[str], dask_worker=None) -> Pro
     from yyb.harness import adapters, sandbox
 
     version, verified = sandbox.verify()
-    adapters.executable(harness)
+    from yyb import agents
+
+    if harness["kind"] in agents.KINDS:
+        from yyb.attempts import candidate
+
+        candidate.check_agent(harness, tools)
+    else:
+        adapters.executable(harness)
     missing = [name for name in harness.get("secrets", []) if name not in os.environ]
     if missing:
         raise UsageError(f"the harness needs the secret {missing[0]}, not set on this worker")

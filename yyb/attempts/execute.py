@@ -158,11 +158,15 @@ def _run(ctx, attempt_oid, intent_oid, folders, mine, held, snap, bounds) -> tup
     ready = ctx.environment(case)
     shown = ready.workspace if ready is not None else folders.workspace
     try:
-        argv, extra = _invocation(ctx, attempt, (shown, folders, mine), channel, prompt, workflow)
+        argv, extra, helper = _invocation(
+            ctx, attempt, (shown, folders, mine), channel, prompt, workflow
+        )
         read_only = ctx.plan["tool_policy"]["read_only_paths"]
         fixed = ctx.harness.get("env")
         env, policy = build(folders, read_only, sorted(ctx.secrets), ctx.secrets, fixed)
         env[envelope.FD_ENV] = str(channel.fd)
+        env["PATH"] += os.pathsep + helper  # last: it shadows nothing
+        policy["path"] = [*policy["path"], helper]
         if "settings_file" in extra:
             env[candidate.SETTINGS_ENV] = extra["settings_file"]
         if ready is not None:
@@ -214,15 +218,17 @@ def _run(ctx, attempt_oid, intent_oid, folders, mine, held, snap, bounds) -> tup
     return store.objects.put_record(execution.to_value()), execution
 
 
-def _invocation(ctx, attempt, where, channel, prompt, workflow) -> tuple[list[str], dict]:
-    """The candidate's argv, its control files and HOME written (yyb/attempts/candidate.py),
-    and the placeholders its files fill; ``where``: (the workspace as the candidate sees it,
-    the folders as it sees them, the same as the controller reaches them)."""
+def _invocation(ctx, attempt, where, channel, prompt, workflow) -> tuple[list[str], dict, str]:
+    """The candidate's argv, its control files and HOME written (yyb/attempts/candidate.py):
+    (argv, the placeholders its files fill, the envelope helper's folder); ``where``: (the
+    workspace as the candidate sees it, the folders as it sees them, the same as the
+    controller reaches them)."""
     shown, folders, mine = where
     harness, workflow_plan = ctx.harness, ctx.plan.get("workflow", {})
     places = adapters.Places(shown, folders.control, channel.path, mine.control)
     extra = candidate.settings_file(harness, places)
     candidate.write_home(ctx.store, ctx.plan, mine.home)
+    helper = candidate.write_helper(places)
     program = None
     if "harness_program" in ctx.plan["links"]:
 
@@ -242,7 +248,7 @@ def _invocation(ctx, attempt, where, channel, prompt, workflow) -> tuple[list[st
         extra=extra,
         program=program,
     )
-    return argv, extra
+    return argv, extra, helper
 
 
 def _receipt(

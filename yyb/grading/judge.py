@@ -301,7 +301,7 @@ def _judge_once(
             channel.collect()
             answer["problem"] = f"the judge harness cannot start: {exc}"
             return answer
-        env, _ = build(folders, read_only, sorted(secrets), secrets)
+        env, _ = build(folders, read_only, sorted(secrets), secrets, harness.get("env"))
         env[envelope.FD_ENV] = str(channel.fd)
         env["YYB_JUDGE_SETTINGS_FILE"] = extra["settings_file"]
         box = sandbox.Sandbox(

@@ -417,8 +417,10 @@ def _made() -> list[str]:
     # and /dev, which a user namespace would let its owner write, is read-only.
     scratch = str(SCRATCH_MIB << 20)
     args += ["--dev", "/dev", "--proc", "/proc"]
-    for folder in ("/tmp", "/run", "/dev/shm"):
-        args += ["--size", scratch, "--tmpfs", folder]
+    # /tmp and /dev/shm are everyone's, sticky, as on a host: the dropped uid writes there
+    # when yyb runs as root (a tmpfs bubblewrap makes is root's otherwise).
+    for folder, perms in (("/tmp", "1777"), ("/run", "0755"), ("/dev/shm", "1777")):
+        args += ["--perms", perms, "--size", scratch, "--tmpfs", folder]
     args += ["--remount-ro", "/dev"]
     return args
 
