@@ -19,14 +19,31 @@ def _readme_commands() -> list[str]:
     return re.findall(r"```sh\n(.+?)\n```", setup, re.S)
 
 
-def test_readme_has_exactly_two_setup_commands_and_ci_runs_the_second():
+def test_readme_has_three_setup_commands_and_ci_runs_the_tests_one():
     commands = _readme_commands()
-    assert len(commands) == 2
+    assert len(commands) == 3
     assert all("\n" not in c for c in commands)
     assert "yyb example" in commands[0]
-    assert "pytest" in commands[1]
+    assert "install_agents.sh" in commands[1] and "init --harness" in commands[1]
+    assert "pytest" in commands[2]
     ci_lines = (ROOT / ".ci" / "run").read_text().splitlines()
-    assert commands[1] in ci_lines
+    assert commands[2] in ci_lines
+
+
+@pytest.mark.parametrize("sudo", [False, True], ids=["root-without-sudo", "user-with-sudo"])
+def test_the_own_agent_command_runs_as_written_with_and_without_sudo(tmp_path, sudo):
+    """The installer runs (as root where there is sudo), then the set-up's yyb prints a
+    configuration for the shipped adapter."""
+    venv_bin = tmp_path / ".venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "yyb").write_text(STUB)
+    (venv_bin / "yyb").chmod(0o755)
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "install_agents.sh").write_text("")
+    code, calls = _run_setup(_readme_commands()[1], tmp_path, sudo, extra={"sh": STUB})
+    assert code == 0, calls
+    assert calls[-2:] == ["sh tools/install_agents.sh", "yyb init --harness aider --stdout"]
+    assert ("sudo sh tools/install_agents.sh" in calls) == sudo
 
 
 STUB = """#!/bin/sh
@@ -47,11 +64,15 @@ fi
 )
 
 
-def _run_setup(command: str, tmp_path: Path, sudo: bool) -> tuple[int, list[str]]:
-    """The set-up command through bash on a PATH of stand-ins: apt-get, python3, maybe sudo."""
+def _run_setup(
+    command: str, tmp_path: Path, sudo: bool, extra: dict | None = None
+) -> tuple[int, list[str]]:
+    """The set-up command through bash on a PATH of stand-ins: apt-get, python3, maybe sudo
+    (and ``extra``: name -> text)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     tools = {"apt-get": STUB, "python3": STUB_PYTHON} | ({"sudo": STUB_SUDO} if sudo else {})
+    tools |= extra or {}
     for name, text in tools.items():
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(0o755)
@@ -63,7 +84,7 @@ def _run_setup(command: str, tmp_path: Path, sudo: bool) -> tuple[int, list[str]
     return done.returncode, log.read_text().splitlines() if log.exists() else []
 
 
-@pytest.mark.parametrize("which", [0, 1], ids=["example", "tests"])
+@pytest.mark.parametrize("which", [0, 2], ids=["example", "tests"])
 @pytest.mark.parametrize("sudo", [False, True], ids=["root-without-sudo", "user-with-sudo"])
 def test_each_setup_command_runs_as_written_with_and_without_sudo(tmp_path, which, sudo):
     command = _readme_commands()[which]

@@ -5,7 +5,8 @@ subtracts, a failing test, and a later commit with the fix that no candidate may
 configuration, the task file, the stand-in agents (``example/fixer`` fixes the bug,
 ``example/idler`` does nothing) and the grader (runs the test). The agents follow the
 ``command`` harness protocol: they receive the model, workspace, envelope channel and prompt
-paths, keep the channel to themselves, and write a ``juno_execution_envelope.v1`` envelope.
+paths, and report through the envelope helper (``yyb-envelope``), which keeps the channel to
+itself and writes the ``juno_execution_envelope.v1`` envelope.
 """
 
 from __future__ import annotations
@@ -29,20 +30,20 @@ echo "ok: calc.sh 2 3 = 5"
 AGENT = r'''#!/usr/bin/env python3
 """A stand-in harness for the command protocol: MODEL WORKSPACE ENVELOPE PROMPT_FILE.
 
-It keeps its envelope channel to itself, as the protocol asks (docs/attempts.md): it makes
-itself non-dumpable, so that no process it starts can reopen its descriptors through /proc or
-write into its memory, and it starts its tools without the channel."""
-import ctypes
+It reports through the envelope helper every candidate finds on its PATH, yyb-envelope
+(docs/adapters.md): the helper takes the envelope channel and keeps it from everything it
+starts, runs this program again as the work, and writes the envelope once the work is done,
+succeeded when it exits 0."""
 import os
 import subprocess
 import sys
 
 model, workspace, envelope, prompt = sys.argv[1:5]
-PR_SET_DUMPABLE = 4
-ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-# The channel, opened once (close-on-exec), and the inherited descriptor closed.
-channel = open(envelope, "w")
-os.close(int(os.environ["YYB_ENVELOPE_FD"]))
+if os.environ.get("EXAMPLE_AGENT_WORKING") != "1":
+    os.environ["EXAMPLE_AGENT_WORKING"] = "1"
+    report = ["--provider", "example", "--model", model.removeprefix("example/")]
+    report += ["--cost-micros", "0", "--cost-completeness", "genuine_zero"]
+    os.execvp("yyb-envelope", ["yyb-envelope", *report, "--", sys.executable, *sys.argv])
 os.chdir(workspace)
 with open(prompt) as handle:
     sys.stdout.write(f"agent {model} read the prompt: {handle.read(60)}\n")
@@ -58,14 +59,6 @@ if model == "example/fixer":
     sys.stdout.write("committed the fix\n")
 else:
     sys.stdout.write("looked around, changed nothing\n")
-name = model.removeprefix("example/")
-channel.write(
-    '{"schema_version": "juno_execution_envelope.v1", "provider": "example", '
-    f'"model": "{name}", "status": "succeeded", '
-    '"cost": {"completeness": "genuine_zero", "currency": "USD", "micros": 0}, '
-    '"started_ms": 0, "ended_ms": 0, "elapsed_ms": 0}\n'
-)
-channel.close()
 '''
 GRADER = r'''#!/usr/bin/env python3
 """The grader: run the case's test in the rebuilt final workspace and answer through the

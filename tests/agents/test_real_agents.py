@@ -98,7 +98,8 @@ def bench(tmp_path: Path, harness: dict, read_only: list[str]) -> tuple[Yyb, Pat
     config_path = Path(paths["config"])
     data = json.loads(config_path.read_text())
     data["harnesses"] = {"candidate": harness}
-    data["models"] = {":fixer": "openai/fixer"}
+    # The provider serves a dated snapshot (fixer-2025-09-29): the plan accepts it.
+    data["models"] = {":fixer": {"id": "openai/fixer", "accept": ["dated"]}}
     data["attempt_timeout_ms"] = 300_000
     data["tool_policy"] = {"network": "allowed", "read_only_paths": read_only}
     config_path.write_text(json.dumps(data, indent=2))
@@ -166,6 +167,11 @@ def cli_env(name: str, server: Server, metadata_folder: Path) -> dict[str, str]:
 CLIS = [pytest.param("mini", marks=needs("mini")), pytest.param("aider", marks=needs("aider"))]
 KINDS = {"mini": "mini_swe_agent", "aider": "aider"}
 TURNS = {"mini": MINI_TURNS, "aider": AIDER_TURNS}
+# As its harness kind, aider commits nothing (the adapter's --no-auto-commits: the final
+# worktree is the result), so it asks for no commit message; the scripted answer is a
+# SEARCH/REPLACE block, its diff edit format, named by the harness's args.
+KIND_TURNS = {"mini": MINI_TURNS, "aider": AIDER_TURNS[:1]}
+KIND_ARGS = {"aider": ["--edit-format", "diff", "--map-tokens", "0"]}
 
 
 @pytest.mark.parametrize("name", CLIS)
@@ -173,20 +179,25 @@ def test_the_cli_as_its_harness_kind_resolves_the_example_case(
     name, tmp_path, monkeypatch, metadata_folder
 ):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")  # the harness's declared secret
-    with Server(TURNS[name]) as server:
+    with Server(KIND_TURNS[name]) as server:
         harness = {
             "kind": KINDS[name],
             "executable": str(EXECUTABLES[name]),
+            "args": KIND_ARGS.get(name, []),
             "env": cli_env(name, server, metadata_folder),
             "secrets": ["OPENAI_API_KEY"],
         }
         yyb, config_path, task = bench(tmp_path, harness, [str(AGENTS), str(metadata_folder)])
         terminal = plan_run_report(yyb, config_path, task, tmp_path / "plan.json")
         requests = server.completions()
-    assert terminal["class"] == "resolved", terminal
-    assert len(requests) == len(TURNS[name]) and not server.script.turns
+    assert terminal["class"] == "resolved", (terminal["reason"], terminal["identity"])
+    assert len(requests) == len(KIND_TURNS[name]) and not server.script.turns
     assert {r.body["model"] for r in requests} == {"fixer"}
     assert "calc.sh" in json.dumps(requests[0].body["messages"])  # the case's prompt
+    # What the adapter read from the CLI's own output: the id the provider served (a dated
+    # snapshot the plan accepts) where the CLI reports one, and tokens.
+    assert terminal["identity"]["resolved"] == "openai/fixer"
+    assert terminal["identity"]["observed"] in ("openai/fixer", "openai/fixer-2025-09-29")
 
 
 @pytest.mark.parametrize("name", CLIS)

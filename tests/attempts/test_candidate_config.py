@@ -9,6 +9,7 @@ import pytest
 
 from yyb import config as configuration
 from yyb.harness import manifest
+from yyb.reports import build
 
 # Reports what it was given, fixes the bug, leaves scratch beside its fix, and answers with
 # a dated snapshot of its model's id.
@@ -89,6 +90,14 @@ def test_a_dated_id_the_plan_accepts_resolves_and_both_ids_are_recorded(bench):
     assert identity["observed"] == "stand/reporter-20250929"
     assert plan.experiment["models"][0]["accept"] == ["dated"]
     assert model == "stand/reporter"
+    # The plan's checks (doctor, the report's gate, regrade) hold it to the same rule.
+    checked = bench.yyb("doctor", "--plan", plan.oid)
+    assert checked.exit_code == 0, checked.stdout + checked.stderr
+    report, _ = build.build(bench.store, plan.oid)
+    assert report["status"] == "complete"
+    assert report["models"][0]["resolved"] == 1
+    regraded = bench.yyb("regrade", "--plan", plan.oid, "--profile", "tests", "--dry-run")
+    assert regraded.exit_code == 0, regraded.stderr
 
 
 @pytest.mark.parametrize(

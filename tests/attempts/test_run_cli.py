@@ -60,6 +60,8 @@ def test_live_run_needs_a_matching_unexpired_grant(bench):
     refused = bench.yyb("run", "--plan", plan_file)
     assert refused.exit_code == 1
     assert "authorization grant refused: grant" in refused.stderr
+    assert "grant it with 'yyb authorize --plan PLAN --expires +24h'" in refused.stderr
+    assert refused.stderr.count("\n") == 1
     store = bench.store
     now = grant.now_ms()
     expired = grant.grant_for(plan_oid, records[plan_oid], now - 1, now - 60_000)

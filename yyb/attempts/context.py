@@ -164,7 +164,7 @@ def authorize(store, plan_oid: str, plan: dict, offline: bool = False) -> None:
         return
     grant_oid = store.refs.read(names.grant(plan_oid))
     if grant_oid is None:
-        raise grant.GrantError("grant", "no grant authorizes this plan's spend")
+        raise grant.GrantError("grant", "no grant authorizes this plan's spend", missing=True)
     grant.check(store.objects.get_record(grant_oid), plan_oid, plan, grant.now_ms())
 
 

@@ -33,4 +33,6 @@ def worded(exc: YybError) -> str:
         return f"{exc.message}; name one with --store DIR or {ENV_STORE}"
     if isinstance(exc, NotFastForward):  # every command that imports refs takes --force
         return f"{exc.message}; --force moves it anyway"
+    if getattr(exc, "missing", False):  # no grant at all (yyb.plans.grant.GrantError)
+        return f"{exc.message}; grant it with 'yyb authorize --plan PLAN --expires +24h'"
     return exc.message

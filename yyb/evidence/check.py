@@ -34,7 +34,7 @@ from yyb.evidence.records import (
     REF_UPDATE,
     TERMINAL,
 )
-from yyb.evidence.terminal import CLOSED_UNRUN, replay
+from yyb.evidence.terminal import CLOSED_UNRUN, observed_as_planned, replay
 from yyb.store.fsck import Finding, error, info
 
 # Classes of a terminal whose candidate finished and was graded: it must have observed the
@@ -209,7 +209,7 @@ class AttemptCheck:
         identity = terminal["identity"]
         problem = planned.identity_mismatch(self.plan, self.attempt, identity)
         if problem is None and terminal["class"] in GRADED:
-            if (identity.get("observed") or "") != self.attempt["model"]["resolved"].lower():
+            if not observed_as_planned(identity, self.attempt["model"]):
                 problem = (
                     f"it is {terminal['class']} with observed model "
                     f"{identity.get('observed')!r}, not the planned one"

@@ -42,7 +42,7 @@ def graded(handle: AttemptHandle) -> bool:
     because of its grading, whatever its terminal class: a regrade's job, never a retry's."""
     if handle.terminal is None or not handle.histories():
         return False
-    return gradeable(handle.terminal.record) is None
+    return gradeable(handle.terminal.record, handle.attempt["model"]) is None
 
 
 def retryable(handle: AttemptHandle) -> bool:

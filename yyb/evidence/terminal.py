@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from yyb.evidence import identity as rules
 from yyb.evidence.records import UNGRADEABLE, TerminalClass
 from yyb.evidence.verdict import conclude
 
@@ -91,8 +92,9 @@ def _graded(f: Facts) -> tuple[TerminalClass, str]:
     return "harness_failure", "no grader verdict was produced"
 
 
-def gradeable(terminal: dict) -> str | None:
-    """Why the attempt's candidate result cannot be graded, or None when it can."""
+def gradeable(terminal: dict, model: dict) -> str | None:
+    """Why the attempt's candidate result cannot be graded, or None when it can; ``model``:
+    the attempt plan's (its resolved id and the observed ids it accepts)."""
     links, exit_info = terminal["links"], terminal["exit"]
     if "manifest" not in links:
         return "no retained final workspace"
@@ -100,10 +102,16 @@ def gradeable(terminal: dict) -> str | None:
         return f"the candidate ended as {terminal['class']}"
     if exit_info["code"] != 0 or not exit_info["cleanup_confirmed"] or "envelope" not in links:
         return "the candidate did not finish cleanly"
-    observed = terminal["identity"]["observed"] or ""
-    if observed != terminal["identity"]["resolved"].lower():
+    if not observed_as_planned(terminal["identity"], model):
         return "the candidate's identity did not match the plan"
     return None
+
+
+def observed_as_planned(identity: dict, model: dict) -> bool:
+    """Whether a record's ``identity`` observed the planned ``model`` or an id its plan
+    accepts for it (yyb/evidence/identity.py)."""
+    observed = identity.get("observed")
+    return bool(observed) and rules.accepts(model["resolved"], model.get("accept", ()), observed)
 
 
 def identities(identity: dict) -> list[str]:

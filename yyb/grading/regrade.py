@@ -128,7 +128,7 @@ def _goals(
         handle = check.handle
         if handle.evidence is None or handle.terminal is None:
             continue
-        if gradeable(handle.terminal.record) is not None:
+        if gradeable(handle.terminal.record, handle.attempt["model"]) is not None:
             continue
         goals[attempt_oid] = handle.next_generation(profile)
     if request.dry_run or not goals:
@@ -179,7 +179,7 @@ def _one(store, check: AttemptCheck, request: Request, goal: int | None, control
     if errors or handle.terminal is None or handle.evidence is None:
         detail = errors[0].detail if errors else "its chain is incomplete"
         return row("refused", reason=f"its chain does not verify: {detail}")
-    why_not = gradeable(handle.terminal.record)
+    why_not = gradeable(handle.terminal.record, handle.attempt["model"])
     if why_not is not None:
         return row("skipped", reason=why_not)
     previous = handle.generations(request.profile)

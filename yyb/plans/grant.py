@@ -19,12 +19,14 @@ GRANT = records.GRANT
 
 
 class GrantError(YybError):
-    """A grant that does not authorize this plan; ``field`` names the mismatch."""
+    """A grant that does not authorize this plan; ``field`` names the mismatch, ``missing``
+    says there is no grant at all (the command line then says how to make one)."""
 
-    def __init__(self, field: str, reason: str):
+    def __init__(self, field: str, reason: str, missing: bool = False):
         super().__init__(f"authorization grant refused: {field}: {reason}")
         self.field = field
         self.reason = reason
+        self.missing = missing
 
 
 def now_ms() -> int:

@@ -101,7 +101,7 @@ def collect(handle: AttemptHandle, version: str | None) -> Facts:
     facts.over_ceiling = bool(spend) and facts.cost_note is None
     if "execution" in terminal["links"]:  # measured by the supervisor, not filled in
         facts.wall_ms = terminal["runtime"]["wall_ms"]
-    graded = bool(histories) and gradeable(terminal) is None
+    graded = bool(histories) and gradeable(terminal, handle.attempt["model"]) is None
     if version is not None and not graded:
         facts.pinned_out = True
         return facts

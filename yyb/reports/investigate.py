@@ -139,7 +139,7 @@ def terminal_answer(store, handle: AttemptHandle) -> str:
         lines += [f"  {k}: {json.dumps(v)}" for k, v in sorted(execution["facts"].items())]
     else:
         lines.append("no execution record: the attempt closed before its candidate ran")
-    not_gradeable = gradeable(terminal)
+    not_gradeable = gradeable(terminal, handle.attempt["model"])
     lines.append("gradeable: yes" if not_gradeable is None else f"gradeable: no ({not_gradeable})")
     cls, reason = _replay(store, handle, execution_oid)
     lines.append(
