@@ -250,3 +250,11 @@ def test_a_bad_invocation_writes_no_envelope(adapters):
     assert run.envelope is None
     assert run.code == 2 and run.stderr.count("\n") == 1
     assert run.record is None
+
+
+def test_a_reported_model_no_envelope_can_hold_fails_with_the_planned_one(adapters):
+    run = adapters.run("claude_code", "longmodel")
+    assert_valid(run)
+    assert (run.envelope["status"], run.envelope["model"]) == ("failed", "claude-sonnet-4-5")
+    assert run.envelope["cost"] == cost(None, "unavailable")
+    assert "no envelope can hold" in run.stderr and run.stderr.count("\n") == 1

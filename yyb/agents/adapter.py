@@ -184,21 +184,25 @@ def _attempt(invocation: Invocation, prompt: str, scratch: str, plan, observe) -
 
 
 def _write(channel: envelope.Channel, invocation: Invocation, seen: Observation) -> Observation:
+    """Write what was seen; what no envelope can hold (an over-long model id, a usage map
+    over 1 MiB) becomes a failed envelope of the planned model, cost unavailable."""
     try:
-        written = envelope.build(
-            invocation.provider,
-            seen.model or invocation.model_name,
-            "succeeded" if seen.succeeded else "failed",
-            seen.usage,
-            seen.cost_usd,
-            seen.cost_micros,
-            seen.completeness,
-            seen.session_id,
+        channel.write(
+            envelope.build(
+                invocation.provider,
+                seen.model or invocation.model_name,
+                "succeeded" if seen.succeeded else "failed",
+                seen.usage,
+                seen.cost_usd,
+                seen.cost_micros,
+                seen.completeness,
+                seen.session_id,
+            )
         )
+        return seen
     except envelope.EnvelopeError as exc:
         seen = Observation(False, reason=f"the CLI reported what no envelope can hold: {exc}")
-        written = envelope.build(invocation.provider, invocation.model_name, "failed")
-    channel.write(written)
+    channel.write(envelope.build(invocation.provider, invocation.model_name, "failed"))
     return seen
 
 
