@@ -166,8 +166,9 @@ def _attempt(invocation: Invocation, prompt: str, scratch: str, plan, observe) -
             cwd=invocation.workspace,
             env={**os.environ, **launch.env},
         )
-    except OSError as exc:
-        return Observation(False, reason=f"cannot start {executable}: {exc.strerror or exc}")
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in an argument
+        reason = getattr(exc, "strerror", None) or exc
+        return Observation(False, reason=f"cannot start {executable}: {reason}")
     try:
         seen = observe(invocation, completed, scratch)
     except Unparsed as exc:
@@ -243,5 +244,5 @@ def serve(argv: list[str], kind: str, plan, observe) -> int:
         shutil.rmtree(scratch, ignore_errors=True)
     seen = _write(channel, invocation, seen)
     if seen.reason:
-        sys.stderr.write(f"{kind}: {seen.reason}\n")
+        sys.stderr.write(f"{kind}: {' '.join(seen.reason.split())}\n")
     return 0 if seen.succeeded else 1
