@@ -32,6 +32,7 @@ PLANNED = {
     "mini_swe_agent": "anthropic/claude-sonnet-4-5",
     "openhands": "anthropic/claude-sonnet-4-5",
 }
+PROMPT = "Fix calc.sh so that add adds.\n"
 
 
 @dataclass
@@ -67,7 +68,7 @@ class Adapters:
             )
             path.chmod(0o755)
 
-    def run(self, kind: str, mode: str = "ok", **fields) -> Run:
+    def run(self, kind: str, mode: str = "ok", prompt: str = PROMPT, **fields) -> Run:
         folder = self.root / f"run-{len(list(self.root.iterdir()))}"
         agent, workspace = folder / "agent", folder / "workspace"
         agent.mkdir(parents=True)
@@ -75,7 +76,7 @@ class Adapters:
         (workspace / "calc.sh").write_text("#!/bin/sh\necho $(( $1 - $2 ))\n")
         for name, data in program(kind):
             (agent / name).write_bytes(data)
-        (folder / "prompt.md").write_text("Fix calc.sh so that add adds.\n")
+        (folder / "prompt.md").write_text(prompt)
         invocation = {
             "schema_version": "yyb_agent_invocation.v1",
             "kind": kind,

@@ -250,3 +250,18 @@ def test_a_bad_invocation_writes_no_envelope(adapters):
     assert run.envelope is None
     assert run.code == 2 and run.stderr.count("\n") == 1
     assert run.record is None
+
+
+def test_a_reported_model_no_envelope_can_hold_fails_with_the_planned_one(adapters):
+    run = adapters.run("claude_code", "longmodel")
+    assert_valid(run)
+    assert (run.envelope["status"], run.envelope["model"]) == ("failed", "claude-sonnet-4-5")
+    assert run.envelope["cost"] == cost(None, "unavailable")
+    assert "no envelope can hold" in run.stderr and run.stderr.count("\n") == 1
+
+
+def test_a_prompt_no_command_line_can_carry_is_a_failed_envelope(adapters):
+    run = adapters.run("mini_swe_agent", prompt="a NUL \0 byte")
+    assert_valid(run)
+    assert run.envelope["status"] == "failed" and run.code == 1
+    assert "cannot start" in run.stderr and run.stderr.count("\n") == 1

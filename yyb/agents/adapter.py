@@ -166,8 +166,9 @@ def _attempt(invocation: Invocation, prompt: str, scratch: str, plan, observe) -
             cwd=invocation.workspace,
             env={**os.environ, **launch.env},
         )
-    except OSError as exc:
-        return Observation(False, reason=f"cannot start {executable}: {exc.strerror or exc}")
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in an argument
+        reason = getattr(exc, "strerror", None) or exc
+        return Observation(False, reason=f"cannot start {executable}: {reason}")
     try:
         seen = observe(invocation, completed, scratch)
     except Unparsed as exc:
@@ -184,21 +185,25 @@ def _attempt(invocation: Invocation, prompt: str, scratch: str, plan, observe) -
 
 
 def _write(channel: envelope.Channel, invocation: Invocation, seen: Observation) -> Observation:
+    """Write what was seen; what no envelope can hold (an over-long model id, a usage map
+    over 1 MiB) becomes a failed envelope of the planned model, cost unavailable."""
     try:
-        written = envelope.build(
-            invocation.provider,
-            seen.model or invocation.model_name,
-            "succeeded" if seen.succeeded else "failed",
-            seen.usage,
-            seen.cost_usd,
-            seen.cost_micros,
-            seen.completeness,
-            seen.session_id,
+        channel.write(
+            envelope.build(
+                invocation.provider,
+                seen.model or invocation.model_name,
+                "succeeded" if seen.succeeded else "failed",
+                seen.usage,
+                seen.cost_usd,
+                seen.cost_micros,
+                seen.completeness,
+                seen.session_id,
+            )
         )
+        return seen
     except envelope.EnvelopeError as exc:
         seen = Observation(False, reason=f"the CLI reported what no envelope can hold: {exc}")
-        written = envelope.build(invocation.provider, invocation.model_name, "failed")
-    channel.write(written)
+    channel.write(envelope.build(invocation.provider, invocation.model_name, "failed"))
     return seen
 
 
@@ -239,5 +244,5 @@ def serve(argv: list[str], kind: str, plan, observe) -> int:
         shutil.rmtree(scratch, ignore_errors=True)
     seen = _write(channel, invocation, seen)
     if seen.reason:
-        sys.stderr.write(f"{kind}: {seen.reason}\n")
+        sys.stderr.write(f"{kind}: {' '.join(seen.reason.split())}\n")
     return 0 if seen.succeeded else 1

@@ -29,9 +29,8 @@ def main() -> int:
     argv = sys.argv[1:]
     log = None if mode == "nolog" else after(argv, "--analytics-log")
     _log(log, "launched")
-    print(
-        f"Aider v0.86.2\nModel: {after(argv, '--model')} with diff edit format\nGit repo: .git with 2 files"
-    )
+    print(f"Aider v0.86.2\nModel: {after(argv, '--model')} with diff edit format")
+    print("Git repo: .git with 2 files")
     if mode == "noreply":
         print("litellm.AuthenticationError: AnthropicException - invalid x-api-key")
         _log(log, "exit", reason="Completed --message-file")

@@ -75,5 +75,9 @@ def main() -> int:
     out = result("success", False, "Fixed calc.sh: add now adds.")
     if mode == "nocost":
         del out["total_cost_usd"]
+    if mode == "longmodel":  # an id no envelope can hold (1-256 characters)
+        out["modelUsage"] = {
+            "claude-sonnet-4-5-" + "x" * 300: MODEL_USAGE["claude-sonnet-4-5-20250929"]
+        }
     emit(out)
     return 0

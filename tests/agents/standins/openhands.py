@@ -10,6 +10,7 @@ import sys
 
 from common import edit, record
 
+LOG = "INFO - [Agent Controller default] Setting agent(CodeActAgent) state"
 SID = "b2d1e0c4a7f34c1e9f0a5d6c7b8e9f01"
 
 
@@ -51,13 +52,9 @@ def main() -> int:
     if sys.argv[1:3] != ["-m", "openhands.core.main"]:
         print("No module named openhands", file=sys.stderr)
         return 1
-    print(
-        "INFO - [Agent Controller default] Setting agent(CodeActAgent) state from loading to running"
-    )
+    print(f"{LOG} from loading to running")
     edit("openhands")
-    print(
-        "INFO - [Agent Controller default] Setting agent(CodeActAgent) state from running to finished"
-    )
+    print(f"{LOG} from running to finished")
     cost = 0.0 if mode == "noprice" else 0.0213
     events = [
         {
