@@ -1,14 +1,13 @@
 """Real agent CLIs as yyb harness kinds, end to end: plan, authorize, run, report.
 
 The built-in example's case (calc.sh's ``add`` subtracts; the pinned grader runs its test) is
-run with a harness of kind ``mini_swe_agent`` or ``aider`` whose executable is the installed
-CLI (tools/install_agents.sh), in the real sandbox with the network allowed so that the CLI
-reaches the scripted provider on 127.0.0.1. The attempt must be resolved. Deep, and skipped
-where the CLI is not installed.
+run with a harness of kind ``mini_swe_agent``, ``aider``, ``claude_code`` or ``codex`` whose
+executable is the installed CLI (tools/install_agents.sh [--node]), in the real sandbox with
+the network allowed so that the CLI reaches the scripted provider on 127.0.0.1. The attempt
+must be resolved. Deep, and skipped where the CLI is not installed.
 
-Until the harness kinds land, ``test_the_cli_through_the_command_protocol`` runs the same
-case with the ``command`` kind and a small bridge (BRIDGE) standing in for the adapter: it
-shows that each installed CLI runs in yyb's sandbox and reaches the provider from there.
+``test_the_cli_through_the_command_protocol`` runs the same case with the ``command`` kind and
+a small bridge (BRIDGE) in place of the shipped adapter: a wrapper of one's own works too.
 """
 
 from __future__ import annotations
@@ -129,7 +128,7 @@ def plan_run_report(yyb: Yyb, config_path: Path, task: str, plan_file: Path) -> 
     assert ran.exit_code == 0, ran.stdout + ran.stderr
     reported = yyb(*flags, "report", "--plan", str(plan_file))
     assert reported.exit_code == 0, reported.stderr
-    assert "openai/fixer" in reported.stdout
+    assert "/fixer" in reported.stdout  # openai/fixer, or anthropic/fixer for Claude Code
     store = Store.open(yyb.store_path)
     (terminal,) = [
         store.objects.get_record(oid) for _, oid in store.refs.iter_refs(f"runs/{plan}/*/terminal")
@@ -224,3 +223,61 @@ def test_the_cli_through_the_command_protocol(name, tmp_path, monkeypatch, metad
     assert len(requests) == len(turns) and not server.script.turns
     assert requests[0].headers["authorization"] == "<redacted>"
     assert "calc.sh" in json.dumps(requests[0].body["messages"])
+
+
+NODE_CLIS = [
+    pytest.param("claude", marks=needs("claude")),
+    pytest.param("codex", marks=needs("codex")),
+]
+
+
+def node_harness(name: str, server: Server) -> dict:
+    """The harness of kind ``claude_code`` or ``codex`` whose CLI reaches ``server``."""
+    if name == "claude":
+        return {
+            "kind": "claude_code",
+            "executable": str(EXECUTABLES[name]),
+            "env": {
+                "ANTHROPIC_BASE_URL": server.url,
+                "DISABLE_AUTOUPDATER": "1",
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                **GIT_IDENTITY,
+            },
+            "secrets": ["ANTHROPIC_API_KEY"],
+        }
+    provider = (
+        f'model_providers.yyb={{name="yyb", base_url="{server.url}/v1", '
+        'env_key="OPENAI_API_KEY", wire_api="responses"}'
+    )
+    return {
+        "kind": "codex",
+        "executable": str(EXECUTABLES[name]),
+        "args": ["-c", "model_provider=yyb", "-c", provider],
+        "env": dict(GIT_IDENTITY),
+        "secrets": ["OPENAI_API_KEY"],
+    }
+
+
+@pytest.mark.parametrize("name", NODE_CLIS)
+def test_a_node_cli_as_its_harness_kind_resolves_the_example_case(name, tmp_path, monkeypatch):
+    """Claude Code (Anthropic Messages, a Bash tool call) and Codex (OpenAI Responses, an
+    exec_command call) through their adapters in the real sandbox."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    tool = (
+        {"name": "Bash", "arguments": {"command": FIX, "description": "Make add add"}}
+        if name == "claude"
+        else {"name": "exec_command", "arguments": {"cmd": FIX}}
+    )
+    turns = [{"text": "I'll fix add.", "tool_calls": [tool]}, {"text": "Fixed: add now adds."}]
+    with Server(turns) as server:
+        yyb, config_path, task = bench(tmp_path, node_harness(name, server), [str(AGENTS)])
+        if name == "claude":  # Claude Code's provider is anthropic
+            data = json.loads(config_path.read_text())
+            data["models"] = {":fixer": {"id": "anthropic/fixer", "accept": ["dated"]}}
+            config_path.write_text(json.dumps(data, indent=2))
+        terminal = plan_run_report(yyb, config_path, task, tmp_path / "plan.json")
+        requests = server.completions()
+    assert terminal["class"] == "resolved", (terminal["reason"], terminal["identity"])
+    assert not server.script.turns
+    assert all(r.body["model"] == "fixer" for r in requests)
