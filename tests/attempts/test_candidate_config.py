@@ -174,3 +174,22 @@ def test_the_configuration_refuses_a_bad_rule_and_disagreeing_rules(bench):
     with pytest.raises(configuration.ConfigError) as caught:
         configuration.parse(json.dumps(data), "c.json")
     assert caught.value.problems[0][0] == "/models/:b/accept"
+
+
+# A tool the harness starts tries to replace the envelope helper before the harness runs it.
+REPLACER = """
+helper=$(command -v yyb-envelope)
+if printf '#!/bin/sh\\necho forged\\n' > "$helper" 2>/dev/null; then echo replaced; fi
+if touch "$(dirname "$helper")/other" 2>/dev/null; then echo added; fi
+exec yyb-envelope --provider stand --model replacer --cost-micros 0 \\
+  --cost-completeness genuine_zero -- sh -c 'sed -i "s/\\$1 - \\$2/\\$1 + \\$2/" calc.sh'
+"""
+
+
+def test_the_envelope_helper_cannot_be_replaced_inside_the_sandbox(bench):
+    bench.configure()
+    model = bench.behaviour("replacer", REPLACER)
+    _, [result] = bench.run([model])
+    out = bench.linked(result, "stdout").decode()
+    assert "replaced" not in out and "added" not in out, out
+    assert result.terminal_class == "resolved", result.reason

@@ -78,8 +78,10 @@ envelope succeeded
     assert f"secret-sha256 {digest}" in lines  # the candidate got the real value
     path = env["PATH"].split(":")
     assert [p for p in path if p in SYSTEM_PATH] == [p for p in SYSTEM_PATH if os.path.isdir(p)]
-    assert set(path) - {str(bench.tools)} <= set(SYSTEM_PATH)  # nothing of the controller's
     attempt_root = os.path.dirname(workspace)
+    # Nothing of the controller's: the system folders, the tools, last the envelope helper's.
+    assert path[-1] == os.path.join(attempt_root, "control", "bin")
+    assert set(path[:-1]) - {str(bench.tools)} <= set(SYSTEM_PATH)
     for name in (
         "HOME",
         "TMPDIR",
@@ -110,8 +112,9 @@ def _path_of(bench) -> list[str]:
 
 def test_tool_policy_folder_is_on_path(outside_bench):
     path = _path_of(outside_bench)
-    assert path[-1] == str(outside_bench.tools)
-    assert path[:-1] == [p for p in SYSTEM_PATH if os.path.isdir(p)]
+    assert path[-1].endswith("/control/bin")  # the envelope helper's folder, last
+    assert path[-2] == str(outside_bench.tools)
+    assert path[:-2] == [p for p in SYSTEM_PATH if os.path.isdir(p)]
 
 
 def test_tool_policy_folder_under_the_temp_folder_is_on_path(bench):

@@ -74,6 +74,17 @@ def write_helper(places) -> str:
     return folder
 
 
+def sealed(box, places):
+    """``box`` with the programs yyb wrote into the control folder (the envelope helper, an
+    agent kind's adapter) read-only inside it: the harness runs them, and a tool it starts
+    must not be able to replace them before it does."""
+    import dataclasses
+
+    folders = [os.path.join(places.control, name) for name in ("bin", "agent")]
+    kept = tuple((path, path, False) for path in folders if os.path.isdir(_reach(places, path)))
+    return dataclasses.replace(box, mounts=(*box.mounts, *kept))
+
+
 def write_home(store, plan: dict, home: str) -> None:
     """Write the plan's home folder listing (if it has one) into the private ``home``."""
     oid = plan["links"].get("harness_home")

@@ -192,6 +192,7 @@ def _run(ctx, attempt_oid, intent_oid, folders, mine, held, snap, bounds) -> tup
         )
         if ready is not None:
             box = ready.place(box, folders.workspace)
+        box = candidate.sealed(box, adapters.Places(shown, folders.control, "", mine.control))
         outcome, resources = box.run(
             argv, env, ctx.plan["timeout_ms"], ctx.cancel, mine.root, pass_fds=(channel.fd,)
         )
