@@ -131,6 +131,9 @@ def test_retry_runs_the_two_cells_and_the_family_counts_each_cell_once(holes, tm
     assert text.stdout.count("superseded by retry") == 2
     markdown = holes.yyb("report", "--plan", out, "--no-layer", "--format", "markdown")
     assert "**Retries**" in markdown.stdout
+    html = holes.yyb("report", "--plan", out, "--no-layer", "--format", "html")
+    assert "<h2>Retries</h2>" in html.stdout
+    assert "stand/holder: 2 retry attempt(s), 2 attempt(s) superseded" in html.stdout
 
 
 # A retry run killed at these durable writes (YYB_DEEP=1: every one until the run ends).

@@ -235,6 +235,10 @@ def document(report: dict, layer: dict) -> str:
     if notes:
         parts.append("<h2>Candidate costs not counted</h2>")
         parts.append("<ul>" + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>")
+    retried = render.family_lines(report)
+    if retried:
+        parts.append("<h2>Retries</h2>")
+        parts.append("<ul>" + "".join(f"<li>{escape(line)}</li>" for line in retried) + "</ul>")
     parts += _comparison_parts(report)
     if report.get("pairwise"):
         parts.append("<h2>Pairwise judging</h2>")
