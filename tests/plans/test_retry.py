@@ -131,6 +131,15 @@ def test_retry_runs_the_two_cells_and_the_family_counts_each_cell_once(holes, tm
     assert text.stdout.count("superseded by retry") == 2
     markdown = holes.yyb("report", "--plan", out, "--no-layer", "--format", "markdown")
     assert "**Retries**" in markdown.stdout
+    # Across the store, the longitudinal report pools each cell once too.
+    pooled = holes.yyb("report", "--longitudinal", "--format", "json", "--no-layer")
+    assert pooled.exit_code == 0, pooled.stderr
+    longitudinal = json.loads(pooled.stdout)
+    assert (longitudinal["attempts"], longitudinal["superseded"]) == (4, 2)
+    members = [m for c in longitudinal["cohorts"] for m in c["evidence"]]
+    assert len(members) == 4
+    text = holes.yyb("report", "--longitudinal", "--no-layer")
+    assert "attempts superseded by a retry of their cell (not pooled): 2" in text.stdout
     html = holes.yyb("report", "--plan", out, "--no-layer", "--format", "html")
     assert "<h2>Retries</h2>" in html.stdout
     assert "stand/holder: 2 retry attempt(s), 2 attempt(s) superseded" in html.stdout

@@ -66,6 +66,43 @@ def count(store, members: list[tuple[str, dict]], facts: list[Facts]) -> Counted
     return Counted([f for f in facts if id(f) in counted], superseded, plans)
 
 
+def across(store, plans: dict[str, dict], pooled: list[tuple[str, Facts]]) -> list[bool]:
+    """For a report over every plan of the store (the longitudinal one): whether each of
+    ``pooled`` ((plan oid, facts), in any order) is counted, by the rule of ``count``: of
+    each cell, its newest attempt with a valid outcome if any, else its newest. ``plans``: every
+    stored plan by oid; a plan that retries nothing and is retried by none changes nothing."""
+    retry_plans = {oid: plan for oid, plan in plans.items() if plan["links"].get("retry_of")}
+    if not retry_plans:
+        return [True] * len(pooled)
+    parent: dict[str, str] = {}
+    for plan in retry_plans.values():
+        for attempt_oid in plan["links"]["attempts"]:
+            target = store.objects.get_record(attempt_oid)["links"].get("retry_of")
+            if target:
+                parent[attempt_oid] = target
+
+    def depth(plan_oid: str, seen: int = 0) -> int:
+        up = plans.get(plan_oid, {}).get("links", {}).get("retry_of")
+        return depth(up, seen + 1) if up and seen < len(plans) else seen
+
+    def cell(attempt_oid: str) -> str:
+        for _ in range(len(parent) + 1):  # a forged loop ends (doctor names it)
+            if attempt_oid not in parent:
+                break
+            attempt_oid = parent[attempt_oid]
+        return attempt_oid
+
+    chosen: dict[str, int] = {}
+    order = sorted(range(len(pooled)), key=lambda i: depth(pooled[i][0]))
+    for i in order:
+        key = cell(pooled[i][1].attempt)
+        held = chosen.get(key)
+        if held is None or _valid(pooled[i][1]) or not _valid(pooled[held][1]):
+            chosen[key] = i
+    counted = set(chosen.values())
+    return [i in counted for i in range(len(pooled))]
+
+
 def _valid(f: Facts) -> bool:
     return not f.pinned_out and f.outcome in ("resolved", "failed")
 

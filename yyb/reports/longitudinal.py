@@ -16,7 +16,7 @@ from yyb.evidence import names
 from yyb.evidence.kinds.plan import ExperimentPlan
 from yyb.evidence.kinds.report import LongitudinalCohorts, LongitudinalLayer
 from yyb.evidence.plan import bytes_hash, first_generation_profiles
-from yyb.reports import build
+from yyb.reports import build, family
 from yyb.store import fanout, heap
 from yyb.store.objects import codec
 
@@ -277,8 +277,10 @@ def build_longitudinal(
     errors: list[str] = []
     read: list[build.Facts] = []
     plan_oids = plans(store)
+    records = {}
+    pooled: list[tuple[str, build.Facts, str, dict]] = []
     for plan_oid in plan_oids:
-        plan = store.objects.get_record(plan_oid)
+        plan = records[plan_oid] = store.objects.get_record(plan_oid)
         for chunk in fanout.map_chunks(
             _keyed_chunk,
             (store, plan_oid, plan, filters),
@@ -294,8 +296,14 @@ def build_longitudinal(
                     unverified += 1
                     errors += detail
                 else:
-                    keyed.setdefault(detail, (keys[detail], []))[1].append((plan_oid, facts))
-                    read.append(facts)
+                    pooled.append((plan_oid, facts, detail, keys[detail]))
+    # A retry supersedes what it retried: each cell pools once (docs/reports.md, "Families").
+    counted = family.across(store, records, [(p, f) for p, f, _, _ in pooled])
+    superseded = counted.count(False)
+    for (plan_oid, facts, khash, key), kept in zip(pooled, counted, strict=True):
+        if kept:
+            keyed.setdefault(khash, (key, []))[1].append((plan_oid, facts))
+            read.append(facts)
     cohorts = [_cohort(key, khash, members) for khash, (key, members) in keyed.items()]
     cohorts.sort(key=lambda c: (c["case_id"] or "", c["model"], c["plans"], c["key_hash"]))
     incompatibilities = []
@@ -325,6 +333,8 @@ def build_longitudinal(
     }
     if grader_version is not None:
         report["not_graded_by_pin"] = pinned_out
+    if superseded:
+        report["superseded"] = superseded
     return report, read
 
 

@@ -69,6 +69,11 @@ def head_lines(report: dict, layer: dict) -> list[str]:
         f"attempts whose chain fails its checks (not pooled; run 'yyb doctor --plan'): "
         f"{report['unverified']}",
         *[f"  {line}" for line in report["first_errors"]],
+        *(
+            [f"attempts superseded by a retry of their cell (not pooled): {report['superseded']}"]
+            if report.get("superseded")
+            else []
+        ),
         "only identical compatibility keys pool; see 'yyb report --longitudinal --format json' "
         "for every key",
         layer_line(layer),
