@@ -10,6 +10,7 @@ under ``refs/reports/longitudinal``, chained like the per-experiment layers.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass, field
 from itertools import combinations
 
 from yyb.evidence import names
@@ -253,6 +254,41 @@ def _keyed_chunk(
     return keys, entries
 
 
+@dataclass
+class _Gathered:
+    """Every plan's attempts, gated and keyed: the pooled ones as (plan oid, facts, key hash,
+    key), the others counted; each plan's record by oid."""
+
+    records: dict = field(default_factory=dict)
+    pooled: list = field(default_factory=list)
+    errors: list = field(default_factory=list)
+    unretained: int = 0
+    unverified: int = 0
+    pinned: int = 0
+
+
+def _gather(store, plan_oids: list[str], filters: dict) -> _Gathered:
+    found = _Gathered()
+    for plan_oid in plan_oids:
+        plan = found.records[plan_oid] = store.objects.get_record(plan_oid)
+        for keys, entries in fanout.map_chunks(
+            _keyed_chunk,
+            (store, plan_oid, plan, filters),
+            plan["links"]["attempts"],
+        ):
+            for state, facts, detail in entries:
+                if state == "unretained":
+                    found.unretained += 1
+                elif state == "pinned_out":
+                    found.pinned += 1
+                elif state == "unverified":
+                    found.unverified += 1
+                    found.errors += detail
+                else:
+                    found.pooled.append((plan_oid, facts, detail, keys[detail]))
+    return found
+
+
 @heap.without_gc
 def build_longitudinal(
     store,
@@ -270,35 +306,16 @@ def build_longitudinal(
     ``not_graded_by_pin`` (as ``yyb report --plan --grader-version`` does).
     """
     keyed: dict[str, tuple[dict, list]] = {}
-    unretained = unverified = pinned_out = 0
     filters: dict = {"case_id": case_id, "model": model}
     if grader_version is not None:
         filters["grader_version"] = grader_version
-    errors: list[str] = []
     read: list[build.Facts] = []
     plan_oids = plans(store)
-    records = {}
-    pooled: list[tuple[str, build.Facts, str, dict]] = []
-    for plan_oid in plan_oids:
-        plan = records[plan_oid] = store.objects.get_record(plan_oid)
-        for chunk in fanout.map_chunks(
-            _keyed_chunk,
-            (store, plan_oid, plan, filters),
-            plan["links"]["attempts"],
-        ):
-            keys, entries = chunk
-            for state, facts, detail in entries:
-                if state == "unretained":
-                    unretained += 1
-                elif state == "pinned_out":
-                    pinned_out += 1
-                elif state == "unverified":
-                    unverified += 1
-                    errors += detail
-                else:
-                    pooled.append((plan_oid, facts, detail, keys[detail]))
+    gathered = _gather(store, plan_oids, filters)
+    pooled, errors = gathered.pooled, gathered.errors
+    unretained, unverified, pinned_out = gathered.unretained, gathered.unverified, gathered.pinned
     # A retry supersedes what it retried: each cell pools once (docs/reports.md, "Families").
-    counted = family.across(store, records, [(p, f) for p, f, _, _ in pooled])
+    counted = family.across(store, gathered.records, [(p, f) for p, f, _, _ in pooled])
     superseded = counted.count(False)
     for (plan_oid, facts, khash, key), kept in zip(pooled, counted, strict=True):
         if kept:
