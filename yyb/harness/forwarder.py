@@ -31,7 +31,7 @@ import signal
 import socket
 import sys
 
-CHUNK = 1 << 17  # bytes read at once, and the most held, per direction of a connection
+CHUNK = 1 << 16  # bytes read at once, and the most held, per direction of a connection
 MAX_CONNECTIONS = 64  # connections relayed at once, so open to the gateway at once
 BACKLOG = 64  # connections waiting to be accepted, per listening socket
 FDS_KEPT = 16  # descriptors left aside under the open-files limit (selector, listeners, ...)
