@@ -481,6 +481,16 @@ def test_a_missing_socket_or_interpreter_fails_closed(folder, tmp_path):
         box.argv(["/bin/true"], 3, program_fd=4)
 
 
+def test_a_gateway_with_the_network_allowed_is_refused(folder, gateway):
+    """Without a network namespace of its own the port would open on the host's loopback."""
+    from yyb.errors import InvalidArgument
+
+    port = gatewayport.Port(gateway.path, PORT)
+    box = sandbox.Sandbox(writable=[str(folder)], network=True, gateway=port)
+    with pytest.raises(InvalidArgument, match="network allowed"):
+        box.argv(["/bin/true"], 3, program_fd=4)
+
+
 @pytest.mark.parametrize("port", [0, 80, 1023, 65536, "8088"])
 def test_a_port_the_sandbox_cannot_bind_is_refused(port):
     from yyb.errors import InvalidArgument

@@ -358,5 +358,5 @@ class Link:
         self.relay.closed()
 
 
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+if __name__ == "__main__":  # a program the sandbox runs, with its own exit status
+    raise SystemExit(main(sys.argv[1:]))

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Protocol
 
-from yyb.errors import EnvironmentSpecError, UsageError, YybError
+from yyb.errors import EnvironmentSpecError, InvalidArgument, UsageError, YybError
 from yyb.harness import cgroups, disk, gatewayport, seccomp, supervise
 
 
@@ -293,6 +293,7 @@ class Sandbox:
 
         Raises:
             SandboxUnavailable: a gateway, and no interpreter in the view for its forwarder.
+            InvalidArgument: a gateway in a sandbox that has the host's network.
         """
         uid = sandbox_uid()
         args = self._wrappers(uid, group, mark_fd)
@@ -328,6 +329,8 @@ class Sandbox:
             for real, shown_at in drop_files():
                 args += ["--ro-bind", real, shown_at]
         if self.gateway is not None:
+            if self.network:  # the port would open on the host's own loopback
+                raise InvalidArgument("gateway", "a sandbox with the network allowed has none")
             if gatewayport.interpreter_missing(self.os_root):
                 where = "the environment" if self.os_root is not None else "this host"
                 raise SandboxUnavailable(
