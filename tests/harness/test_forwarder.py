@@ -3,6 +3,7 @@ command (the sandbox around it: tests/harness/test_gatewayport.py)."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import resource
@@ -226,10 +227,11 @@ def test_a_gateway_gone_closes_the_connection_and_the_port_stays(tmp_path):
     port = free_port()
     running = start(path, port, ["sleep", "30"])
     try:
-        try:  # no gateway: closed at once (reset, the request unread)
+        try:  # no gateway: closed at once (reset, the request unread; perhaps before the
+            # client's own half-close, which then finds nothing connected)
             assert exchange(port, b"nobody") == b""
-        except ConnectionResetError:
-            pass
+        except OSError as exc:
+            assert exc.errno in (errno.ECONNRESET, errno.ENOTCONN, errno.EPIPE), exc
         served = Upstream(path)
         assert exchange(port, b"back") == b"pong:back"
         served.close()
