@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Protocol
 
-from yyb.errors import EnvironmentSpecError, UsageError, YybError
-from yyb.harness import cgroups, disk, seccomp, supervise
+from yyb.errors import EnvironmentSpecError, InvalidArgument, UsageError, YybError
+from yyb.harness import cgroups, disk, gatewayport, seccomp, supervise
 
 
 class Premount(Protocol):
@@ -57,6 +57,7 @@ DEFAULT_SANDBOX_UID = 65534  # nobody
 # The size of each of /tmp, /run and /dev/shm inside the sandbox, in MiB (Docker's /dev/shm):
 # TMPDIR, HOME and the caches are the process's own folders, bounded with them.
 SCRATCH_MIB = 64
+PIPE_BUFFER = 1 << 16  # what a pipe holds before a write blocks (Linux's default)
 
 
 class SandboxUnavailable(YybError):
@@ -205,6 +206,9 @@ class Sandbox:
     # Folders shown at another path: (real path, path inside, writable), e.g. a workspace at
     # /testbed or an environment's virtual environment at /yyb/python.
     mounts: tuple[tuple[str, str, bool], ...] = ()
+    # The gateway's socket, reached inside at 127.0.0.1:PORT through the forwarder the
+    # command runs behind (yyb/harness/gatewayport.py); None: no way out but the network's.
+    gateway: gatewayport.Port | None = None
 
     @contextmanager
     def launch(self, command: list[str]) -> Iterator[Launch]:
@@ -216,15 +220,21 @@ class Sandbox:
         Raises:
             SandboxUnavailable: the filter has no program for this host's machine.
         """
+        if self.gateway is not None:
+            problem = gatewayport.admit(self.gateway, sandbox_uid())
+            if problem is not None:
+                raise SandboxUnavailable(problem, None)
         fd = filter_pipe()
+        program = data_pipe(gatewayport.program()) if self.gateway is not None else None
         mark = os.pipe() if self.overlay is not None else None
         group = cgroups.create(self.limits) if self.limits is not None else None
         try:
-            argv = self.argv(command, fd, group, mark[1] if mark else None)
+            argv = self.argv(command, fd, group, mark[1] if mark else None, program)
             fds = (fd, mark[1]) if mark else (fd,)
+            fds += (program,) if program is not None else ()
             yield Launch(argv, fds, group, mark[0] if mark else None)
         finally:
-            for end in (fd, *(mark or ())):
+            for end in (fd, *(mark or ()), *([program] if program is not None else [])):
                 os.close(end)
             if group is not None:
                 group.remove()
@@ -274,10 +284,17 @@ class Sandbox:
         seccomp_fd: int,
         group: cgroups.Group | None = None,
         mark_fd: int | None = None,
+        program_fd: int | None = None,
     ) -> list[str]:
         """The bubblewrap command line, which loads the seccomp filter from ``seccomp_fd``
-        (a descriptor the process inherits), joins ``group`` first, if any, and mounts the
-        overlay first, if any, saying so on ``mark_fd``; ``launch`` provides them."""
+        (a descriptor the process inherits), joins ``group`` first, if any, mounts the
+        overlay first, if any, saying so on ``mark_fd``, and, with a gateway, writes the
+        forwarder read from ``program_fd``; ``launch`` provides them.
+
+        Raises:
+            SandboxUnavailable: a gateway, and no interpreter in the view for its forwarder.
+            InvalidArgument: a gateway in a sandbox that has the host's network.
+        """
         uid = sandbox_uid()
         args = self._wrappers(uid, group, mark_fd)
         args += [bwrap_path(), "--die-with-parent", "--new-session"]
@@ -311,6 +328,16 @@ class Sandbox:
             args += ["--perms", "0755", "--dir", DROP]
             for real, shown_at in drop_files():
                 args += ["--ro-bind", real, shown_at]
+        if self.gateway is not None:
+            if self.network:  # the port would open on the host's own loopback
+                raise InvalidArgument("gateway", "a sandbox with the network allowed has none")
+            if gatewayport.interpreter_missing(self.os_root):
+                where = "the environment" if self.os_root is not None else "this host"
+                raise SandboxUnavailable(
+                    f"the gateway's forwarder needs {gatewayport.INTERPRETER} in {where}", None
+                )
+            args += gatewayport.mounts(self.gateway, program_fd)
+            command = gatewayport.command(self.gateway, command)
         # The root bubblewrap made (and the folders on the way to each mount) becomes
         # read-only: only the writable folders, /tmp and /run can be written.
         args += ["--remount-ro", "/"]
@@ -467,9 +494,19 @@ def filter_pipe() -> int:
         raise SandboxUnavailable(
             f"no seccomp filter for this machine ({machine}); yyb has one for {known}", None
         )
+    return data_pipe(program)
+
+
+def data_pipe(data: bytes) -> int:
+    """The read end of a pipe holding ``data`` and then its end, for bubblewrap to read.
+
+    ``data`` (a seccomp program: a few hundred bytes; the gateway's forwarder: a few KiB)
+    fits a pipe's buffer: one write, which never blocks."""
+    if len(data) > PIPE_BUFFER:
+        raise ValueError(f"{len(data)} bytes do not fit a pipe's buffer")
     read, write = os.pipe()
     try:
-        os.write(write, program)  # a few hundred bytes: one write, never blocks on a pipe
+        os.write(write, data)
     finally:
         os.close(write)
     return read
