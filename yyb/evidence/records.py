@@ -63,6 +63,10 @@ GOVERNED_TERMINAL = "yylo_benchmark_governed_terminal.v1"
 GOVERNED_JUDGEMENT = "yylo_benchmark_governed_judgement.v1"
 READINESS_RECEIPT = "yylo_benchmark_release_readiness.v1"
 READINESS_CHECK = "yylo_benchmark_readiness_check.v1"
+# The model gateway (docs/gateway.md): the prices it meters by, each call, each attempt's sum.
+PRICE_TABLE = "yyb_price_table.v1"
+GATEWAY_CALL = "yyb_gateway_call.v1"
+GATEWAY_METER = "yyb_gateway_meter.v1"
 
 # What the boundary's journal proves about one dispatch (docs/boundary.md, ``status``).
 DispatchState = Literal["never_dispatched", "resumable", "completed", "unknown"]
