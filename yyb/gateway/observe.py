@@ -18,7 +18,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from yyb.evidence.kinds.gateway import Api, GatewayUsage
+from yyb.evidence.kinds.gateway import GatewayUsage
+from yyb.evidence.records import Api
 
 # The API of each path (after an optional /v1), and the method it is called with.
 PATHS: dict[str, tuple[str, Api]] = {

@@ -18,14 +18,12 @@ from typing import Any
 from aiohttp import web
 
 from yyb.evidence.kinds.gateway import (
-    Api,
-    CallOutcome,
-    CallSource,
     GatewayBody,
     GatewayCall,
     GatewayCallLinks,
     GatewayCost,
 )
+from yyb.evidence.records import Api, CallOutcome, CallSource
 from yyb.gateway.meter import Account, Call, Limits
 from yyb.gateway.observe import EventSplitter, Observation, event_data, is_usage_chunk
 from yyb.gateway.prices import call_cost

@@ -25,7 +25,8 @@ import aiohttp
 from aiohttp import web
 
 from yyb.errors import InvalidArgument
-from yyb.evidence.kinds.gateway import CallOutcome, PriceTable
+from yyb.evidence.kinds.gateway import PriceTable
+from yyb.evidence.records import CallOutcome
 from yyb.gateway.meter import Account, Limits, Meter
 from yyb.gateway.observe import KIND_OF, api_of
 from yyb.gateway.providers import ANTHROPIC_VERSION, Providers
@@ -248,6 +249,7 @@ class Gateway:
 
     async def _replayed(self, request: web.Request, exchange: Exchange) -> web.StreamResponse:
         exchange.source = "replay"
+        exchange.upstream_body()  # what the recording asked upstream (the usage chunk too)
         answer = self.replay.take(exchange.key)
         if answer is None:
             return self._refuse(exchange, "unanswered", exchange.key)
@@ -278,10 +280,7 @@ class Gateway:
         except (TimeoutError, aiohttp.ClientError, ConnectionError):
             if exchange.status != 0:
                 raise  # cut mid-answer: the client sees the cut; the call is kept below
-            status, refused = refusal("upstream", exchange.kind)
-            exchange.status = status
-            exchange.response.add(refused)
-            return _response(status, refused)
+            return self._refuse(exchange, "upstream")  # nothing was answered: nothing spent
         finally:
             exchange.close("failed", exchange.cost(self.prices, complete=False))
 

@@ -7,34 +7,18 @@ envelope, never merged into it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal, get_args
+from typing import Any, ClassVar, Literal
 
 from yyb.evidence.record import ABSENT, Absent, Record, Shape, shape
 from yyb.evidence.records import (
     GATEWAY_CALL,
     GATEWAY_METER,
     PRICE_TABLE,
+    Api,
+    CallOutcome,
+    CallSource,
     CostCompleteness,
 )
-
-# The API a call spoke, by its path.
-Api = Literal["chat_completions", "responses", "messages", "count_tokens", "models"]
-APIS: tuple[Api, ...] = get_args(Api)
-# What became of a call: answered (2xx from the source), upstream_error (a non-2xx answer),
-# failed (no answer: the upstream unreachable or cut off), unanswered (replay had none), or
-# refused by the gateway for the model, the ceiling, the size or the attempt's concurrency.
-CallOutcome = Literal[
-    "answered",
-    "upstream_error",
-    "failed",
-    "unanswered",
-    "refused_model",
-    "refused_ceiling",
-    "refused_size",
-    "refused_busy",
-]
-CALL_OUTCOMES: tuple[CallOutcome, ...] = get_args(CallOutcome)
-CallSource = Literal["upstream", "replay", "gateway"]
 
 
 @shape
