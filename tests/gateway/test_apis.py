@@ -189,3 +189,65 @@ def test_an_unreachable_upstream_is_a_502_in_the_providers_shape(make_gateway, u
     assert answer.json()["error"]["code"] == "yyb_upstream_unreachable"
     call = _only_call(gateway, token).record
     assert (call.outcome, call.cost.micros) == ("failed", 0)
+
+
+def test_a_stream_is_relayed_as_it_comes_not_gathered_first(tmp_path):
+    """An upstream that sends its first chunk and then waits: the client has that chunk (and
+    the call is in flight) before the upstream sends the rest."""
+    import asyncio
+    import threading
+
+    from aiohttp import web
+
+    from tests.gateway.conftest import ENVIRON, UnixConnection, providers_for, short_socket
+    from yyb.gateway import Gateway
+
+    release = threading.Event()
+    head = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0,
+            "model": "slow-2025-01-01", "system_fingerprint": None}  # fmt: skip
+    first = {**head, "choices": [{"index": 0, "delta": {"content": "Hel"}, "finish_reason": None}]}
+    usage = {**head, "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2}}
+
+    async def chat(request):
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await response.write(f"data: {json.dumps(first)}\n\n".encode())
+        await asyncio.get_running_loop().run_in_executor(None, release.wait, 10)
+        await response.write(f"data: {json.dumps(usage)}\n\ndata: [DONE]\n\n".encode())
+        return response
+
+    loop = asyncio.new_event_loop()
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", chat)
+    runner = web.AppRunner(app)
+    loop.run_until_complete(runner.setup())
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    loop.run_until_complete(site.start())
+    port = site._server.sockets[0].getsockname()[1]
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        with Gateway(
+            providers_for(f"http://127.0.0.1:{port}"), None, short_socket(tmp_path),
+            environ=ENVIRON,
+        ) as gateway:  # fmt: skip
+            token = gateway.admit("a1", "openai/gpt-5", None)
+            connection = UnixConnection(gateway.socket_path)
+            body = json.dumps({**CHAT, "stream": True})
+            connection.request("POST", "/v1/chat/completions", body,
+                               {"Authorization": f"Bearer {token}"})  # fmt: skip
+            answer = connection.getresponse()
+            line = answer.readline()  # the first event's line, while the upstream waits
+            assert json.loads(line.removeprefix(b"data: ")) == first
+            assert gateway.meter(token).calls == ()
+            release.set()
+            rest = answer.read()
+            assert b"usage" not in rest and rest.endswith(b"data: [DONE]\n\n")
+            call = gateway.retire(token).calls[0]
+            assert call.record.usage.output_tokens == 2 and call.cost_micros is None
+            assert call.record.served_model == "slow-2025-01-01"
+    finally:
+        release.set()
+        asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)

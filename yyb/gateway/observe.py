@@ -175,18 +175,32 @@ class EventSplitter:
 
     def feed(self, chunk: bytes) -> list[tuple[bytes, bool]]:
         """The events ``chunk`` completes, each with whether it is whole (parseable)."""
-        self._held += chunk
+        held = self._held
+        # What was held has no terminator, but one may straddle the old end and the chunk.
+        scan = max(0, len(held) - 3)
+        held += chunk
+        # The next place of each terminator present (one absent now stays absent in this
+        # buffer); each is searched again only once passed, so a chunk is scanned once.
+        ahead = {t: i for t in TERMINATORS if (i := held.find(t, scan)) >= 0}
         out: list[tuple[bytes, bool]] = []
-        while True:
-            cut = _first_terminator(self._held)
-            if cut is None:
-                break
-            out.append((bytes(self._held[:cut]), True))
-            del self._held[:cut]
-        if len(self._held) > self.limit:
+        done = 0
+        while ahead:
+            terminator, index = min(ahead.items(), key=lambda item: item[1])
+            end = index + len(terminator)
+            out.append((bytes(held[done:end]), True))
+            done = end
+            for t, i in list(ahead.items()):
+                if i < done:
+                    found = held.find(t, done)
+                    if found < 0:
+                        del ahead[t]
+                    else:
+                        ahead[t] = found
+        del held[:done]
+        if len(held) > self.limit:
             self.overflowed = True
-            out.append((bytes(self._held), False))
-            self._held.clear()
+            out.append((bytes(held), False))
+            held.clear()
         return out
 
     def flush(self) -> bytes:
@@ -194,12 +208,3 @@ class EventSplitter:
         rest = bytes(self._held)
         self._held.clear()
         return rest
-
-
-def _first_terminator(held: bytearray) -> int | None:
-    """The end (exclusive) of the first whole event in ``held``."""
-    ends = [(i, len(t)) for t in TERMINATORS if (i := held.find(t)) >= 0]
-    if not ends:
-        return None
-    index, size = min(ends)
-    return index + size

@@ -248,10 +248,14 @@ async def relay(
 def _events(exchange: Exchange, events: list[tuple[bytes, bool]]) -> bytes:
     """Observe whole events; what of them goes on (all, unless a usage chunk is stripped)."""
     out = bytearray()
+    observation = exchange.observation
     for event, whole in events:
-        data = event_data(event) if whole else None
+        # Only the events that can name the model or carry usage are parsed (a long answer is
+        # thousands of deltas); the usage chunk to strip carries "usage" too.
+        wanted = whole and (observation.served_model is None or b'"usage"' in event)
+        data = event_data(event) if wanted else None
         if data is not None:
-            exchange.observation.event(data)
+            observation.event(data)
         if exchange.strip_usage and is_usage_chunk(data):
             continue
         out += event

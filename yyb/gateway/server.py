@@ -108,7 +108,11 @@ class Gateway:
     async def _serve(self) -> Gateway:
         app = web.Application(client_max_size=self.limits.max_body_bytes)
         app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        # Stopping cuts calls still in flight after a second: the controller stops the
+        # gateway when the attempt is over, and a stream left open must not hold it.
+        self._runner = web.AppRunner(
+            app, access_log=None, handle_signals=False, shutdown_timeout=1.0
+        )
         await self._runner.setup()
         await web.UnixSite(self._runner, str(self.socket_path)).start()
         os.chmod(self.socket_path, 0o600)
