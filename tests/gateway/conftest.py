@@ -7,9 +7,12 @@ provider keeps), so a test can check the upstream saw the real key and never a t
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import http.client
 import json
 import socket
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -160,3 +163,46 @@ def sse_data(body: bytes) -> list:
                 text = line[6:]
                 out.append(text if text == "[DONE]" else json.loads(text))
     return out
+
+
+SLOW_HEAD = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0,
+             "model": "slow-2025-01-01", "system_fingerprint": None}  # fmt: skip
+SLOW_CHOICE = {"index": 0, "delta": {"content": "Hel"}, "finish_reason": None}
+SLOW_FIRST = {**SLOW_HEAD, "choices": [SLOW_CHOICE]}
+SLOW_USAGE = {**SLOW_HEAD, "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2}}
+
+
+@contextlib.contextmanager
+def slow_upstream():
+    """A Chat Completions upstream that streams its first chunk, then waits for the event it
+    yields before the usage chunk and ``[DONE]``: ``(url, release)``."""
+    from aiohttp import web
+
+    release = threading.Event()
+
+    async def chat(request):
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await response.write(f"data: {json.dumps(SLOW_FIRST)}\n\n".encode())
+        await asyncio.get_running_loop().run_in_executor(None, release.wait, 10)
+        await response.write(f"data: {json.dumps(SLOW_USAGE)}\n\ndata: [DONE]\n\n".encode())
+        return response
+
+    loop = asyncio.new_event_loop()
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", chat)
+    runner = web.AppRunner(app, shutdown_timeout=1.0)
+    loop.run_until_complete(runner.setup())
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    loop.run_until_complete(site.start())
+    port = site._server.sockets[0].getsockname()[1]
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{port}", release
+    finally:
+        release.set()
+        asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()

@@ -4,17 +4,26 @@ observed, the real credential upstream only."""
 from __future__ import annotations
 
 import json
+import socket
 
 import pytest
 
 from tests.gateway.conftest import (
     ANTHROPIC_KEY,
+    ENVIRON,
     OPENAI_KEY,
+    PRICES,
     SERVED,
+    SLOW_FIRST,
     TEXT,
+    UnixConnection,
+    providers_for,
     request,
+    short_socket,
+    slow_upstream,
     sse_data,
 )
+from yyb.gateway import Gateway
 
 MESSAGES = [{"role": "user", "content": "Fix the failing test in calc.py."}]
 CHAT = {"model": "gpt-5", "messages": MESSAGES}
@@ -191,63 +200,47 @@ def test_an_unreachable_upstream_is_a_502_in_the_providers_shape(make_gateway, u
     assert (call.outcome, call.cost.micros) == ("failed", 0)
 
 
+def _stream_request(gateway, token):
+    connection = UnixConnection(gateway.socket_path)
+    body = json.dumps({**CHAT, "stream": True})
+    connection.request("POST", "/v1/chat/completions", body,
+                       {"Authorization": f"Bearer {token}"})  # fmt: skip
+    return connection, connection.getresponse()
+
+
 def test_a_stream_is_relayed_as_it_comes_not_gathered_first(tmp_path):
     """An upstream that sends its first chunk and then waits: the client has that chunk (and
     the call is in flight) before the upstream sends the rest."""
-    import asyncio
-    import threading
-
-    from aiohttp import web
-
-    from tests.gateway.conftest import ENVIRON, UnixConnection, providers_for, short_socket
-    from yyb.gateway import Gateway
-
-    release = threading.Event()
-    head = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0,
-            "model": "slow-2025-01-01", "system_fingerprint": None}  # fmt: skip
-    first = {**head, "choices": [{"index": 0, "delta": {"content": "Hel"}, "finish_reason": None}]}
-    usage = {**head, "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2}}
-
-    async def chat(request):
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-        await response.write(f"data: {json.dumps(first)}\n\n".encode())
-        await asyncio.get_running_loop().run_in_executor(None, release.wait, 10)
-        await response.write(f"data: {json.dumps(usage)}\n\ndata: [DONE]\n\n".encode())
-        return response
-
-    loop = asyncio.new_event_loop()
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", chat)
-    runner = web.AppRunner(app)
-    loop.run_until_complete(runner.setup())
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    loop.run_until_complete(site.start())
-    port = site._server.sockets[0].getsockname()[1]
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    try:
-        with Gateway(
-            providers_for(f"http://127.0.0.1:{port}"), None, short_socket(tmp_path),
-            environ=ENVIRON,
-        ) as gateway:  # fmt: skip
-            token = gateway.admit("a1", "openai/gpt-5", None)
-            connection = UnixConnection(gateway.socket_path)
-            body = json.dumps({**CHAT, "stream": True})
-            connection.request("POST", "/v1/chat/completions", body,
-                               {"Authorization": f"Bearer {token}"})  # fmt: skip
-            answer = connection.getresponse()
-            line = answer.readline()  # the first event's line, while the upstream waits
-            assert json.loads(line.removeprefix(b"data: ")) == first
-            assert gateway.meter(token).calls == ()
-            release.set()
-            rest = answer.read()
-            assert b"usage" not in rest and rest.endswith(b"data: [DONE]\n\n")
-            call = gateway.retire(token).calls[0]
-            assert call.record.usage.output_tokens == 2 and call.cost_micros is None
-            assert call.record.served_model == "slow-2025-01-01"
-    finally:
+    with (
+        slow_upstream() as (url, release),
+        Gateway(providers_for(url), None, short_socket(tmp_path), environ=ENVIRON) as gateway,
+    ):
+        token = gateway.admit("a1", "openai/gpt-5", None)
+        _, answer = _stream_request(gateway, token)
+        line = answer.readline()  # the first event's line, while the upstream waits
+        assert json.loads(line.removeprefix(b"data: ")) == SLOW_FIRST
+        assert gateway.meter(token).calls == ()
         release.set()
-        asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
+        rest = answer.read()
+        assert b"usage" not in rest and rest.endswith(b"data: [DONE]\n\n")
+        call = gateway.retire(token).calls[0]
+        assert call.record.usage.output_tokens == 2 and call.cost_micros is None
+        assert call.record.served_model == "slow-2025-01-01"
+
+
+def test_a_client_gone_mid_stream_leaves_its_call_kept_as_failed(tmp_path):
+    with (
+        slow_upstream() as (url, release),
+        Gateway(providers_for(url), PRICES, short_socket(tmp_path), environ=ENVIRON) as gateway,
+    ):
+        token = gateway.admit("a1", "openai/gpt-5", None)
+        connection, answer = _stream_request(gateway, token)
+        assert answer.readline().startswith(b"data: ")
+        connection.sock.shutdown(socket.SHUT_RDWR)
+        connection.close()
+        release.set()
+        meter = gateway.retire(token)
+        (call,) = meter.calls
+        assert (call.record.outcome, call.record.served_model) == ("failed", "slow-2025-01-01")
+        assert call.response.startswith(b"data: ")
+        assert call.cost_micros is None and meter.completeness == "partial"  # not priced
