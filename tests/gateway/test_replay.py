@@ -132,3 +132,19 @@ def test_the_request_hash_ignores_what_does_not_change_the_question():
     ]
     for method, path, body in different:
         assert request_sha256(method, path, body, route) != key
+
+
+def test_an_answer_kept_truncated_is_not_replayed(make_gateway, upstream):
+    from yyb.gateway import Limits
+
+    gateway = make_gateway(Limits(keep_bytes=200))
+    token = gateway.admit("a1", "openai/gpt-5", None)
+    path, body = OPENAI_RUN[0]
+    whole = request(gateway, path, body, token)
+    (call,) = gateway.retire(token).calls
+    assert call.record.response.truncated and len(call.response) == 200
+    assert call.record.response.bytes == len(whole.body) > 200
+    assert call.record.served_model is None and call.cost_micros is None  # not parsed
+    replaying = make_gateway(replay=Replay.of([call]))
+    token = replaying.admit("a1", "openai/gpt-5", None)
+    assert request(replaying, path, body, token).status == 502

@@ -119,7 +119,7 @@ class Gateway:
         if self._tcp:
             site = web.TCPSite(self._runner, "127.0.0.1", 0)
             await site.start()
-            port = site._server.sockets[0].getsockname()[1]  # noqa: SLF001 (aiohttp has no API)
+            port = next(a[1] for a in self._runner.addresses if isinstance(a, tuple))
             self.url = f"http://127.0.0.1:{port}"
         timeout = aiohttp.ClientTimeout(total=self.limits.upstream_timeout_s)
         connector = aiohttp.TCPConnector(limit=self.limits.total_concurrency)
