@@ -61,3 +61,14 @@ def test_tokens_are_long_random_and_per_attempt(tmp_path):
             gateway.retire(token)
         assert gateway.socket_path.exists()
     assert not gateway.socket_path.exists()
+
+
+def test_a_socket_that_cannot_be_bound_fails_the_start_and_leaves_nothing(tmp_path):
+    gateway = Gateway(
+        providers_for("http://127.0.0.1:1"), PRICES, tmp_path / "missing" / "gw.sock",
+        environ=ENVIRON,
+    )  # fmt: skip
+    with pytest.raises(OSError):
+        gateway.start()
+    gateway.stop()  # nothing to stop: a no-op
+    assert not (tmp_path / "missing").exists()

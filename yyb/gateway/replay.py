@@ -20,6 +20,7 @@ import threading
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from yyb.evidence.kinds.gateway import GatewayCall, GatewayMeter
 from yyb.gateway.meter import Call
@@ -78,7 +79,7 @@ class Replay:
         return cls((c.record.request_sha256, _recorded(c)) for c in calls if _replayable(c.record))
 
     @classmethod
-    def from_store(cls, objects, meter_oids: Iterable[str]) -> Replay:
+    def from_store(cls, objects: Any, meter_oids: Iterable[str]) -> Replay:
         """Replay from stored meters (``yyb_gateway_meter.v1``) and the calls they link.
 
         Args:

@@ -83,6 +83,7 @@ class Gateway:
         self.unauthorized = 0
         self.url: str | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._runner: web.AppRunner | None = None
         self._thread: threading.Thread | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -98,7 +99,14 @@ class Gateway:
         if self.socket_path.exists() and stat.S_ISSOCK(self.socket_path.lstat().st_mode):
             self.socket_path.unlink()  # a stale socket of a gateway that died
         self._loop = asyncio.new_event_loop()
-        ready = self._loop.run_until_complete(self._serve())
+        try:
+            ready = self._loop.run_until_complete(self._serve())
+        except BaseException:
+            if self._runner is not None:
+                self._loop.run_until_complete(self._runner.cleanup())
+            self._loop.close()
+            self._loop = None
+            raise
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="yyb-gateway", daemon=True
         )
