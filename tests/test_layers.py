@@ -26,6 +26,7 @@ LAYERS = [
         "yyb.workflow",
         "yyb.readiness",
         "yyb.view",
+        "yyb.gateway",
     },
     {"yyb.cli", "yyb.__main__"},
 ]

@@ -63,6 +63,30 @@ GOVERNED_TERMINAL = "yylo_benchmark_governed_terminal.v1"
 GOVERNED_JUDGEMENT = "yylo_benchmark_governed_judgement.v1"
 READINESS_RECEIPT = "yylo_benchmark_release_readiness.v1"
 READINESS_CHECK = "yylo_benchmark_readiness_check.v1"
+# The model gateway (docs/gateway.md): the prices it meters by, each call, each attempt's sum.
+PRICE_TABLE = "yyb_price_table.v1"
+GATEWAY_CALL = "yyb_gateway_call.v1"
+GATEWAY_METER = "yyb_gateway_meter.v1"
+
+# The model gateway (docs/gateway.md): the API a call spoke, by its path.
+Api = Literal["chat_completions", "responses", "messages", "count_tokens", "models"]
+APIS: tuple[Api, ...] = get_args(Api)
+# What became of a call: answered (2xx from the source), upstream_error (a non-2xx answer),
+# failed (no answer: the upstream unreachable or cut off), unanswered (replay had none), or
+# refused by the gateway for the model, the ceiling, the size or the attempt's concurrency.
+CallOutcome = Literal[
+    "answered",
+    "upstream_error",
+    "failed",
+    "unanswered",
+    "refused_model",
+    "refused_ceiling",
+    "refused_size",
+    "refused_busy",
+]
+CALL_OUTCOMES: tuple[CallOutcome, ...] = get_args(CallOutcome)
+CallSource = Literal["upstream", "replay", "gateway"]
+
 
 # What the boundary's journal proves about one dispatch (docs/boundary.md, ``status``).
 DispatchState = Literal["never_dispatched", "resumable", "completed", "unknown"]

@@ -29,6 +29,7 @@ MODULES = (
     "report",
     "governed",
     "readiness",
+    "gateway",
 )
 
 
