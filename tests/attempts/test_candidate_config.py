@@ -146,6 +146,13 @@ def test_scratch_is_out_of_the_patch_and_the_graded_listing_and_kept_as_evidence
     assert "graded_listing" not in evaluation["links"]
     assert b".agent" not in bench.body(evaluation["links"]["input"])
     assert bench.doctor_errors() == []
+    # The viewer shows what was set aside, apart from the final listing.
+    from yyb.view import attempt as view
+
+    _, shown = view.page(bench.store, [], plan.oid, result.attempt)
+    shown = str(shown)
+    assert "set aside as scratch, not graded (2)" in shown
+    assert shown.rindex(".agent.chat.history.md") > shown.index("set aside as scratch")
 
 
 @pytest.mark.parametrize(

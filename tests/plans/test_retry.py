@@ -131,6 +131,10 @@ def test_retry_runs_the_two_cells_and_the_family_counts_each_cell_once(holes, tm
     assert text.stdout.count("superseded by retry") == 2
     markdown = holes.yyb("report", "--plan", out, "--no-layer", "--format", "markdown")
     assert "**Retries**" in markdown.stdout
+    from yyb.view import attempt as view  # the viewer names what a retry retried
+
+    _, shown = view.page(holes.bench.store, [], oid, new[0])
+    assert "a retry of attempt" in str(shown) and holes.attempts[0] in str(shown)
     # Across the store, the longitudinal report pools each cell once too.
     pooled = holes.yyb("report", "--longitudinal", "--format", "json", "--no-layer")
     assert pooled.exit_code == 0, pooled.stderr

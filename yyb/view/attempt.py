@@ -45,9 +45,11 @@ def page(store, trusted: list, plan_oid: str, attempt_oid: str) -> tuple[str, Ma
     value = attempt.value if attempt else {}
     model = (value.get("model") or {}).get("resolved", "?")
     title = f"attempt {value.get('ordinal', '?')} · {model} · {value.get('case_id') or '-'}"
+    retried = (value.get("links") or {}).get("retry_of")
     body = [
         el("p", link(urls.plan(plan_oid), "experiment ", el("code", plan_oid[:12]))),
         el("h1", title, " ", badge("attempt", "info"), " ", oid(attempt_oid)),
+        *([el("p", "a retry of attempt ", oid(retried))] if isinstance(retried, str) else []),
         banner(found),
         el("h2", "Outcome"),
         outcome(found),
@@ -283,6 +285,7 @@ def workspace(found: chain.AttemptChain) -> Markup:
         ("snapshot", f"commit {r.get('snapshot_commit', '-')}, tree {r.get('snapshot_tree', '-')}"),
         ("files at the start", r.get("file_count", "-")),
         ("excluded paths", ", ".join(map(str, r.get("excluded_paths") or [])) or "-"),
+        ("scratch paths", ", ".join(map(str, r.get("scratch_paths") or [])) or "-"),
         ("executor", _inline(r.get("executor"))),
         (
             "sandbox",
@@ -307,6 +310,11 @@ def workspace(found: chain.AttemptChain) -> Markup:
         out.append(
             _paths([e[0] for e in entries if isinstance(e, list) and e], urls.obj(listing.oid))
         )
+    aside = (manifest.value.get("links") or {}).get("scratch") if manifest is not None else None
+    if isinstance(aside, str):
+        paths = [str(path) for path in manifest.value.get("scratch") or []]
+        out.append(el("h3", f"set aside as scratch, not graded ({len(paths):,}) ", oid(aside)))
+        out.append(_paths(paths, urls.obj(aside)))
     return join(out)
 
 
