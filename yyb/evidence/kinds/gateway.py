@@ -1,6 +1,6 @@
 """Gateway records (docs/gateway.md): a price table, one call to a model, an attempt's meter.
 
-The gateway (yyb/gateway/, porcelain) builds these; the lead's run stores them beside the
+The gateway (yyb/gateway/, porcelain) builds these; a run is to store them beside the
 envelope, never merged into it.
 """
 
