@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from yyb.harness import sandbox
+from yyb.harness import probe, sandbox
 
 ESCAPER = """
 grep -E '^(Uid|CapEff|CapPrm|CapBnd|NoNewPrivs):' /proc/self/status
@@ -213,7 +213,7 @@ def test_the_probe_refuses_a_sandbox_with_privileges():
         "Uid:\t65534\nCapEff:\t0000000000000000\nCapPrm:\t0\nCapBnd:\t0\nNoNewPrivs:\t1\n"
         "Seccomp:\t2\n"
     )
-    sandbox._check(good)
+    probe._check(good)
     for bad, words in (
         (good.replace("CapEff:\t0000000000000000", "CapEff:\t000001fffeffffff"), "CapEff"),
         (good.replace("CapBnd:\t0", "CapBnd:\t1"), "CapBnd"),
@@ -225,11 +225,11 @@ def test_the_probe_refuses_a_sandbox_with_privileges():
         ("", "capabilities"),
     ):
         with pytest.raises(sandbox.SandboxUnavailable, match=words):
-            sandbox._check(bad)
+            probe._check(bad)
     if os.geteuid() == 0:
         with pytest.raises(sandbox.SandboxUnavailable, match="root"):
-            sandbox._check(good.replace("Uid:\t65534", "Uid:\t0"))
-    assert sandbox.probe() == sandbox.version()  # this host provides it all
+            probe._check(good.replace("Uid:\t65534", "Uid:\t0"))
+    assert probe.probe() == sandbox.version()  # this host provides it all
 
 
 def test_the_sandbox_holds_for_an_unprivileged_controller(open_folder, monkeypatch):

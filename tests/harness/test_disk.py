@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from yyb.harness import disk, sandbox
+from yyb.harness import disk, probe
 
 # Run by the controller under test (root, or uid 65534 through setpriv): a sandboxed writer of
 # three 1 MiB files on a 2 MiB disk; prints what it saw and what the controller reads back.
@@ -89,5 +89,5 @@ def test_a_disk_refused_by_the_host_is_named(tmp_path):
 
 
 def test_the_probe_verifies_the_disk():
-    _, verified = sandbox.verify()
+    _, verified = probe.verify()
     assert any("disk that a larger file does not fit" in line for line in verified)

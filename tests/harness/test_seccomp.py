@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from yyb.harness import sandbox, seccomp
+from yyb.harness import probe, sandbox, seccomp
 
 ALLOW = seccomp.RET_ALLOW
 EPERM = seccomp.RET_ERRNO | seccomp.EPERM
@@ -98,7 +98,7 @@ def test_an_unknown_machine_has_no_program_and_the_sandbox_refuses_to_start(monk
     monkeypatch.setattr(seccomp, "ARCHES", {})
     machine = os.uname().machine
     with pytest.raises(sandbox.SandboxUnavailable) as caught:
-        sandbox.probe()
+        probe.probe()
     message = str(caught.value)
     assert f"no seccomp filter for this machine ({machine})" in message
     assert len(message.splitlines()) == 1

@@ -191,10 +191,10 @@ def prepare(
         EnvironmentMismatch: an environment of the plan is not built here or differs from
             its manifest.
     """
-    from yyb.harness import adapters, sandbox
+    from yyb.harness import adapters, probe
 
     authorize(store, plan_oid, plan, offline)
-    _, verified = sandbox.verify()
+    _, verified = probe.verify()
     harness = plan["candidate_harness"]["config"]
     if candidates_here and "harness_program" in plan["links"]:
         from yyb.attempts import candidate

@@ -104,9 +104,9 @@ def probe(run_id: str, harness: dict, tools: list[str], dask_worker=None) -> Pro
         SandboxUnavailable, UsageError: it cannot; the controller refuses the run.
     """
     import yyb
-    from yyb.harness import adapters, sandbox
+    from yyb.harness import adapters, probe
 
-    version, verified = sandbox.verify()
+    version, verified = probe.verify()
     from yyb import agents
 
     if harness["kind"] in agents.KINDS:

@@ -34,7 +34,7 @@ from yyb.evidence.records import GOLD_RUNS
 from yyb.grading import collection, testsuite
 from yyb.grading.invocation import Invocation
 from yyb.grading.outcome import Outcome
-from yyb.harness import apply, manifest, sandbox, scratch, snapshot, worktree
+from yyb.harness import apply, manifest, probe, sandbox, scratch, snapshot, worktree
 from yyb.store.objects.codec import from_json
 
 MAX_REASON = 4096
@@ -74,7 +74,7 @@ def validate(store, config, task_path: str, environ: dict | None = None, cancel=
     if gold is None:
         raise cases.CaseError(task_path, "fields.benchmark.tests.gold_patch", "missing")
     signer = signing.configured_signer(environ or {})
-    sandbox.probe()
+    probe.probe()
     protected = protected_roots(store.path, config, task)
     case_oid = cases.write_case(store, task, case)
     record_case = store.objects.get_record(case_oid)

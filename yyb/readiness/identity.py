@@ -400,9 +400,9 @@ def host() -> dict:
     Raises:
         SandboxUnavailable: the sandbox cannot start here (nothing can be checked).
     """
-    from yyb.harness import sandbox
+    from yyb.harness import probe
 
-    version, verified = sandbox.verify()
+    version, verified = probe.verify()
     uname = os.uname()
     return {
         "sandbox": {"kind": "bubblewrap", "version": version, "verified": verified},

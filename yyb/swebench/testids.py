@@ -14,7 +14,7 @@ import dataclasses
 from yyb.config import DEFAULT_EXCLUDED
 from yyb.evidence import testpatch
 from yyb.grading import collection
-from yyb.harness import apply, manifest, sandbox, scratch, snapshot, worktree
+from yyb.harness import apply, manifest, probe, scratch, snapshot, worktree
 from yyb.store.repo import Store
 from yyb.swebench.instances import LISTS, Instance, InstanceError
 
@@ -34,7 +34,7 @@ def check(
         InstanceError: an instance with a listed id that is not collected and cannot be
             repaired, or whose test patch does not apply to its base.
     """
-    sandbox.probe()
+    probe.probe()
     pytest = collection.runner([python, "-m", "pytest"])
     out, repairs = [], []
     for instance in instances:
