@@ -264,6 +264,32 @@ class Bench(RunBench):
     def alive(self) -> list[tuple[int, str]]:
         return alive(self.mark)
 
+    def kill_controller(self, plan: str, running: int, settle_s: float = 10) -> list[str]:
+        """Start ``yyb run --plan PLAN``, SIGKILL it once ``running`` stand-in processes are
+        alive (the controller dies without a chance to write anything), wait ``settle_s`` for
+        its candidates to go, and remove the attempt folders it could not; returns them."""
+        import subprocess
+
+        proc = subprocess.Popen(
+            self.subprocess_argv("run", "--plan", plan),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        roots = []
+        try:
+            assert wait_for(lambda: len(self.alive()) >= running), "the candidate never started"
+            roots = self.attempt_roots()
+            proc.kill()
+            proc.wait(timeout=30)
+            assert wait_for(lambda: self.alive() == [], timeout=settle_s), self.alive()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            for root in roots:  # the dead controller could not remove its attempt folder
+                shutil.rmtree(root, ignore_errors=True)
+        return roots
+
 
 def build_bench(root: Path) -> Bench:
     """Create the source repository, tools, task and store under ``root``."""

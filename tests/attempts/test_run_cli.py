@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 import threading
@@ -195,24 +194,7 @@ def test_attempt_interrupted_by_a_crash_is_closed_not_redispatched(bench):
     model = bench.behaviour("holder", HOLDER)
     plan_file = bench.plan_file([model], attempts=2)
     plan_oid, _ = planfile.load(plan_file)
-    proc = subprocess.Popen(
-        bench.subprocess_argv("run", "--plan", plan_file),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    roots = []
-    try:
-        assert wait_for(lambda: len(bench.alive()) >= 2), "the candidate never started"
-        roots = bench.attempt_roots()
-        proc.kill()  # the controller dies without a chance to write anything
-        proc.wait(timeout=30)
-        assert wait_for(lambda: bench.alive() == [], timeout=10), bench.alive()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for root in roots:  # the dead controller could not remove its attempt folder
-            shutil.rmtree(root, ignore_errors=True)
+    roots = bench.kill_controller(plan_file, running=2)
     assert len(roots) == 1
     [(attempt, leaves)] = refs_by_attempt(bench, plan_oid).items()
     assert leaves == {"intent"}

@@ -9,8 +9,6 @@ Plan: models ``stand/holder`` and ``stand/fixer`` x 2 attempts; ordinals 0, 1 ar
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,24 +69,7 @@ def cancel_first(bench: Bench, plan) -> None:
 
 def _kill_during_second(bench: Bench, plan) -> None:
     """SIGKILL a `yyb run` while the second holder holds: attempt 1 keeps only its intent."""
-    proc = subprocess.Popen(
-        bench.subprocess_argv("run", "--plan", plan.oid),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    roots = []
-    try:
-        assert wait_for(lambda: len(bench.alive()) >= 1), "the second holder never started"
-        roots = bench.attempt_roots()
-        proc.kill()
-        proc.wait(timeout=30)
-        assert wait_for(lambda: bench.alive() == [], timeout=20), bench.alive()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for root in roots:  # the dead controller could not remove its attempt folder
-            shutil.rmtree(root, ignore_errors=True)
+    bench.kill_controller(plan.oid, running=1, settle_s=20)
 
 
 def make(root: Path) -> Holes:
