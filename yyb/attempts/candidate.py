@@ -19,12 +19,16 @@ configuration file or the installed yyb on the day of the run (docs/agents.md).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
+from importlib import resources
 
+from yyb import agents
 from yyb.errors import UsageError
-from yyb.harness import manifest
+from yyb.evidence import plan as planned
+from yyb.harness import adapters, manifest
 from yyb.harness.environment import SYSTEM_PATH
 
 SETTINGS_ENV = "YYB_SETTINGS_FILE"
@@ -60,8 +64,6 @@ def write_helper(places) -> str:
     """Write the envelope helper (``yyb.agents.envelope``, standard library only) into the
     control folder as ``bin/yyb-envelope``, for a harness in any language to report through
     (docs/adapters.md); returns the folder to put on the candidate's PATH."""
-    from importlib import resources
-
     data = (resources.files("yyb.agents") / "envelope.py").read_bytes()
     if not data.startswith(b"#!"):
         data = b"#!/usr/bin/env python3\n" + data
@@ -78,8 +80,6 @@ def sealed(box, places):
     """``box`` with the programs yyb wrote into the control folder (the envelope helper, an
     agent kind's adapter) read-only inside it: the harness runs them, and a tool it starts
     must not be able to replace them before it does."""
-    import dataclasses
-
     folders = [os.path.join(places.control, name) for name in ("bin", "agent")]
     kept = tuple((path, path, False) for path in folders if os.path.isdir(_reach(places, path)))
     return dataclasses.replace(box, mounts=(*box.mounts, *kept))
@@ -100,8 +100,6 @@ def agent_argv(store, plan: dict, attempt: dict, places, values: dict[str, str])
     folder = os.path.join(places.control, "agent")
     program = manifest.entries_at(store, plan["links"]["harness_program"])
     manifest.write_entries(store, program, _reach(places, folder))
-    from yyb.evidence import plan as planned
-
     invocation = {
         "schema_version": INVOCATION,
         "kind": harness["kind"],
@@ -121,8 +119,6 @@ def agent_argv(store, plan: dict, attempt: dict, places, values: dict[str, str])
 
 
 def _default_executable(kind: str) -> str:
-    from yyb import agents
-
     return agents.KINDS[kind].executable
 
 
@@ -141,6 +137,19 @@ def python(harness: dict) -> str:
             "which is not installed in the system folders"
         )
     return found
+
+
+def check_program(harness: dict, tools: list[str]) -> None:
+    """Refuse, before anything is dispatched, a candidate harness whose program is missing:
+    an agent kind's interpreter or CLI (``check_agent``), another kind's executable.
+
+    Raises:
+        UsageError: it is missing.
+    """
+    if harness["kind"] in agents.KINDS:
+        check_agent(harness, tools)
+    else:
+        adapters.executable(harness)
 
 
 def check_agent(harness: dict, tools: list[str]) -> None:

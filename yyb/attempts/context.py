@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from yyb import signing
+from yyb.attempts import candidate
 from yyb.errors import UsageError
 from yyb.evidence import environment, names
 from yyb.evidence.kinds.attempt import Terminal
@@ -196,12 +197,8 @@ def prepare(
     authorize(store, plan_oid, plan, offline)
     _, verified = probe.verify()
     harness = plan["candidate_harness"]["config"]
-    if candidates_here and "harness_program" in plan["links"]:
-        from yyb.attempts import candidate
-
-        candidate.check_agent(harness, plan["tool_policy"]["read_only_paths"])
-    elif candidates_here:
-        adapters.executable(harness)
+    if candidates_here:
+        candidate.check_program(harness, plan["tool_policy"]["read_only_paths"])
     secrets = {}
     for name in harness.get("secrets", []) if candidates_here else ():
         if name not in environ:

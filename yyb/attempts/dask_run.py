@@ -33,7 +33,7 @@ import threading
 import time
 from dataclasses import dataclass, field, fields
 
-from yyb.attempts import remote
+from yyb.attempts import candidate, remote
 from yyb.attempts.execute import unprepared
 from yyb.errors import UsageError, YybError
 
@@ -104,17 +104,10 @@ def probe(run_id: str, harness: dict, tools: list[str], dask_worker=None) -> Pro
         SandboxUnavailable, UsageError: it cannot; the controller refuses the run.
     """
     import yyb
-    from yyb.harness import adapters, probe
+    from yyb.harness import probe
 
     version, verified = probe.verify()
-    from yyb import agents
-
-    if harness["kind"] in agents.KINDS:
-        from yyb.attempts import candidate
-
-        candidate.check_agent(harness, tools)
-    else:
-        adapters.executable(harness)
+    candidate.check_program(harness, tools)
     missing = [name for name in harness.get("secrets", []) if name not in os.environ]
     if missing:
         raise UsageError(f"the harness needs the secret {missing[0]}, not set on this worker")

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from yyb import __version__
+from yyb import __version__, agents
 from yyb.cases import Task, environment_of, hidden_patch, load_case
 from yyb.config import Config
 from yyb.errors import InvalidArgument, UsageError
@@ -34,6 +34,7 @@ from yyb.evidence.kinds.plan import (
 )
 from yyb.evidence.record import Record
 from yyb.plans import budget
+from yyb.plans import harness as files
 from yyb.store import file
 from yyb.store.objects.format import hash_object
 from yyb.store.objects.store import record_body
@@ -154,8 +155,6 @@ def _scratch_paths(harness: dict) -> tuple[str, ...]:
     """The result-side exclusions of the candidate harness: its own, else its agent kind's."""
     if "scratch_paths" in harness:
         return tuple(harness["scratch_paths"])
-    from yyb import agents
-
     kind = agents.KINDS.get(harness["kind"])
     return tuple(kind.scratch) if kind is not None else ()
 
@@ -163,9 +162,6 @@ def _scratch_paths(harness: dict) -> tuple[str, ...]:
 def _harness_files(config: Config, plan: Plan, harness: dict) -> dict[str, str]:
     """The listings of the harness's home folder and of its agent kind's adapter program,
     their blobs added to ``plan``: the plan's links to them by role."""
-    from yyb import agents
-    from yyb.plans import harness as files
-
     found = {}
     if harness.get("home"):
         found["harness_home"] = files.home_files(os.path.join(config.folder, harness["home"]))
