@@ -200,3 +200,25 @@ def test_the_envelope_helper_cannot_be_replaced_inside_the_sandbox(bench):
     out = bench.linked(result, "stdout").decode()
     assert "replaced" not in out and "added" not in out, out
     assert result.terminal_class == "resolved", result.reason
+
+
+# Works inside a folder the harness declares as scratch: a file of the base it changes there
+# is its result, a file it adds is not.
+INSIDE_SCRATCH = """
+echo "changed by the candidate" >> docs/old.md
+echo "added by the candidate" > docs/new.md
+envelope succeeded
+"""
+
+
+def test_a_base_file_under_a_scratch_path_stays_the_candidates_result(bench):
+    configure(bench, scratch=["docs/"], home=False)
+    model = bench.behaviour("inside", INSIDE_SCRATCH)
+    _, [result] = bench.run([model])
+    patch = bench.linked(result, "patch").decode()
+    assert "docs/old.md" in patch and "changed by the candidate" in patch
+    assert "docs/new.md" not in patch
+    execution = bench.record(bench.terminal(result)["links"]["execution"])
+    post = bench.record(execution["links"]["manifest"])
+    assert post["scratch"] == ["docs/new.md"]
+    assert "docs/old.md" in post["changed"]
