@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.conftest import Yyb, killed_runs, note
+from tests.conftest import Yyb, flip_byte, killed_runs, note
 from yyb.errors import CorruptObject
 from yyb.store import gc
 from yyb.store.fsck import fsck
@@ -149,10 +149,7 @@ def test_every_damaged_byte_of_a_pack_or_its_index_is_refused(tmp_path):
 def test_doctor_reports_a_damaged_pack(tmp_path):
     store, _ = filled(str(tmp_path / "s"), 8)
     path = gc.gc(store).pack
-    os.chmod(path, 0o644)
-    with open(path, "r+b") as handle:
-        handle.seek(40)
-        handle.write(b"\xff")
+    flip_byte(path, 40)  # XOR: writing a fixed 0xff was a no-op when the byte was 0xff
     found = errors(Store.open(store.path))
     assert any(line.startswith("error bad-pack objects/pack/") for line in found), found
 
