@@ -159,6 +159,10 @@ class Config:
                 return list(entry["accept"])
         return []
 
+    def gateway(self) -> dict | None:
+        """The model gateway's section (docs/gateway.md), None when there is none."""
+        return self.data.get("gateway")
+
     def harness(self, harness_id: str) -> dict:
         return self.data["harnesses"][harness_id]
 
@@ -220,8 +224,29 @@ def _harness_problems(data: dict) -> list[tuple[str, str]]:
     return found
 
 
+def _gateway_problems(data: dict) -> list[tuple[str, str]]:
+    """A gateway plan needs its providers; no harness may be handed a credential the gateway
+    holds (it gets a token in its place), as a secret or as a fixed variable."""
+    found = []
+    gateway = data.get("gateway")
+    if data.get("tool_policy", {}).get("network") == "gateway" and gateway is None:
+        found.append(("/tool_policy/network", "gateway needs a gateway section with its providers"))
+    held = {p["credential"] for p in (gateway or {}).get("providers", {}).values()}
+    for name, spec in sorted(data.get("harnesses", {}).items()):
+        for where in ("secrets", "env"):
+            for variable in sorted(set(spec.get(where, [])) & held):
+                found.append(
+                    (
+                        pointer(("harnesses", name, where)),
+                        f"{variable} is a credential the gateway holds: a candidate gets a "
+                        "per-attempt token in its place, never the key",
+                    )
+                )
+    return found
+
+
 def _semantic_problems(data: dict) -> list[tuple[str, str]]:
-    found = _model_problems(data) + _harness_problems(data)
+    found = _model_problems(data) + _harness_problems(data) + _gateway_problems(data)
     harnesses = data.get("harnesses", {})
     if data.get("default_candidate_harness") not in harnesses:
         found.append(("/default_candidate_harness", "expected the id of a configured harness"))

@@ -432,9 +432,12 @@ def test_a_grader_workspace_made_deeper_than_any_recursion_limit_is_removed(benc
         "echo $i > leaf\n"
         f"printf '%s' '{PASSING}' > \"$YYB_GRADER_OUTPUT\"\n"
     )
-    bench.configure({"tests": bench.command("deep", deep)})
+    # 1,500 mkdirs are 1,500 processes: on a loaded two-core machine they can take longer than
+    # the 5 s the other graders get, and a timed-out grader is (rightly) invalid
+    bench.configure({"tests": bench.command("deep", deep, timeout_ms=60_000)})
     plan, (fixer,) = bench.run(["zz/fixer"])
-    assert bench.evaluation(plan, fixer, "tests")["verdict"] == "pass"
+    evaluation = bench.evaluation(plan, fixer, "tests")
+    assert evaluation["verdict"] == "pass", evaluation
     assert fixer.terminal_class == "resolved"
     from yyb.harness import scratch
 

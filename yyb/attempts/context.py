@@ -195,6 +195,12 @@ def prepare(
     from yyb.harness import adapters, probe
 
     authorize(store, plan_oid, plan, offline)
+    if plan["tool_policy"]["network"] == "gateway":  # bound in plans; no executor starts one yet
+        raise UsageError(
+            "the plan sends its candidates' model calls through the gateway "
+            "(tool_policy.network gateway), which this yyb binds in plans but cannot run yet "
+            "(docs/gateway.md)"
+        )
     _, verified = probe.verify()
     harness = plan["candidate_harness"]["config"]
     if candidates_here:

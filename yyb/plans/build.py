@@ -13,6 +13,7 @@ import os
 import platform
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from yyb import __version__, agents
@@ -137,6 +138,12 @@ def _experiment(
     harness = _harness(config)
     scratch = _scratch_paths(harness.config)
     links = dataclasses.replace(rest.pop("links"), **_harness_files(config, plan, harness.config))
+    gateway = _gateway(config, plan, models)
+    if gateway is not None:
+        gateway, prices = gateway
+        rest["gateway"] = gateway
+        if prices is not None:
+            links = dataclasses.replace(links, prices=prices)
     return ExperimentPlan(
         versions=_versions(config),
         models=tuple(models),
@@ -149,6 +156,39 @@ def _experiment(
         **({"scratch_paths": scratch} if scratch else {}),
         **rest,
     )
+
+
+def _gateway(config: Config, plan: Plan, models: list[dict]) -> tuple[dict, str | None] | None:
+    """For a plan whose candidates reach their models through the gateway (docs/gateway.md):
+    its providers as configured (credentials by name) and the oid of its price table, read
+    now and added to ``plan``; None for any other plan.
+
+    Raises:
+        UsageError: a model whose provider the gateway lacks; an unreadable price table.
+    """
+    if config.tool_policy()["network"] != "gateway":
+        return None
+    from yyb.errors import SchemaViolation
+    from yyb.gateway.prices import read_price_table
+
+    section = config.gateway()
+    providers = section["providers"]
+    for model in models:
+        provider = model["resolved"].split("/", 1)[0]
+        if provider not in providers:
+            known = ", ".join(sorted(providers))
+            raise UsageError(
+                f"model {model['resolved']}: the gateway has no provider {provider!r} "
+                f"(configured: {known})"
+            )
+    prices = None
+    if "prices" in section:
+        path = os.path.join(config.folder, section["prices"])
+        try:
+            prices = _add(plan, read_price_table(Path(path)))
+        except SchemaViolation as exc:
+            raise UsageError(f"the gateway's price table {path}: {exc}") from None
+    return {"providers": providers}, prices
 
 
 def _scratch_paths(harness: dict) -> tuple[str, ...]:

@@ -125,7 +125,7 @@ class BenchmarkConfigWorkspace(Shape):
 class BenchmarkConfigToolPolicy(Shape):
     """The ``tool_policy`` of a BenchmarkConfig."""
 
-    network: Literal["allowed", "denied"]
+    network: Literal["allowed", "denied", "gateway"]
     read_only_paths: tuple[str, ...] | Absent = ABSENT
     limits: Mapping[str, Any] | Absent = ABSENT
 
@@ -146,6 +146,7 @@ class BenchmarkConfig(Record):
     repositories: Mapping[str, Any] | Absent = ABSENT
     attempt_timeout_ms: int | Absent = ABSENT
     tool_policy: BenchmarkConfigToolPolicy | Absent = ABSENT
+    gateway: Mapping[str, Any] | Absent = ABSENT  # the model gateway (docs/gateway.md)
 
 
 @shape
@@ -161,7 +162,7 @@ class ExperimentPlanVersions(Shape):
 class ExperimentPlanToolPolicy(Shape):
     """The ``tool_policy`` of an ExperimentPlan."""
 
-    network: Literal["allowed", "denied"]
+    network: Literal["allowed", "denied", "gateway"]
     read_only_paths: tuple[str, ...]
     limits: Mapping[str, Any] | Absent = ABSENT
 
@@ -203,6 +204,7 @@ class ExperimentPlanLinks(Shape):
     harness_home: str | Absent = ABSENT
     harness_program: str | Absent = ABSENT
     retry_of: str | Absent = ABSENT  # the plan a retry plan retries (docs/plans.md, "Retries")
+    prices: str | Absent = ABSENT  # the gateway's price table (docs/gateway.md)
 
 
 @shape
@@ -228,6 +230,7 @@ class ExperimentPlan(Record):
     links: ExperimentPlanLinks
     environments: tuple[Mapping[str, Any], ...] | Absent = ABSENT
     scratch_paths: tuple[str, ...] | Absent = ABSENT
+    gateway: Mapping[str, Any] | Absent = ABSENT  # its providers, with tool_policy.network gateway
 
 
 @shape
