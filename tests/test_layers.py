@@ -41,6 +41,8 @@ PORCELAIN_USES = {
     # example's stand-in agent writes its envelope with the shipped helper.
     ("yyb.plans", "yyb.agents"),
     ("yyb.attempts", "yyb.agents"),
+    # a run whose candidates reach their models through the gateway starts one and meters them.
+    ("yyb.attempts", "yyb.gateway"),
     ("yyb.example", "yyb.agents"),
     ("yyb.workflow", "yyb.grading"),
     ("yyb.workflow", "yyb.plans"),

@@ -197,6 +197,19 @@ class Bench(RunBench):
         self.config_path.write_text(json.dumps(data, indent=2))
         return data
 
+    def through_gateway(self, providers: dict, prices: dict | None = None, **harness) -> dict:
+        """Configure the candidates to reach their models through the gateway
+        (docs/gateway.md, "In a plan"): ``providers`` as the config names them, ``prices``
+        written as the price table file; ``harness`` fields added to the candidate's."""
+        data = self.configure(network="gateway")
+        data["gateway"] = {"providers": providers}
+        if prices is not None:
+            (self.repo / "prices.json").write_text(json.dumps(prices))
+            data["gateway"]["prices"] = "prices.json"
+        data["harnesses"]["candidate"].update(harness)
+        self.config_path.write_text(json.dumps(data, indent=2))
+        return data
+
     def plan_file(self, models: list[str], attempts: int = 1, authorize: bool = True) -> str:
         """Plan through the CLI into a plan file (and authorize it); return the file."""
         out = str(self.root / f"plan-{uuid.uuid4().hex[:8]}.json")

@@ -21,14 +21,7 @@ PROVIDERS = {
 
 
 def through_gateway(bench, prices=PRICES, providers=PROVIDERS, **harness) -> dict:
-    data = bench.configure(network="gateway")
-    data["gateway"] = {"providers": providers}
-    if prices is not None:
-        (bench.repo / "prices.json").write_text(json.dumps(prices))
-        data["gateway"]["prices"] = "prices.json"
-    data["harnesses"]["candidate"].update(harness)
-    bench.config_path.write_text(json.dumps(data, indent=2))
-    return data
+    return bench.through_gateway(providers, prices, **harness)
 
 
 def test_the_providers_and_the_price_table_are_bound_in_the_plan(bench):
@@ -114,10 +107,18 @@ def test_the_gateway_network_needs_its_section(bench):
     assert raised.value.problems[0][0] == "/tool_policy/network"
 
 
-def test_a_gateway_plan_is_refused_before_any_dispatch(bench):
+def test_a_gateway_plan_on_the_dask_executor_is_refused_before_any_dispatch(bench):
+    """The gateway runs in the controller's process: candidates on other machines could not
+    reach its socket, so such a plan is refused, not run with the network denied."""
+    from yyb.attempts.context import prepare
+
     through_gateway(bench)
     plan = bench.plan([bench.behaviour("reporter", "envelope succeeded stand reporter\n")])
     before = sorted(bench.store.refs.names())
-    with pytest.raises(UsageError, match="gateway"):
-        bench.execute(plan)
+    chosen = {oid: plan.records[oid] for oid in plan.attempt_oids}
+    with pytest.raises(UsageError, match="local executor only"):
+        prepare(
+            bench.store, bench.config(), plan.oid, plan.experiment, chosen, {},
+            candidates_here=False,
+        )  # fmt: skip
     assert sorted(bench.store.refs.names()) == before

@@ -7,7 +7,7 @@ import json
 import socket
 import threading
 
-from tests.gateway.conftest import ANTHROPIC_KEY, OPENAI_KEY, request
+from tests.gateway.conftest import ANTHROPIC_KEY, OPENAI_KEY, UnixConnection, request
 from yyb.gateway import Limits, records
 from yyb.store.objects import codec
 
@@ -165,3 +165,75 @@ def test_the_real_keys_are_in_no_call_and_no_record(gateway, upstream):
             kept += body if kind == "blob" else codec.encode(body)
         for secret in (OPENAI_KEY, ANTHROPIC_KEY, *tokens):
             assert secret.encode() not in kept
+
+
+def on_socket(path, token: str) -> int:
+    """The status of one CHAT call with ``token`` through the UNIX socket at ``path``."""
+    connection = UnixConnection(path)
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {token}"}
+    connection.request("POST", "/v1/chat/completions", json.dumps(CHAT).encode(), headers)
+    status = connection.getresponse().status
+    connection.close()
+    return status
+
+
+def test_a_token_bound_to_its_attempts_socket_is_refused_through_any_other(gateway, upstream):
+    """Each attempt's sandbox is shown a socket of its own: a token carried out of one
+    sandbox into another (or to the gateway's own socket, or its TCP port) is refused."""
+    folder = gateway.socket_path.parent
+    a = gateway.admit("a", "openai/gpt-5", None, folder / "a.sock")
+    b = gateway.admit("b", "openai/gpt-5", None, folder / "b.sock")
+    assert oct((folder / "a.sock").stat().st_mode & 0o777) == "0o600"
+    assert on_socket(folder / "a.sock", a) == 200
+    assert on_socket(folder / "b.sock", b) == 200
+    assert on_socket(folder / "b.sock", a) == 401
+    assert on_socket(folder / "a.sock", b) == 401
+    assert on_socket(gateway.socket_path, a) == 401
+    assert request(gateway, "/v1/chat/completions", CHAT, a).status == 401
+    meter = gateway.retire(a)
+    assert len(meter.calls) == 1 and not (folder / "a.sock").exists()
+    assert on_socket(folder / "b.sock", b) == 200  # the other attempt is unaffected
+    assert len(gateway.retire(b).calls) == 2
+    assert len(upstream.server.requests) == 3 and gateway.unauthorized == 4
+
+
+CUT_OFF = r"""
+import json, signal, socket, sys, tempfile
+from pathlib import Path
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # as yyb.cli.main leaves it
+sys.path.insert(0, sys.argv[1])
+from tests.agents.model_server import Server
+from yyb.gateway import Gateway, Provider, Providers
+script = {"turns": [], "fallback": {"text": "word " * 20000}}
+with Server(script) as server:
+    providers = Providers.of(Provider("openai", server.url, "KEY", ("openai",)))
+    path = Path(tempfile.mkdtemp(prefix="gw", dir="/tmp")) / "gw.sock"
+    with Gateway(providers, None, path, environ={"KEY": "sk-x"}) as gateway:
+        for _ in range(int(sys.argv[2])):
+            token = gateway.admit("a", "openai/gpt-5")
+            body = json.dumps({"model": "gpt-5", "stream": True, "messages": []}).encode()
+            client = socket.socket(socket.AF_UNIX)
+            client.connect(str(path))
+            client.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                           b"Authorization: Bearer " + token.encode() + b"\r\n"
+                           b"Content-Type: application/json\r\n"
+                           b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            client.recv(100)
+            client.close()  # cut off mid-stream: the gateway's next writes fail
+            gateway.retire(token)
+print("alive")
+"""
+
+
+def test_a_client_cut_off_mid_stream_never_kills_the_controller():
+    """In a process whose SIGPIPE is at its default (the CLI's), a candidate that closes its
+    connection mid-answer makes the gateway's writes fail; the process must live on."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[2])
+    done = subprocess.run(
+        [sys.executable, "-c", CUT_OFF, root, "20"], capture_output=True, timeout=120
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, b"alive"), done.stderr[-2000:]

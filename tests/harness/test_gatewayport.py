@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import signal
 import socket
 import statistics
 import tempfile
@@ -24,28 +25,16 @@ import pytest
 from tests.harness.gateway_standin import Gateway
 from yyb.harness import channel, forwarder, gatewayport, sandbox, seccomp, supervise
 
-# Deep: in whole-suite runs under xdist, tests of this module took a worker down three times
-# ("node down: Not properly terminated"; the reach and kill tests, root mode and the emulated
-# unprivileged one), cause not found; alone, or with tests/harness and tests/gateway, they pass.
-pytestmark = [
-    pytest.mark.skipif(
-        os.uname().machine not in seccomp.ARCHES, reason="no seccomp filter for this host"
-    ),
-    pytest.mark.deep,
-]
+pytestmark = pytest.mark.skipif(
+    os.uname().machine not in seccomp.ARCHES, reason="no seccomp filter for this host"
+)
 PORT = 8088
 UNPRIVILEGED_UID = 65534
 ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
 # Run as root, the unprivileged construction is emulated (started as uid 65534 with setpriv,
-# os.geteuid patched while the argv is built). In a whole-suite run that emulation twice took
-# an xdist worker down ("node down: Not properly terminated"), cause not found; it runs in the
-# deep profile, and an unprivileged test process (docs/testing.md) runs that mode for real.
-if os.geteuid() != 0:
-    MODES = ["unprivileged"]
-elif os.environ.get("YYB_DEEP") == "1":
-    MODES = ["root", "unprivileged"]
-else:
-    MODES = ["root"]
+# os.geteuid patched while the argv is built); an unprivileged test process (docs/testing.md)
+# runs that mode for real.
+MODES = ["unprivileged"] if os.geteuid() != 0 else ["root", "unprivileged"]
 
 
 @pytest.fixture
@@ -62,10 +51,15 @@ def folder():
 
 @pytest.fixture
 def gateway(folder):
+    """The stand-in gateway, serving with SIGPIPE ignored as yyb's own does: a test process
+    that ran ``yyb.cli.main`` has it at its default, and a client cut off mid-answer (the
+    forwarder killed, say) would otherwise kill the test process with its write."""
     owner = UNPRIVILEGED_UID if os.geteuid() == 0 else None
+    before = signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     served = Gateway(str(folder / "gateway.sock"), owner)
     yield served
     served.close()
+    signal.signal(signal.SIGPIPE, before)
 
 
 class Runner:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from yyb.attempts.dispatch import inputs
-from yyb.evidence import cost
+from yyb.attempts.metering import metered_cost
+from yyb.evidence import cost, names
 from yyb.evidence import plan as planned
 from yyb.evidence.attempt import AttemptHandle
 from yyb.evidence.kinds.attempt import (
@@ -17,6 +18,7 @@ from yyb.evidence.kinds.attempt import (
     TerminalLinks,
     TerminalSpend,
 )
+from yyb.evidence.kinds.gateway import GatewayMeter
 from yyb.evidence.record import ABSENT
 from yyb.evidence.records import TerminalClass
 from yyb.evidence.terminal import INDETERMINATE, Facts, decide, identities
@@ -54,9 +56,15 @@ def indeterminate(ctx, attempt_oid: str, note: str = "") -> Terminal:
     """The terminal of an attempt dispatched by an earlier run that left no execution: it
     may or may not have run, so it is a harness_failure and is never dispatched again."""
     links = {"intent": ctx.read(attempt_oid, "intent")}
-    return terminal_record(
-        ctx, attempt_oid, "harness_failure", INDETERMINATE + note, links, Facts(environment=None)
-    )
+    spent = None
+    kept = ctx.store.refs.read(names.calls(ctx.plan_oid, attempt_oid))
+    if kept is not None:  # its calls to the gateway, kept as each ended: evidence still
+        meter = GatewayMeter.read(ctx.store.objects, kept)
+        links["gateway"], spent = kept, metered_cost(meter.cost.micros, meter.cost.completeness)
+        note += f"; the gateway kept the {meter.calls} calls it made"
+    facts = Facts(environment=None)
+    reason = INDETERMINATE + note
+    return terminal_record(ctx, attempt_oid, "harness_failure", reason, links, facts, spent=spent)
 
 
 def _grade(ctx, attempt_oid: str, execution: Execution, facts: Facts, links: dict) -> None:
@@ -103,8 +111,10 @@ def terminal_record(
     links: dict,
     facts: Facts,
     execution: Execution | None = None,
+    spent: CandidateCost | None = None,
 ) -> Terminal:
-    """The terminal: one class and reason, the identity, runtime, exit and cost it rests on.
+    """The terminal: one class and reason, the identity, runtime, exit and cost it rests on
+    (``spent``: the cost of an attempt without an execution, when the gateway metered it).
 
     A reported cost above the attempt's ceiling is flagged in ``spend`` (and in the reason);
     it does not change the class, which says what the candidate did.
@@ -120,14 +130,21 @@ def terminal_record(
             observed=None,
         )
         runtime = Runtime(wall_ms=0, started_ms=now, ended_ms=now)
-        outputs, spent = {}, CandidateCost(**cost.unknown())
+        outputs, spent = {}, spent or CandidateCost(**cost.unknown())
     else:
         identity, runtime = execution.identity, execution.runtime
         outputs, spent = execution.outputs, execution.candidate_cost
     ceiling = planned.ceiling(attempt)
     over = cost.over_ceiling(spent.to_value(), ceiling)
+    metered = execution.metered if execution is not None else ABSENT
     if over is not None:
-        reason += f"; the reported cost exceeds the attempt's ceiling of {ceiling} micro-USD"
+        said = "metered" if "gateway" in links else "reported"
+        reason += f"; the {said} cost exceeds the attempt's ceiling of {ceiling} micro-USD"
+    if metered and metered.ceiling_reached:
+        reason += "; the gateway refused calls once the attempt's spend ceiling was reached"
+    if metered and metered.disagreements:
+        reason += "; the envelope disagrees with the gateway, whose observations stand: "
+        reason += "; ".join(metered.disagreements)
     return Terminal(
         class_=cls,
         reason=reason,
@@ -150,4 +167,5 @@ def terminal_record(
         spend=ABSENT
         if ceiling is None
         else TerminalSpend(ceiling_micros=ceiling, over_ceiling_micros=over),
+        metered=metered,
     )

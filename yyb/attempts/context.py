@@ -87,6 +87,10 @@ class RunContext:
     # The plan's built environments (harness.environments.build.Ready), by spec oid, each
     # checked against its manifest before anything was dispatched.
     environments: dict[str, Any] = field(default_factory=dict)
+    # The run's model gateway (yyb.gateway.Gateway) when the plan's candidates reach their
+    # models through it (yyb/attempts/metering.py); None for every other plan.
+    gateway: Any = None
+    journal: Any = None  # and the metering.Journal keeping its calls as they end
 
     @property
     def harness(self) -> dict:
@@ -195,10 +199,10 @@ def prepare(
     from yyb.harness import adapters, probe
 
     authorize(store, plan_oid, plan, offline)
-    if plan["tool_policy"]["network"] == "gateway":  # bound in plans; no executor starts one yet
+    if plan["tool_policy"]["network"] == "gateway" and not candidates_here:
         raise UsageError(
             "the plan sends its candidates' model calls through the gateway "
-            "(tool_policy.network gateway), which this yyb binds in plans but cannot run yet "
+            "(tool_policy.network gateway), which runs with the local executor only "
             "(docs/gateway.md)"
         )
     _, verified = probe.verify()

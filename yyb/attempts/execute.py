@@ -11,7 +11,7 @@ import dataclasses
 import os
 from dataclasses import dataclass, field
 
-from yyb.attempts import candidate
+from yyb.attempts import candidate, metering
 from yyb.attempts.dispatch import inputs
 from yyb.errors import UsageError, YybError
 from yyb.evidence import cost, environment, identity
@@ -150,7 +150,10 @@ def _run(ctx, attempt_oid, intent_oid, folders, mine, held, snap, bounds) -> tup
     store, attempt = ctx.store, ctx.attempts[attempt_oid]
     _, prompt, workflow = inputs(ctx, attempt)
     links = {"intent": intent_oid}
-    redactor = Redactor(ctx.secrets)
+    admission = None
+    if ctx.gateway is not None:
+        admission = metering.admit(ctx.gateway, ctx.journal, ctx.plan, attempt_oid, attempt)
+    redactor = Redactor({**ctx.secrets, **(admission.secrets if admission else {})})
     base = manifest.scan(store, mine.workspace, redactor, known=snap.known)
     base_listing = store.objects.put_record(manifest.listing_record(base))
     channel = envelope.channel()
@@ -161,19 +164,9 @@ def _run(ctx, attempt_oid, intent_oid, folders, mine, held, snap, bounds) -> tup
         argv, extra, helper = _invocation(
             ctx, attempt, (shown, folders, mine), channel, prompt, workflow
         )
-        read_only = ctx.plan["tool_policy"]["read_only_paths"]
-        fixed = ctx.harness.get("env")
-        env, policy = build(folders, read_only, sorted(ctx.secrets), ctx.secrets, fixed)
-        env[envelope.FD_ENV] = str(channel.fd)
-        env["PATH"] += os.pathsep + helper  # last: it shadows nothing
-        policy["path"] = [*policy["path"], helper]
-        if "settings_file" in extra:
-            env[candidate.SETTINGS_ENV] = extra["settings_file"]
-        if ready is not None:
-            env.update(ready.view().variables)
-        ceiling = planned.ceiling(attempt)
-        if ceiling is not None:
-            env[CEILING_ENV] = str(ceiling)
+        env, policy = _environment(ctx, attempt, folders, (channel, helper, extra), ready)
+        if admission is not None:  # last: the gateway's URL and token stand over any other
+            env.update(admission.variables)
         policy["variables"] = sorted(env)
         network, _ = confinement(ctx.plan)  # the limits are bounds, resolved above
         receipt = _receipt(ctx, snap, network, bounds, policy, intent_oid, base_listing)
@@ -189,6 +182,7 @@ def _run(ctx, attempt_oid, intent_oid, folders, mine, held, snap, bounds) -> tup
             cwd=folders.workspace,
             limits=bounds,
             disk=held,
+            gateway=admission.port if admission is not None else None,
         )
         if ready is not None:
             box = ready.place(box, folders.workspace)
@@ -198,6 +192,7 @@ def _run(ctx, attempt_oid, intent_oid, folders, mine, held, snap, bounds) -> tup
         )
     finally:
         written = channel.collect()
+        meter = ctx.gateway.retire(admission.token) if admission is not None else None
     hit = (
         limits.hit_by(outcome.signal, outcome.exit_code, bounds),
         limits.stopped_by(resources, bounds),
@@ -212,11 +207,44 @@ def _run(ctx, attempt_oid, intent_oid, folders, mine, held, snap, bounds) -> tup
     )
     links["stdout"] = store.objects.put("blob", redactor.redact(outcome.stdout.data))
     links["stderr"] = store.objects.put("blob", redactor.redact(outcome.stderr.data))
-    value, observed = _envelope(ctx, written, outcome, attempt["model"], facts, links, redactor)
+    metered = None
+    value, observed = _envelope(
+        ctx, written, outcome, attempt["model"], facts, links, redactor, meter is not None
+    )
+    if meter is not None:  # the gateway's observations stand for identity and cost
+        ctx.journal.flush()
+        metered = metering.observe(store, meter, ctx.gateway.prices, attempt["model"], value)
+        ctx.journal.settle(attempt_oid, metered.meter_oid)
+        links["gateway"], observed = metered.meter_oid, metered.observed
+        if metered.problem is not None and facts.envelope_problem is None:
+            facts.envelope_problem = metered.problem
     scratch_paths = ctx.plan.get("scratch_paths", ())
     _retain_final(store, mine.workspace, base, links, redactor, scratch_paths)
-    execution = _record(ctx, attempt_oid, facts, links, (outcome, resources), value, observed)
+    ran = (outcome, resources)
+    execution = _record(ctx, attempt_oid, facts, links, ran, (value, observed, metered))
     return store.objects.put_record(execution.to_value()), execution
+
+
+def _environment(ctx, attempt, folders, control, ready) -> tuple[dict, dict]:
+    """The candidate's variables and the policy that made them (docs/attempts.md): its
+    secrets and fixed variables, the envelope channel, the helper's folder last on its PATH,
+    its settings file, its environment's variables and its spend ceiling; ``control`` is
+    (the envelope channel, the helper's folder, the placeholders its files fill)."""
+    channel, helper, extra = control
+    read_only = ctx.plan["tool_policy"]["read_only_paths"]
+    fixed = ctx.harness.get("env")
+    env, policy = build(folders, read_only, sorted(ctx.secrets), ctx.secrets, fixed)
+    env[envelope.FD_ENV] = str(channel.fd)
+    env["PATH"] += os.pathsep + helper  # last: it shadows nothing
+    policy["path"] = [*policy["path"], helper]
+    if "settings_file" in extra:
+        env[candidate.SETTINGS_ENV] = extra["settings_file"]
+    if ready is not None:
+        env.update(ready.view().variables)
+    ceiling = planned.ceiling(attempt)
+    if ceiling is not None:
+        env[CEILING_ENV] = str(ceiling)
+    return env, policy
 
 
 def _invocation(ctx, attempt, where, channel, prompt, workflow) -> tuple[list[str], dict, str]:
@@ -315,10 +343,13 @@ def _retain_final(store, workspace: str, base, links: dict, redactor, scratch_pa
     links["listing"] = final_listing
 
 
-def _envelope(ctx, written: bytes | None, outcome, model: dict, facts: Facts, links, redactor):
+def _envelope(
+    ctx, written: bytes | None, outcome, model: dict, facts: Facts, links, redactor, metered=False
+):
     """Read and retain what the harness wrote to its envelope channel: (the envelope's value,
     the observed identity), both None unless the envelope was accepted: its identity is the
-    planned ``model``'s, or one the plan accepts for it.
+    planned ``model``'s, or one the plan accepts for it. With a ``metered`` attempt, what it
+    claims of its identity is only a claim (the gateway observes it): it is not checked here.
 
     Every key and value is redacted; an envelope that its schema refuses once redacted (a
     secret in a field of bounded length) is unusable, and so is retained as raw bytes only.
@@ -336,7 +367,9 @@ def _envelope(ctx, written: bytes | None, outcome, model: dict, facts: Facts, li
     if value is not None:
         links["envelope"] = store.objects.put_record(value)
         claimed = envelope.observed(value)
-        if not identity.accepts(model["resolved"], model.get("accept", ()), claimed):
+        if metered:
+            facts.envelope_status = value["status"]
+        elif not identity.accepts(model["resolved"], model.get("accept", ()), claimed):
             problem = f"the envelope observed {claimed}, not the planned {model['resolved']}"
             if model.get("accept"):
                 problem += " or an id the plan accepts for it"
@@ -376,10 +409,13 @@ FACT_FIELDS = (
 )
 
 
-def _record(ctx, attempt_oid, facts, links, ran, value, observed) -> Execution:
+def _record(ctx, attempt_oid, facts, links, ran, seen) -> Execution:
     """Everything the candidate's run proved, durable before any grading or terminal: ``ran``
-    is the sandbox's (outcome, resources)."""
+    is the sandbox's (outcome, resources), ``seen`` (the envelope's value, the observed
+    identity, the gateway's ``metering.Observation`` or None)."""
     outcome, resources = ran
+    value, observed, metered = seen
+    spent = CandidateCost(**cost.reported(value)) if metered is None else metered.cost
     model = ctx.attempts[attempt_oid]["model"]
     return Execution(
         plan=ctx.plan_oid,
@@ -398,8 +434,9 @@ def _record(ctx, attempt_oid, facts, links, ran, value, observed) -> Execution:
             name: {"bytes": cap.total, "retained": len(cap.data), "truncated": cap.truncated}
             for name, cap in (("stdout", outcome.stdout), ("stderr", outcome.stderr))
         },
-        candidate_cost=CandidateCost(**cost.reported(value)),
+        candidate_cost=spent,
         links=ExecutionLinks(
             plan=ctx.plan_oid, attempt=attempt_oid, **{k: v for k, v in links.items() if v}
         ),
+        **({"metered": metered.metered} if metered is not None else {}),
     )

@@ -10,17 +10,20 @@ decides how, and whether, to show them; it prints nothing and chooses no exit co
 from __future__ import annotations
 
 import importlib
+import shutil
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
 from yyb import signing
+from yyb.attempts import metering
 from yyb.attempts import run as attempts
 from yyb.attempts.context import Result, RunContext, prepare
 from yyb.attempts.dask_run import DaskExecutor
 from yyb.errors import UsageError
 from yyb.evidence import names
+from yyb.harness import scratch
 from yyb.store import gc
 
 Executor = Literal["local", "dask"]
@@ -39,6 +42,7 @@ class RunOptions:
     executor: Executor = "local"
     scheduler: str | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
+    replay: str | None = None  # a plan whose recorded model calls answer this run's
 
 
 @dataclass(frozen=True)
@@ -179,6 +183,13 @@ def run(
         SandboxUnavailable, GrantError, LockHeld: as ``prepare`` and ``run_plan`` raise them.
     """
     gc.auto_threshold(environ)  # a bad setting is refused before anything runs
+    if options.replay is not None and not metering.uses_gateway(records[plan_oid]):
+        raise UsageError(
+            "--replay answers model calls at the gateway: the plan's tool_policy.network "
+            "is not gateway"
+        )
+    if options.replay is not None and options.executor != "local":
+        raise UsageError("--replay runs with the local executor only")
     if options.executor == "dask":  # distributed takes a quarter second to import: prepare
         threading.Thread(target=_import_quietly, args=("distributed",), daemon=True).start()
     ensure_in_store(store, records)
@@ -196,7 +207,7 @@ def run(
     if options.executor == "dask":
         results, lost = _run_on_dask(run_ctx, options, environ, on_event)
     else:
-        results = attempts.run_plan(run_ctx, options.jobs or 1)
+        results = _run_here(run_ctx, options, environ)
     outcome = RunOutcome(results, lost, run_ctx.cancel.is_set())
     if lost is not None:
         on_event(ClusterLost(lost, outcome.left))
@@ -207,6 +218,25 @@ def run(
     if packed is not None:
         on_event(StorePacked(packed.packed, packed.packs_removed, gc.AUTO_ENV))
     return outcome
+
+
+def _run_here(run_ctx: RunContext, options: RunOptions, environ: dict) -> list[Result]:
+    """Run the plan's attempts in this process, with the run's model gateway serving them
+    while they run when the plan sends its calls through one (yyb/attempts/metering.py)."""
+    if not metering.uses_gateway(run_ctx.plan):
+        return attempts.run_plan(run_ctx, options.jobs or 1)
+    replay = None if options.replay is None else metering.recorded(run_ctx.store, options.replay)
+    folder = metering.socket_folder(scratch.run_folder(run_ctx.store.path))
+    try:
+        run_ctx.gateway = metering.start(run_ctx.store, run_ctx.plan, environ, folder, replay)
+        run_ctx.journal = metering.Journal(run_ctx.store, run_ctx.plan_oid, run_ctx.gateway.prices)
+        try:
+            return attempts.run_plan(run_ctx, options.jobs or 1)
+        finally:
+            run_ctx.gateway.stop()
+            run_ctx.journal.close()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _import_quietly(name: str) -> None:

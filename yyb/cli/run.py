@@ -10,6 +10,7 @@ import click
 
 from yyb.cli.context import claim_scratch, load_config, open_store, plan_option
 from yyb.cli.plans import load_plan
+from yyb.cli.plans import plan_oid as plan_oid_of
 from yyb.errors import UsageError
 
 
@@ -57,8 +58,16 @@ def _dry_run(ctx, plan_oid: str, records: dict[str, dict]) -> int:
     help="The Dask scheduler's address (tcp://host:port), with --executor dask "
     "[env: YYB_DASK_SCHEDULER].",
 )
+@click.option(
+    "--replay",
+    "replay_name",
+    metavar="PLAN",
+    help="Answer the candidates' model calls from those a run of PLAN recorded at the "
+    "gateway, by request hash, spending nothing; a call with no recorded answer is refused "
+    "(docs/gateway.md).",
+)
 @click.pass_context
-def run(ctx, plan_name, dry_run, jobs, keep_workspaces, executor, scheduler):
+def run(ctx, plan_name, dry_run, jobs, keep_workspaces, executor, scheduler, replay_name):
     """Run every attempt of a plan that has not been dispatched yet.
 
     Each candidate works in a private snapshot under the sandbox; its evidence is retained
@@ -67,6 +76,9 @@ def run(ctx, plan_name, dry_run, jobs, keep_workspaces, executor, scheduler):
 
     With --executor dask, candidates run on the workers of the Dask cluster at --scheduler;
     this process stays the only writer of the store (docs/dask.md).
+
+    With --replay PLAN (a plan whose candidates reached their models through the gateway),
+    the gateway answers from PLAN's recorded calls and reads no provider key.
     """
     from yyb.attempts import runner
     from yyb.store import gc
@@ -78,7 +90,8 @@ def run(ctx, plan_name, dry_run, jobs, keep_workspaces, executor, scheduler):
         return _dry_run(ctx, plan_oid, records)
     store = open_store(ctx, create=True)
     claim_scratch(store)
-    options = runner.RunOptions(jobs, keep_workspaces, executor, scheduler)
+    replay = plan_oid_of(ctx, replay_name) if replay_name is not None else None
+    options = runner.RunOptions(jobs, keep_workspaces, executor, scheduler, replay=replay)
 
     def stop(signum, frame):
         options.cancel.set()

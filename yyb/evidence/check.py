@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from yyb.errors import YybError
-from yyb.evidence import chain, names, protect, testpatch
+from yyb.evidence import chain, cost, names, protect, testpatch
 from yyb.evidence import plan as planned
 from yyb.evidence.attempt import AttemptHandle, Held
 from yyb.evidence.record import kind_of
@@ -25,6 +25,8 @@ from yyb.evidence.records import (
     EVALUATION,
     EVIDENCE,
     EXECUTION,
+    GATEWAY_CALL,
+    GATEWAY_METER,
     INTENT,
     LISTING,
     MANIFEST,
@@ -74,6 +76,7 @@ class AttemptCheck:
         self.evidence: dict | None = None
         self.chains: dict[str, list[tuple[str, dict]]] = {}
         self.execution: dict | None = None
+        self.meter: dict | None = None  # the gateway meter the terminal links, once checked
         self.listings: tuple[str | None, str | None] | None = None  # (base, final) oids
 
     @property
@@ -195,6 +198,7 @@ class AttemptCheck:
             )
         self.check_identity(terminal_oid, terminal)
         self.check_workspace(terminal_oid, terminal)
+        self.check_gateway(terminal_oid, terminal)
         self.check_evidence(terminal_oid, terminal)
         self.check_evaluations(terminal)
         self.check_class(terminal_oid, terminal)
@@ -283,7 +287,9 @@ class AttemptCheck:
         if not self.owned(execution, "execution", links["execution"]):
             return
         self.execution = execution
-        for role in ("intent", "receipt", "manifest", "patch", "stdout", "stderr", "envelope"):
+        for role in (
+            "intent", "receipt", "manifest", "patch", "stdout", "stderr", "envelope", "gateway"
+        ):  # fmt: skip
             if execution["links"].get(role) != links.get(role):
                 self.fail(
                     "wrong-link",
@@ -292,13 +298,65 @@ class AttemptCheck:
                 )
         if execution["links"].get("listing") != post["links"].get("listing"):
             self.fail("wrong-link", f"execution {links['execution']} names another listing")
-        for field in ("identity", "runtime", "outputs", "candidate_cost"):
+        for field in ("identity", "runtime", "outputs", "candidate_cost", "metered"):
             if execution.get(field) != terminal.get(field):
                 self.fail(
                     "wrong-link",
                     f"execution {links['execution']} and terminal {terminal_oid} "
                     f"disagree on the {field}",
                 )
+
+    def check_gateway(self, terminal_oid: str, terminal: dict) -> None:
+        """A gateway plan's terminal that ran links its attempt's meter (docs/recovery.md):
+        the meter and each call it links are this attempt's, the meter's cost is its calls'
+        sum, the terminal's cost is the meter's, and the attempt's ``calls`` ref names it."""
+        meter_oid = terminal["links"].get("gateway")
+        through = self.plan["tool_policy"]["network"] == "gateway"
+        if meter_oid is None or not through:
+            if meter_oid is None and through and "execution" in terminal["links"]:
+                self.fail("incomplete", f"terminal {terminal_oid} links no gateway meter")
+            elif meter_oid is not None:
+                self.fail("wrong-link", f"terminal {terminal_oid} links a gateway meter in a "
+                          "plan whose candidates do not use the gateway")  # fmt: skip
+            return
+        meter = self.record(meter_oid, GATEWAY_METER, "gateway meter")
+        if meter is None:
+            return
+        if meter["attempt"] != self.oid or meter["model"] != self.attempt["model"]["resolved"]:
+            self.fail("wrong-attempt", f"gateway meter {meter_oid} is another attempt's")
+            return
+        self.meter = meter
+        # Each call is read by doctor's every check; the report's gate trusts the meter's sum.
+        micros, priced = meter["cost"]["micros"], meter["cost"]["completeness"] != "partial"
+        if self.thorough:
+            micros, priced = self.calls_cost(meter)
+            if micros is None:
+                return
+        if meter["cost"]["micros"] != micros or meter["calls"] != len(meter["links"]["calls"]):
+            self.fail("wrong-cost", f"gateway meter {meter_oid} does not add up its calls")
+        elif terminal["candidate_cost"] != cost.metered(micros, priced):
+            self.fail(
+                "wrong-cost",
+                f"terminal {terminal_oid}'s candidate cost is not its gateway meter's",
+            )
+        ref = names.calls(self.plan_oid, self.oid)
+        if self.store.refs.read(ref) != meter_oid:
+            self.fail("wrong-link", f"{ref} does not name the gateway meter {meter_oid}")
+
+    def calls_cost(self, meter: dict) -> tuple[int | None, bool]:
+        """The sum of the meter's calls' known costs and whether every call was priced;
+        (None, False) when a call is unreadable or another attempt's (said)."""
+        micros, priced = 0, True
+        for oid in meter["links"]["calls"]:
+            call = self.record(oid, GATEWAY_CALL, "gateway call")
+            if call is None:
+                return None, False
+            if call["attempt"] != self.oid:
+                self.fail("wrong-attempt", f"gateway call {oid} is another attempt's")
+                return None, False
+            micros += call["cost"]["micros"] or 0
+            priced = priced and call["cost"]["micros"] is not None
+        return micros, priced
 
     def check_evidence(self, terminal_oid: str, terminal: dict) -> None:
         evidence_oid = self.leaf("evidence")

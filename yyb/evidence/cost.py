@@ -24,6 +24,17 @@ def reported(envelope: dict | None) -> dict:
     return dict(envelope["cost"]) if envelope is not None else unknown()
 
 
+def metered(micros: int, priced_every_call: bool) -> dict:
+    """An attempt's cost as the model gateway metered it (docs/gateway.md, "In a run"): the
+    sum of its calls' known costs, ``partial`` when a call could not be priced, a genuine
+    zero when nothing priced was spent."""
+    if not priced_every_call:
+        return {"completeness": "partial", "currency": CURRENCY, "micros": micros}
+    if micros == 0:
+        return {"completeness": "genuine_zero", "currency": CURRENCY, "micros": 0}
+    return {"completeness": "complete", "currency": CURRENCY, "micros": micros}
+
+
 def over_ceiling(cost: dict | None, ceiling_micros: int | None) -> int | None:
     """The micro-USD by which a reported cost exceeds ``ceiling_micros``, or None when it does
     not (or when there is no ceiling, or no known amount)."""

@@ -10,6 +10,7 @@ refs/validations/<case id>                         the newest gold validation of
 refs/runs/<plan>/<attempt>/<leaf>                  intent, execution, terminal, evidence
 refs/runs/<plan>/<attempt>/evaluations/<profile>   the newest evaluation generation
 refs/runs/<plan>/<attempt>/judge-intents/<profile> the newest judge dispatch intent
+refs/runs/<plan>/<attempt>/calls                   the attempt's gateway meter, as its calls end
 refs/runs/<plan>/passes/<profile>                  a regrade or rejudge pass in progress
 refs/signatures/<oid>                              the signatures of one object
 refs/governed/<plan>/plan                          a governed workflow plan (names itself)
@@ -87,6 +88,12 @@ def evaluations(plan_oid: str, attempt_oid: str) -> str:
 
 def evaluation(plan_oid: str, attempt_oid: str, profile: str) -> str:
     return f"{RUNS}/{plan_oid}/{attempt_oid}/evaluations/{profile}"
+
+
+def calls(plan_oid: str, attempt_oid: str) -> str:
+    """The attempt's gateway meter (docs/gateway.md, "In a run"): moved by compare-and-swap
+    to a meter of its calls so far as each one ends, then to the final one."""
+    return f"{RUNS}/{plan_oid}/{attempt_oid}/calls"
 
 
 def judge_intent(plan_oid: str, attempt_oid: str, profile: str) -> str:

@@ -8,6 +8,7 @@ returns and ``records`` turns into evidence.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from yyb.evidence.kinds.gateway import GatewayCall
@@ -86,6 +87,10 @@ class Account:
     attempt: str
     route: Route
     ceiling_micros: int | None
+    socket: str | None = None  # the one socket it is accepted on (None: the gateway's own)
+    # Called with each call once it has ended (from the gateway's thread): how a run keeps
+    # every call in the store as it ends, so a controller killed mid-attempt loses none.
+    on_call: Callable[[Call], None] | None = None
     retired: bool = False
     ceiling_reached: bool = False
     in_flight: int = 0
@@ -118,12 +123,15 @@ class Account:
             return False
 
     def end(self, call: Call, began: bool) -> None:
-        """Keep a finished call (``began``: it held a slot, now released)."""
+        """Keep a finished call (``began``: it held a slot, now released), and hand it to
+        ``on_call``."""
         with self.lock:
             if began:
                 self.in_flight -= 1
             self.spent_micros += call.cost_micros or 0
             self.calls.append(call)
+        if self.on_call is not None:
+            self.on_call(call)
 
     def meter(self) -> Meter:
         """The frozen picture of the calls so far."""

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from pathlib import Path
 
-from yyb.errors import SchemaViolation
 from yyb.evidence.kinds.gateway import GatewayUsage, PriceTable
+from yyb.evidence.prices import read_price_table  # noqa: F401 - re-exported
 from yyb.store.objects import codec
 from yyb.store.objects.format import hash_object
 
@@ -30,19 +29,6 @@ def price_table(models: Mapping[str, Mapping[str, int]]) -> PriceTable:
         "currency": "USD",
         "models": {m: dict(p) for m, p in models.items()},
     }
-    return PriceTable.from_value(value)
-
-
-def read_price_table(path: Path) -> PriceTable:
-    """A price table from its JSON file (the record's JSON view).
-
-    Raises:
-        SchemaViolation: the file is not a valid ``yyb_price_table.v1``.
-    """
-    try:
-        value = codec.from_json(path.read_bytes())
-    except (OSError, ValueError) as exc:
-        raise SchemaViolation(PriceTable.schema_version, "$", f"{path}: {exc}") from None
     return PriceTable.from_value(value)
 
 

@@ -15,10 +15,11 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
+import signal
 import stat
 import threading
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 
 import aiohttp
@@ -27,7 +28,7 @@ from aiohttp import web
 from yyb.errors import InvalidArgument
 from yyb.evidence.kinds.gateway import PriceTable
 from yyb.evidence.records import CallOutcome
-from yyb.gateway.meter import Account, Limits, Meter
+from yyb.gateway.meter import Account, Call, Limits, Meter
 from yyb.gateway.observe import KIND_OF, api_of
 from yyb.gateway.providers import ANTHROPIC_VERSION, Providers
 from yyb.gateway.refusals import Reason, refusal
@@ -77,6 +78,7 @@ class Gateway:
         self.replay, self.limits, self._tcp, self._environ = replay, limits, tcp, environ
         self._accounts: dict[str, Account] = {}
         self._retired: set[str] = set()
+        self._sites: dict[str, web.UnixSite] = {}  # attempts' own sockets, by path
         self._lock = threading.Lock()
         self._keys: dict[str, str] = {}
         self._in_flight = 0
@@ -96,6 +98,7 @@ class Gateway:
             OSError: the socket cannot be bound.
         """
         self._keys = {} if self.replay is not None else self.providers.credentials(self._environ)
+        _ignore_sigpipe(True)
         if self.socket_path.exists() and stat.S_ISSOCK(self.socket_path.lstat().st_mode):
             self.socket_path.unlink()  # a stale socket of a gateway that died
         self._loop = asyncio.new_event_loop()
@@ -106,6 +109,7 @@ class Gateway:
                 self._loop.run_until_complete(self._runner.cleanup())
             self._loop.close()
             self._loop = None
+            _ignore_sigpipe(False)
             raise
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="yyb-gateway", daemon=True
@@ -144,6 +148,10 @@ class Gateway:
         self._loop.close()
         self._loop = self._thread = None
         self.socket_path.unlink(missing_ok=True)
+        for path in self._sites:
+            Path(path).unlink(missing_ok=True)
+        self._sites.clear()
+        _ignore_sigpipe(False)
 
     async def _close(self) -> None:
         await self._session.close()
@@ -157,20 +165,49 @@ class Gateway:
 
     # -- tokens ------------------------------------------------------------------------------
 
-    def admit(self, attempt_id: str, model: str, ceiling_micros: int | None = None) -> str:
+    def admit(
+        self,
+        attempt_id: str,
+        model: str,
+        ceiling_micros: int | None = None,
+        socket_path: Path | None = None,
+        on_call: Callable[[Call], None] | None = None,
+    ) -> str:
         """A new token for one attempt that may call ``model`` (``provider/model``) until its
-        metered spend reaches ``ceiling_micros`` (None: no ceiling).
+        metered spend reaches ``ceiling_micros`` (None: no ceiling). With ``socket_path``, the
+        gateway also serves on a socket of the attempt's own there (mode 0600, removed when
+        the token is retired), and the token is accepted on that socket only: a token carried
+        out of one sandbox is refused through any other. ``on_call`` is called with each of
+        the attempt's calls once it has ended, from the gateway's thread (it must not block).
 
         Raises:
             InvalidArgument: the model routes to no provider, or the ceiling is negative.
+            OSError: the attempt's socket cannot be bound.
         """
         route = self.providers.route(model)
         if ceiling_micros is not None and ceiling_micros < 0:
             raise InvalidArgument("ceiling_micros", "a non-negative integer", ceiling_micros)
+        own = None
+        if socket_path is not None:
+            own = str(socket_path)
+            self._sites[own] = self._on_loop(self._site(own))
         token = TOKEN_PREFIX + secrets.token_hex(24)
         with self._lock:
-            self._accounts[token] = Account(attempt_id, route, ceiling_micros)
+            self._accounts[token] = Account(attempt_id, route, ceiling_micros, own, on_call)
         return token
+
+    def _on_loop(self, coroutine):
+        """Run ``coroutine`` on the gateway's loop from the caller's thread; its result."""
+        if self._loop is None:
+            coroutine.close()
+            raise InvalidArgument("gateway", "a started gateway")
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout=30)
+
+    async def _site(self, path: str) -> web.UnixSite:
+        site = web.UnixSite(self._runner, path)
+        await site.start()
+        os.chmod(path, 0o600)
+        return site
 
     def meter(self, token: str) -> Meter:
         """The attempt's calls so far (the token stays valid).
@@ -202,6 +239,10 @@ class Gateway:
         deadline = time.monotonic() + wait_s
         while account.in_flight and time.monotonic() < deadline:
             time.sleep(0.01)
+        site = self._sites.pop(account.socket, None) if account.socket else None
+        if site is not None:
+            self._on_loop(site.stop())
+            Path(account.socket).unlink(missing_ok=True)
         return account.meter()
 
     def _account(self, request: web.Request) -> Account | None:
@@ -209,7 +250,13 @@ class Gateway:
         token = header[7:].strip() if header.lower().startswith("bearer ") else None
         token = token or request.headers.get("x-api-key", "").strip()
         with self._lock:
-            return self._accounts.get(token) if token else None
+            account = self._accounts.get(token) if token else None
+        if account is not None and account.socket is not None:
+            if request.transport is None or (
+                request.transport.get_extra_info("sockname") != account.socket
+            ):
+                return None  # its attempt's own socket only
+        return account
 
     # -- one request -------------------------------------------------------------------------
 
@@ -306,6 +353,43 @@ class Gateway:
         else:
             headers["Authorization"] = f"Bearer {key}"
         return headers
+
+
+# How many gateways this process serves, and the SIGPIPE disposition found before the first.
+_serving = {"count": 0, "before": None}
+_serving_lock = threading.Lock()
+
+
+def _ignore_sigpipe(starting: bool) -> None:
+    """Ignore SIGPIPE while any gateway of this process serves, then restore what was there.
+
+    A client that goes away while its answer is written makes the write fail with EPIPE; the
+    kernel also sends SIGPIPE, which kills a process that left it at its default (as
+    ``yyb.cli.main`` does, to end quietly in ``| head``): a candidate cutting its connection
+    must never take the controller down with it.
+
+    Raises:
+        InvalidArgument: started outside the main thread of a process that does not ignore
+            SIGPIPE already (only the main thread may change a disposition).
+    """
+    main = threading.current_thread() is threading.main_thread()
+    with _serving_lock:
+        if starting:
+            _serving["count"] += 1
+            if _serving["count"] > 1:
+                return
+            if main:
+                _serving["before"] = signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+            elif signal.getsignal(signal.SIGPIPE) != signal.SIG_IGN:
+                _serving["count"] -= 1
+                raise InvalidArgument(
+                    "gateway", "started in the main thread, or in a process ignoring SIGPIPE"
+                )
+            return
+        _serving["count"] -= 1
+        if _serving["count"] == 0 and main and _serving["before"] is not None:
+            signal.signal(signal.SIGPIPE, _serving["before"])
+            _serving["before"] = None
 
 
 def _kind_by_headers(request: web.Request) -> str:

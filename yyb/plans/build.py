@@ -169,7 +169,7 @@ def _gateway(config: Config, plan: Plan, models: list[dict]) -> tuple[dict, str 
     if config.tool_policy()["network"] != "gateway":
         return None
     from yyb.errors import SchemaViolation
-    from yyb.gateway.prices import read_price_table
+    from yyb.evidence.prices import read_price_table
 
     section = config.gateway()
     providers = section["providers"]

@@ -54,6 +54,7 @@ class Facts:
     pinned_out: bool = False
     over_ceiling: bool = False  # its reported cost exceeded the attempt's spend ceiling
     cost_note: str | None = None  # why its candidate cost is unavailable, when it is
+    tokens: dict | None = None  # the gateway's metered usage (None: not metered)
 
     @property
     def evaluator_ms(self) -> int | None:
@@ -130,7 +131,7 @@ def candidate_cost(terminal: dict, execution: dict | None) -> tuple[dict, str | 
     also for terminals written before the controller stopped copying such a claim.
     """
     problem = execution and execution["facts"].get("envelope_problem")
-    if not problem:
+    if not problem or "gateway" in terminal["links"]:  # metered: the gateway's, whatever
         return terminal["candidate_cost"], None
     if "envelope" in terminal["links"]:
         return cost.UNAVAILABLE, f"envelope rejected ({problem})"
@@ -153,6 +154,10 @@ def _distribution(pairs: list[tuple[int, str]]) -> dict:
     }
 
 
+# What the gateway meters of an attempt's tokens (yyb_gateway_meter.v1's ``usage``).
+TOKEN_FIELDS = ("input_tokens", "cached_input_tokens", "cache_write_input_tokens", "output_tokens")
+
+
 class Tally:
     """Everything ``summarize`` reports about a group of attempts, gathered in one pass over
     the attempts and mergeable, so a model's figures are its cells' tallies merged."""
@@ -169,6 +174,8 @@ class Tally:
         self.candidate_costs = cost.counter()
         self.judge_costs = cost.counter()
         self.candidate_micros = self.judge_micros = 0
+        self.tokens = dict.fromkeys(TOKEN_FIELDS, 0)
+        self.metered = 0  # attempts whose tokens the gateway metered
 
     @classmethod
     def of(cls, group: list[Facts]) -> Tally:
@@ -200,6 +207,10 @@ class Tally:
         self.candidate_micros += cost.add(
             f.candidate_cost or cost.UNAVAILABLE, self.candidate_costs
         )
+        if f.tokens is not None:
+            self.metered += 1
+            for name in TOKEN_FIELDS:
+                self.tokens[name] += f.tokens[name]
         for oid, receipt in f.evaluations:
             self.evaluator.append((receipt["wall_ms"], oid))
             self.judge_micros += cost.add(receipt["judge_cost"], self.judge_costs)
@@ -227,6 +238,9 @@ class Tally:
         self.combined += other.combined
         self.candidate_micros += other.candidate_micros
         self.judge_micros += other.judge_micros
+        self.metered += other.metered
+        for name in TOKEN_FIELDS:
+            self.tokens[name] += other.tokens[name]
 
     def summary(self) -> dict:
         resolved, failed = self.outcomes["resolved"], self.outcomes["failed"]
@@ -274,6 +288,12 @@ class Tally:
                 "judge": judge,
                 "total": cost.combine(candidate, judge),
             },
+            # The gateway's metered tokens, over the attempts it metered (absent: none was).
+            **(
+                {"tokens": {**self.tokens, "metered_attempts": self.metered}}
+                if self.metered
+                else {}
+            ),
         }
 
 
@@ -373,6 +393,8 @@ def examine(
         return check, Facts(attempt_oid, -1, "?", None)
     try:
         facts = collect(check.handle, version)
+        if check.meter is not None and facts.terminal is not None:
+            facts.tokens = {name: check.meter["usage"][name] for name in TOKEN_FIELDS}
         problem = shape_problem(facts)
     except (KeyError, TypeError, AttributeError) as exc:
         problem = f"lacks or mistypes {exc}"

@@ -281,6 +281,24 @@ def head_lines(report: dict, layer: dict) -> list[str]:
     return lines
 
 
+def token_lines(report: dict) -> list[str]:
+    """Per model and per case, the tokens the gateway metered (docs/gateway.md), for the
+    entries it metered any of."""
+    lines = []
+    for model in report["models"]:
+        for entry, label in [(model, "(all)")] + [(c, c["case_id"]) for c in model["cases"]]:
+            tokens = entry.get("tokens")
+            if tokens:
+                lines.append(
+                    f"{model['model']}  {label}: {tokens['input_tokens']:,} in, "
+                    f"{tokens['cached_input_tokens']:,} cached, "
+                    f"{tokens['cache_write_input_tokens']:,} cache writes, "
+                    f"{tokens['output_tokens']:,} out over {tokens['metered_attempts']} "
+                    f"attempt(s); cost {_usd(entry['cost']['candidate'])}"
+                )
+    return lines
+
+
 def text(report: dict, layer: dict) -> str:
     rows = table_rows(report)
     widths = [max(len(r[i]) for r in rows + [HEADER]) for i in range(len(HEADER))]
@@ -294,6 +312,9 @@ def text(report: dict, layer: dict) -> str:
     notes = cost_notes(report)
     if notes:
         lines += ["", "candidate costs not counted"] + ["  " + line for line in notes]
+    metered = token_lines(report)
+    if metered:
+        lines += ["", "tokens metered by the gateway"] + ["  " + line for line in metered]
     if report["comparisons"]:
         lines += ["", "paired comparison (per case: a strict majority of its attempts resolved)"]
         lines += ["  " + line for line in _comparisons(report)]

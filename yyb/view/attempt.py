@@ -2,10 +2,11 @@
 
 Sections, top to bottom: the outcome (class, reason, current verdict, identities, runtime,
 cost with its completeness), the chain (every object with its checks and signature), stdout
-and stderr, the envelope, the patch as a diff with the files changed, the workspace, every
-evaluation generation (grader input or judge payload, output, per-test results, log), and the
-run refs. Long parts are cut (``SHOW_*``) with a link to their whole on their own page, so a
-5,000-file attempt opens as fast as a small one (docs/view.md, "Performance").
+and stderr, the envelope, the model calls (of a gateway plan), the patch as a diff with the
+files changed, the workspace, every evaluation generation (grader input or judge payload,
+output, per-test results, log), and the run refs. Long parts are cut (``SHOW_*``) with a link
+to their whole on their own page, so a 5,000-file attempt opens as fast as a small one
+(docs/view.md, "Performance").
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import json
 from yyb.evidence import cost
 from yyb.evidence.verdict import conclude
 from yyb.store.objects import codec
-from yyb.view import chain, diff, status, urls
+from yyb.view import calls, chain, diff, status, urls
 from yyb.view.markup import (
     Markup,
     badge,
@@ -63,6 +64,11 @@ def page(store, trusted: list, plan_oid: str, attempt_oid: str) -> tuple[str, Ma
         outputs(store, found),
         el("h2", "Envelope"),
         envelope(store, found),
+        *(
+            [el("h2", "Model calls"), calls.section(store, found)]
+            if calls.meter_of(found) is not None
+            else []
+        ),
         el("h2", "Patch"),
         patch(store, found),
         el("h2", "Workspace"),

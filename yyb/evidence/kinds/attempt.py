@@ -176,6 +176,26 @@ class CandidateCost(Shape):
 
 
 @shape
+class MeteredClaim(Shape):
+    """What the candidate's envelope claimed of its identity and cost (null observed: no
+    envelope was accepted), kept beside what the gateway metered."""
+
+    observed: str | None
+    cost: CandidateCost
+
+
+@shape
+class Metered(Shape):
+    """What the model gateway observed of an attempt (docs/gateway.md, "In a run"): its calls,
+    whether its ceiling refused one, the envelope's claims and where they differ from it."""
+
+    calls: int
+    ceiling_reached: bool
+    claimed: MeteredClaim
+    disagreements: tuple[str, ...]
+
+
+@shape
 class ExecutionLinks(Shape):
     """The ``links`` of an Execution."""
 
@@ -190,6 +210,7 @@ class ExecutionLinks(Shape):
     stdout: str
     stderr: str
     patch: str
+    gateway: str | Absent = ABSENT  # the attempt's yyb_gateway_meter.v1
 
 
 @shape
@@ -206,6 +227,7 @@ class Execution(Record):
     outputs: Mapping[str, Any]
     candidate_cost: CandidateCost
     links: ExecutionLinks
+    metered: Metered | Absent = ABSENT
 
 
 @shape
@@ -234,6 +256,7 @@ class TerminalLinks(Shape):
     patch: str | Absent = ABSENT
     evaluations: tuple[str, ...] | Absent = ABSENT
     execution: str | Absent = ABSENT
+    gateway: str | Absent = ABSENT
 
 
 @shape
@@ -264,6 +287,7 @@ class Terminal(Record):
     candidate_cost: CandidateCost
     links: TerminalLinks
     spend: TerminalSpend | Absent = ABSENT
+    metered: Metered | Absent = ABSENT
 
 
 @shape
