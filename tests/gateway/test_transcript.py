@@ -82,7 +82,7 @@ def test_each_api_reads_back_as_its_conversation(gateway, upstream, api, stream)
 
 
 def test_bodies_that_are_not_messages_are_read_as_far_as_they_go():
-    broken = transcript.read("chat_completions", b"not json", b"data: {\"choices\": [", True)
+    broken = transcript.read("chat_completions", b"not json", b'data: {"choices": [', True)
     assert broken.asked == () and not broken.readable
     assert broken.answer.text == "" and broken.answer.tool_calls == ()
     odd = transcript.read("messages", b'{"messages": [7, {"role": "user"}]}', b"[]", False)
