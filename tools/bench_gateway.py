@@ -2,7 +2,8 @@
 """What the model gateway adds to a call, against the same scripted provider direct, in one run.
 
 Starts the scripted provider (tests/agents/model_server.py) on loopback and a gateway in front
-of it (yyb/gateway/, its UNIX socket, as the in-sandbox forwarder reaches it). One client
+of it (yyb/gateway/), admitting the client as a run admits an attempt: a UNIX socket of its
+own (as the in-sandbox forwarder reaches it) and each call kept in a store as it ends. One client
 (aiohttp, a kept-alive connection each way: TCP direct, the socket through the gateway) then
 measures, alternating direct and gateway so that drift in the machine's load falls on both:
 
@@ -72,13 +73,23 @@ def client(url: str, gateway: Gateway, count: int, body: dict) -> list:
     """Run ``measure`` in a process of its own, as a candidate in its sandbox would call: the
     gateway is a thread of this (the controller's) process and must not share its
     interpreter lock with the client it serves."""
-    token = gateway.admit("bench", "openai/gpt-5", None)
-    argv = [url, str(gateway.socket_path), token, str(count), json.dumps(body)]
+    from yyb.attempts.metering import Journal
+    from yyb.store.repo import Store
+
+    # As a run admits an attempt: a socket of its own, each call kept in a store as it ends.
+    store, _ = Store.init(tempfile.mkdtemp(prefix="gwb-store-", dir="/tmp"))
+    journal = Journal(store, "0" * 64, PRICES)
+    attempt = "1" * 64
+    own = gateway.socket_path.with_name(gateway.socket_path.stem + "-attempt.sock")
+    watcher = journal.watcher(attempt, "openai/gpt-5", None)
+    token = gateway.admit(attempt, "openai/gpt-5", None, own, watcher)
+    argv = [url, str(own), token, str(count), json.dumps(body)]
     out = subprocess.run(
         [sys.executable, __file__, "--client", *argv],
         cwd=ROOT, capture_output=True, text=True, check=True,
     )  # fmt: skip
     meter = gateway.retire(token)
+    journal.close()
     assert all(c.record.outcome == "answered" for c in meter.calls)
     return json.loads(out.stdout)
 

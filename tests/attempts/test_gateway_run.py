@@ -570,10 +570,10 @@ with client.messages.stream(model="client", max_tokens=256, messages=ask) as str
 def test_the_official_sdks_run_in_the_sandbox_through_the_gateway(bench, provider, sdk):
     """A stand-in agent built on the official OpenAI or Anthropic Python SDK, configured by
     nothing but the variables the run sets, streaming and not."""
-    import sysconfig
+    from pathlib import Path
 
-    pytest.importorskip(sdk)
-    site = sysconfig.get_paths()["purelib"]
+    module = pytest.importorskip(sdk)
+    site = str(Path(module.__file__).parents[1])  # the folder it was installed in
     credential = "OPENAI_API_KEY" if sdk == "openai" else "ANTHROPIC_API_KEY"
     providers = {"stand": {"base_url": provider.url, "credential": credential, "apis": [sdk]}}
     data = bench.through_gateway(providers, PRICES, env={"SDK_SITE": site})
@@ -646,3 +646,112 @@ def test_a_flooding_candidate_is_refused_past_its_share_and_the_other_is_served(
     for oid in meter["links"]["calls"]:
         call = bench.record(oid)
         assert call["request"]["kept_bytes"] <= 4 * 1024 * 1024
+
+
+def judged_bench(bench, provider) -> str:
+    """The gateway bench with an LLM judge (profile ``judge``, model stand/client) whose
+    harness calls its model through the gateway, then answers pass."""
+    from tests.grading.conftest import JUDGE_HEAD
+
+    model = gateway_bench(bench, provider)
+    data = json.loads(bench.config_path.read_text())
+    script = JUDGE_HEAD + (
+        'CALLS=1 python3 "$TOOLS/client.py" >&2\n'
+        "envelope\n"
+        """echo '{"verdict": "pass", "reason": "it adds"}'\n"""
+    )
+    data["harnesses"]["judge-gw"] = {
+        "kind": "command",
+        "argv": ["/bin/sh", "-c", f'TOOLS="{bench.tools}"\n' + script, "judge", "{model}",
+                 "{workspace}", "{envelope}", "{prompt_file}"],
+    }  # fmt: skip
+    data["evaluators"]["judge"] = {
+        "kind": "llm_judge", "version": "1", "harness": "judge-gw", "model": "stand/client",
+        "prompt": "Judge it.", "rubric": "Does calc add?", "evidence": ["patch"],
+        "identity": "blinded", "parsing": "strict_json", "timeout_ms": 30_000,
+        "required": True, "purpose": "quality",
+    }  # fmt: skip
+    data["default_evaluators"] = ["tests", "judge"]
+    bench.config_path.write_text(json.dumps(data, indent=2))
+    return model
+
+
+def test_a_judge_of_a_gateway_plan_reaches_its_model_through_the_gateway(bench, provider):
+    """The judge has loopback only and a token; its meter stands for its cost."""
+    model = judged_bench(bench, provider)
+    plan = bench.plan([model])
+    (result,) = run(bench, plan)
+    terminal = bench.terminal(result)
+    assert terminal["class"] == "resolved", terminal["reason"]
+    receipts = [bench.record(oid) for oid in terminal["links"]["evaluations"]]
+    (judged,) = [r for r in receipts if r["profile"] == "judge"]
+    assert judged["verdict"] == "pass"
+    (meter_oid,) = judged["links"]["gateway"]
+    meter = bench.record(meter_oid)
+    assert meter["model"] == "stand/client" and meter["outcomes"] == {"answered": 1}
+    assert judged["judge_cost"]["micros"] == meter["cost"]["micros"] != 1500
+    assert len(provider.requests) == 3  # the candidate's two, the judge's one
+    assert bench.holding(KEY) == []
+
+
+def test_a_judge_model_without_a_provider_is_refused_at_plan_time(bench, provider):
+    from yyb.errors import UsageError
+
+    judged_bench(bench, provider)
+    data = json.loads(bench.config_path.read_text())
+    data["evaluators"]["judge"]["model"] = "elsewhere/j1"
+    bench.config_path.write_text(json.dumps(data, indent=2))
+    with pytest.raises(UsageError, match="elsewhere/j1: the gateway has no provider"):
+        bench.plan(["stand/client"])
+
+
+def test_a_replay_answers_the_judges_too(bench, provider):
+    model = judged_bench(bench, provider)
+    live = bench.plan([model])
+    run(bench, live)
+    (second,) = run(bench, replan(bench, model), runner_options={"replay": live.oid})
+    terminal = bench.terminal(second)
+    assert terminal["class"] == "resolved", terminal["reason"]
+    receipts = [bench.record(oid) for oid in terminal["links"]["evaluations"]]
+    (judged,) = [r for r in receipts if r["profile"] == "judge"]
+    meter = bench.record(judged["links"]["gateway"][0])
+    assert [bench.record(c)["source"] for c in meter["links"]["calls"]] == ["replay"]
+    assert len(provider.requests) == 3
+
+
+def test_rejudge_of_a_gateway_plan_starts_a_gateway_for_its_judges(bench, provider, monkeypatch):
+    model = judged_bench(bench, provider)
+    plan_file = bench.plan_file([model])
+    monkeypatch.setenv(ENVIRON_KEY, KEY)
+    assert bench.yyb("run", "--plan", plan_file).exit_code == 0
+    again = bench.yyb("rejudge", "--plan", plan_file, "--profile", "judge")
+    assert again.exit_code == 0, again.stderr
+    (name,) = [n for n in bench.store.refs.names() if n.endswith("/evaluations/judge")]
+    receipt = bench.record(bench.store.refs.read(name))
+    assert receipt["generation"] == 2 and receipt["verdict"] == "pass"
+    meter = bench.record(receipt["links"]["gateway"][0])
+    assert meter["outcomes"] == {"answered": 1}
+    assert len(provider.requests) == 4
+    monkeypatch.delenv(ENVIRON_KEY)
+    refused = bench.yyb("rejudge", "--plan", plan_file, "--profile", "judge")
+    assert refused.exit_code == 2 and ENVIRON_KEY in refused.stderr, refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+
+
+def test_doctor_names_a_judge_cost_that_is_not_its_meters(bench, provider):
+    from tests.doctor.forge import forge, plant
+    from yyb.evidence import names
+    from yyb.evidence.experiment import verify_experiment
+
+    model = judged_bench(bench, provider)
+    plan = bench.plan([model])
+    (result,) = run(bench, plan)
+    findings, _ = verify_experiment(bench.store, plan.oid)
+    assert [str(f) for f in findings if f.level == "error"] == []
+    ref = names.evaluation(plan.oid, result.attempt, "judge")
+    receipt_oid = bench.store.refs.read(ref)
+    receipt = bench.record(receipt_oid)
+    cheaper = forge(bench.store, receipt_oid, judge_cost=dict(receipt["judge_cost"], micros=1))
+    plant(bench.store, ref, cheaper)
+    findings, _ = verify_experiment(bench.store, plan.oid)
+    assert "wrong-cost" in {f.code for f in findings if f.level == "error"}

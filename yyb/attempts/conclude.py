@@ -82,7 +82,7 @@ def _grade(ctx, attempt_oid: str, execution: Execution, facts: Facts, links: dic
     )
     names = identities(execution.identity.to_value())
     handle = AttemptHandle.read(ctx.store, ctx.plan_oid, attempt_oid, ctx.plan, attempt)
-    controls = Controls(ctx.protected(), ctx.cancel, ctx.environ, ctx.signer)
+    controls = Controls(ctx.protected(), ctx.cancel, ctx.environ, ctx.signer, ctx.judges)
     histories, receipts = {}, []
     for profile in planned.first_generation_profiles(ctx.plan, case):
         retained = handle.generations(profile)

@@ -91,6 +91,7 @@ class RunContext:
     # models through it (yyb/attempts/metering.py); None for every other plan.
     gateway: Any = None
     journal: Any = None  # and the metering.Journal keeping its calls as they end
+    judges: Any = None  # and its judges' way to their models (metering.JudgeAccess)
 
     @property
     def harness(self) -> dict:

@@ -10,6 +10,7 @@ and where they differ, the difference is named.
 
 from __future__ import annotations
 
+import itertools
 import queue
 import tempfile
 import threading
@@ -22,6 +23,7 @@ from yyb.evidence.kinds.attempt import CandidateCost, Metered, MeteredClaim
 from yyb.evidence.kinds.gateway import PriceTable
 from yyb.gateway import Call, Gateway, Meter, Provider, Providers, Replay, records
 from yyb.gateway.records import meter_record
+from yyb.grading.invocation import JudgeCalls
 from yyb.harness import envelope, gatewayport
 
 # The loopback port a candidate reaches the gateway at, inside its sandbox.
@@ -90,14 +92,28 @@ def recorded(store, plan_oid: str) -> Replay:
     value = store.objects.get_record(plan_oid) if store.objects.contains(plan_oid) else None
     if not ExperimentPlan.holds(value):
         raise UsageError(f"--replay {plan_oid}: not an experiment plan in this store")
-    meters = [
-        oid
-        for attempt_oid in value["links"]["attempts"]
-        if (oid := store.refs.read(names.calls(plan_oid, attempt_oid))) is not None
-    ]
+    meters = []
+    for attempt_oid in value["links"]["attempts"]:
+        kept = store.refs.read(names.calls(plan_oid, attempt_oid))
+        meters += [kept] if kept is not None else []
+        meters += _judge_meters(store, plan_oid, attempt_oid, value)
     if not meters:
         raise UsageError(f"--replay {plan_oid}: the plan's attempts recorded no gateway call")
     return Replay.from_store(store.objects, meters)
+
+
+def _judge_meters(store, plan_oid: str, attempt_oid: str, plan: dict) -> list[str]:
+    """The gateway meters of the attempt's judge runs, every generation, oldest first."""
+    found = []
+    for profile in sorted(plan["evaluators"]["catalog"]):
+        receipt_oid = store.refs.read(names.evaluation(plan_oid, attempt_oid, profile))
+        chain = []
+        while receipt_oid is not None:
+            receipt = store.objects.get_record(receipt_oid)
+            chain.append(list(receipt["links"].get("gateway", ())))
+            receipt_oid = receipt["links"].get("previous")
+        found += [oid for meters in reversed(chain) for oid in meters]
+    return found
 
 
 @dataclass(frozen=True)
@@ -127,13 +143,39 @@ def admit(
     own = gateway.socket_path.parent / f"{attempt_oid[:16]}.sock"
     watcher = journal.watcher(attempt_oid, model, ceiling)
     token = gateway.admit(attempt_oid, model, ceiling, own, watcher)
-    port = gatewayport.Port(str(own), PORT)
+    return admission(plan, model, token, own)
+
+
+def admission(plan: dict, model: str, token: str, socket_path: Path) -> Admission:
+    """The ``Admission`` of ``token`` (admitted for ``model`` on ``socket_path``): the port
+    its sandbox reaches it at and the variables its SDKs read."""
+    port = gatewayport.Port(str(socket_path), PORT)
     spec = plan["gateway"]["providers"][model.split("/", 1)[0]]
     variables = {URL_ENV: port.url, TOKEN_ENV: token, spec["credential"]: token}
     for api in spec["apis"]:
         for name, suffix in BASE_URLS[api].items():
             variables[name] = port.url + suffix
     return Admission(token, port, variables)
+
+
+class JudgeAccess:
+    """A gateway plan's judges' way to their models (grading.invocation.JudgeAccess): each
+    judge run admitted with a token and a socket of its own, no ceiling, its calls stored
+    when it ends and its meter's cost standing for the judge's."""
+
+    def __init__(self, store, plan: dict, gateway: Gateway) -> None:
+        self.store, self.plan, self.gateway = store, plan, gateway
+        self._runs = itertools.count()
+
+    def open(self, model: str) -> Admission:
+        own = self.gateway.socket_path.parent / f"judge-{next(self._runs)}.sock"
+        token = self.gateway.admit(f"judge {model}", model, None, own)
+        return admission(self.plan, model, token, own)
+
+    def close(self, opened: Admission) -> JudgeCalls:
+        meter = self.gateway.retire(opened.token)
+        oid = retain(self.store, meter, self.gateway.prices)
+        return JudgeCalls(oid, cost.metered(meter.spent_micros, meter.completeness != "partial"))
 
 
 class Journal:

@@ -230,6 +230,7 @@ def _run_here(run_ctx: RunContext, options: RunOptions, environ: dict) -> list[R
     try:
         run_ctx.gateway = metering.start(run_ctx.store, run_ctx.plan, environ, folder, replay)
         run_ctx.journal = metering.Journal(run_ctx.store, run_ctx.plan_oid, run_ctx.gateway.prices)
+        run_ctx.judges = metering.JudgeAccess(run_ctx.store, run_ctx.plan, run_ctx.gateway)
         try:
             return attempts.run_plan(run_ctx, options.jobs or 1)
         finally:

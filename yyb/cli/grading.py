@@ -50,7 +50,9 @@ def _reevaluate(ctx, verb: str, plan_name: str, profile: str, dry_run: bool, as_
     previous = {
         s: signal.signal(s, lambda *_: cancel.set()) for s in (signal.SIGINT, signal.SIGTERM)
     }
+    judges = None
     try:
+        judges = None if dry_run else _judge_gateway(store, plan, profile)
         rows = regrade.reevaluate(
             store,
             plan_oid,
@@ -58,13 +60,34 @@ def _reevaluate(ctx, verb: str, plan_name: str, profile: str, dry_run: bool, as_
             attempts,
             regrade.Request(profile, verb, dry_run),
             Controls(
-                protected_roots(store.path, config, plan, _key_path()), cancel, dict(os.environ)
+                protected_roots(store.path, config, plan, _key_path()),
+                cancel,
+                dict(os.environ),
+                gateway=judges,
             ),
             progress,
         )
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        if judges is not None:
+            judges.gateway.stop()
+    _print_rows(rows, as_json, plan_oid, profile)
+    if cancel.is_set():
+        return 130
+    refused = sum(1 for r in rows if r.action == "refused")
+    if refused:
+        click.echo(
+            f"yyb: {refused} attempt(s) refused: their chains do not verify "
+            "(yyb doctor --plan names the problems)",
+            err=True,
+        )
+        return 1
+    return 0
+
+
+def _print_rows(rows, as_json: bool, plan_oid: str, profile: str) -> None:
+    """The pass's table (or its JSON) on stdout."""
     if as_json:
         click.echo(
             json.dumps(
@@ -88,17 +111,24 @@ def _reevaluate(ctx, verb: str, plan_name: str, profile: str, dry_run: bool, as_
                 "\n"
             )
         out.write("dispatch_count: 0\n")
-    if cancel.is_set():
-        return 130
-    refused = sum(1 for r in rows if r.action == "refused")
-    if refused:
-        click.echo(
-            f"yyb: {refused} attempt(s) refused: their chains do not verify "
-            "(yyb doctor --plan names the problems)",
-            err=True,
-        )
-        return 1
-    return 0
+
+
+def _judge_gateway(store, plan: dict, profile: str):
+    """A gateway for the judges of a gateway plan (docs/gateway.md, "Judges"), started when
+    ``profile`` is a judge's; None otherwise.
+
+    Raises:
+        UsageError: a provider's credential variable is unset.
+    """
+    from yyb.attempts import metering
+    from yyb.harness import scratch
+
+    spec = plan["evaluators"]["catalog"].get(profile) or {}
+    if not metering.uses_gateway(plan) or spec.get("kind") != "llm_judge":
+        return None
+    folder = metering.socket_folder(scratch.run_folder(store.path))
+    gateway = metering.start(store, plan, dict(os.environ), folder)
+    return metering.JudgeAccess(store, plan, gateway)
 
 
 # Rows whose reason the table shows.

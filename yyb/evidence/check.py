@@ -428,6 +428,7 @@ class AttemptCheck:
                 if evidence is not None and evidence != self.evidence_oid:
                     self.fail("wrong-link", f"evaluation {oid} names other evidence {evidence}")
                 self.check_protection(profile, oid, value)
+                self.check_judge_meters(oid, value)
                 if n == 1:
                     seen_first.add(oid)
         for oid in sorted(first - seen_first):
@@ -436,6 +437,30 @@ class AttemptCheck:
                 f"the terminal's evaluation {oid} is not generation 1 of "
                 "any profile of this attempt",
             )
+
+    def check_judge_meters(self, oid: str, value: dict) -> None:
+        """An evaluation's judge meters (docs/gateway.md, "Judges"): only in a gateway plan,
+        each a judge's meter of the profile's model, and a judge cost known in full equal
+        to their sum."""
+        meters = value["links"].get("gateway")
+        if meters is None:
+            return
+        if self.plan["tool_policy"]["network"] != "gateway":
+            self.fail("wrong-link", f"evaluation {oid} links gateway meters in a plan without it")
+            return
+        model = (self.plan["evaluators"]["catalog"].get(value["profile"]) or {}).get("model")
+        total = 0
+        for meter_oid in meters:
+            meter = self.record(meter_oid, GATEWAY_METER, "judge's gateway meter")
+            if meter is None:
+                return
+            if not meter["attempt"].startswith("judge ") or meter["model"] != model:
+                self.fail("wrong-link", f"evaluation {oid}'s meter {meter_oid} is not its judge's")
+                return
+            total += meter["cost"]["micros"] or 0
+        spent = value["judge_cost"]
+        if spent["completeness"] in ("complete", "genuine_zero") and spent["micros"] != total:
+            self.fail("wrong-cost", f"evaluation {oid}'s judge cost is not its meters' sum")
 
     def check_protection(self, profile: str, oid: str, value: dict) -> None:
         """A command evaluation of a profile with protected paths graded exactly the final

@@ -130,8 +130,9 @@ def run_evaluator(
     plan, attempt = handle.plan, handle.attempt
     spec = profile_spec(plan, profile)
     call = Invocation(
-        spec, controls.protected, plan["tool_policy"]["read_only_paths"], controls.cancel
-    )
+        spec, controls.protected, plan["tool_policy"]["read_only_paths"], controls.cancel,
+        gateway=controls.gateway if spec.get("kind") == "llm_judge" else None,
+    )  # fmt: skip
     if spec.get("kind") in ("tests", "command"):
         header = {
             "profile": profile,
@@ -286,6 +287,7 @@ def _artifacts(
         log=store.objects.put("blob", outcome.log) if outcome.log else ABSENT,
         result=store.objects.put_record(result.to_value()),
         previous=old if old is not None else ABSENT,
+        gateway=tuple(outcome.gateway) if outcome.gateway else ABSENT,
     )
 
 

@@ -22,12 +22,15 @@ class Controls:
         cancel: set when the run is interrupted; None when it cannot be.
         environ: where a judge harness's secrets are read from, by name.
         signer: the key each published evaluation receipt is signed with (None: unsigned).
+        gateway: a gateway plan's judges' way to their models (``JudgeAccess``), None for a
+            plan whose judges have the network.
     """
 
     protected: list[str]
     cancel: threading.Event | None = None
     environ: Mapping[str, str] = field(default_factory=dict)
     signer: Any = None
+    gateway: Any = None
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,8 @@ class Invocation:
         secrets: a judge's secrets, name -> value, redacted from what it answers.
         environment: the built environment the case runs in (harness.environments.build.
             Ready), None for the host's OS folders.
+        gateway: a judge's way to its model through the run's gateway (``JudgeAccess``);
+            None: the judge has the network.
     """
 
     spec: dict
@@ -52,3 +57,25 @@ class Invocation:
     harness: dict | None = None
     secrets: Mapping[str, str] = field(default_factory=dict)
     environment: Any = None
+    gateway: Any = None
+
+
+@dataclass(frozen=True)
+class JudgeCalls:
+    """What the gateway metered of one judge run: its meter's oid and the cost object."""
+
+    meter: str
+    cost: dict
+
+
+class JudgeAccess:
+    """The protocol a judge's gateway access speaks (yyb/attempts/metering.py has the one a
+    run makes): ``open(model)`` admits one judge run and gives what its sandbox needs
+    (``.port``, ``.variables``, ``.secrets``); ``close(opened)`` retires it, keeps its
+    calls, and returns ``JudgeCalls``."""
+
+    def open(self, model: str) -> Any:  # pragma: no cover - a protocol
+        raise NotImplementedError
+
+    def close(self, opened: Any) -> JudgeCalls:  # pragma: no cover - a protocol
+        raise NotImplementedError

@@ -223,10 +223,13 @@ def repeat(
             call.cancel,
             list(call.read_only),
             dict(call.secrets),
+            call.gateway,
         )
-        answers.append({k: v for k, v in answer.items() if k != "cost"})
+        answers.append({k: v for k, v in answer.items() if k not in ("cost", "gateway")})
         outcome.wall_ms += answer["wall_ms"]
         costs.append(answer["cost"])
+        if answer.get("gateway"):
+            outcome.gateway.append(answer["gateway"])
         if answer["problem"]:
             problem = answer["problem"]
             break
@@ -280,10 +283,14 @@ def _judge_once(
     cancel,
     read_only: list[str],
     secrets: dict[str, str],
+    gateway=None,
 ) -> dict:
-    """One judge run on ``payload``: its answer (output, identity, cost, verdict, problem)."""
+    """One judge run on ``payload``: its answer (output, identity, cost, verdict, problem);
+    through ``gateway`` (grading.invocation.JudgeAccess) when given, whose meter then stands
+    for its cost (``answer["gateway"]``: the meter's oid)."""
     root = scratch.folder("judge")
     answer = _unanswered(spec)
+    opened = None
     try:
         folders = Folders(root)
         folders.create()
@@ -304,21 +311,32 @@ def _judge_once(
         env, _ = build(folders, read_only, sorted(secrets), secrets, harness.get("env"))
         env[envelope.FD_ENV] = str(channel.fd)
         env["YYB_JUDGE_SETTINGS_FILE"] = extra["settings_file"]
+        if gateway is not None:  # last: the gateway's URL and token stand over any other
+            opened = gateway.open(spec["model"])
+            env.update(opened.variables)
+            secrets = {**secrets, **opened.secrets}
         box = sandbox.Sandbox(
             writable=[folders.workspace, *folders.private()],
             hidden=protected,
             read_only=tools,
-            network=True,
+            network=opened is None,
             cwd=folders.workspace,
             limits=limits.resolve(None),
+            gateway=opened.port if opened is not None else None,
         )
         timeout_ms = spec.get("timeout_ms", DEFAULT_TIMEOUT_MS)
         try:
             ran, _ = box.run(argv, env, timeout_ms, cancel, root, pass_fds=(channel.fd,))
         finally:
             written = channel.collect()
-        return _answered(answer, spec, ran, written, secrets)
+            metered, opened = (gateway.close(opened) if opened is not None else None), None
+        answer = _answered(answer, spec, ran, written, secrets)
+        if metered is not None:  # the gateway's stands, whatever the envelope said
+            answer["cost"], answer["gateway"] = metered.cost, metered.meter
+        return answer
     finally:
+        if opened is not None:  # the sandbox never started: retire its token all the same
+            gateway.close(opened)
         worktree.remove(root)  # however deep the code it ran made it
 
 

@@ -29,6 +29,8 @@ class Outcome:
     signal: int | None = None  # the signal that ended the evaluator (an exit above 128 counts)
     details: dict = field(default_factory=dict)
     judge_cost: dict | None = None
+    # The gateway meters of a judge's runs, in order (a gateway plan's judges: docs/gateway.md).
+    gateway: list[str] = field(default_factory=list)
     # Protected paths put back before grading (yyb/evidence/protect.py): the oid of the listing
     # graded and the protected paths the candidate had touched; None when the profile has none.
     protected: dict | None = None

@@ -173,13 +173,14 @@ def _gateway(config: Config, plan: Plan, models: list[dict]) -> tuple[dict, str 
 
     section = config.gateway()
     providers = section["providers"]
-    for model in models:
-        provider = model["resolved"].split("/", 1)[0]
+    # Every judge of the catalog (a later rejudge may select any) reaches its model there too.
+    judges = [s["model"] for s in config.evaluators().values() if s.get("kind") == "llm_judge"]
+    for model in [m["resolved"] for m in models] + judges:
+        provider = model.split("/", 1)[0]
         if provider not in providers:
             known = ", ".join(sorted(providers))
             raise UsageError(
-                f"model {model['resolved']}: the gateway has no provider {provider!r} "
-                f"(configured: {known})"
+                f"model {model}: the gateway has no provider {provider!r} (configured: {known})"
             )
     prices = None
     if "prices" in section:

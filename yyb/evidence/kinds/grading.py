@@ -47,6 +47,7 @@ class EvaluationLinks(Shape):
     result: str
     previous: str | Absent = ABSENT
     graded_listing: str | Absent = ABSENT
+    gateway: tuple[str, ...] | Absent = ABSENT  # a gateway plan's judge runs' meters
 
 
 @shape
