@@ -69,10 +69,11 @@ async def measure(url: str, socket_path: str, token: str, count: int, body: dict
         return [(await pair[0](), await pair[1]()) for _ in range(count)]
 
 
-def client(url: str, gateway: Gateway, count: int, body: dict) -> list:
+def client(url: str, gateway: Gateway, count: int, body: dict, kept: bool = True) -> list:
     """Run ``measure`` in a process of its own, as a candidate in its sandbox would call: the
     gateway is a thread of this (the controller's) process and must not share its
-    interpreter lock with the client it serves."""
+    interpreter lock with the client it serves. ``kept``: each call is kept in a store as it
+    ends, as a run keeps it (else the gateway alone)."""
     from yyb.attempts.metering import Journal
     from yyb.store.repo import Store
 
@@ -80,8 +81,8 @@ def client(url: str, gateway: Gateway, count: int, body: dict) -> list:
     store, _ = Store.init(tempfile.mkdtemp(prefix="gwb-store-", dir="/tmp"))
     journal = Journal(store, "0" * 64, PRICES)
     attempt = "1" * 64
-    own = gateway.socket_path.with_name(gateway.socket_path.stem + "-attempt.sock")
-    watcher = journal.watcher(attempt, "openai/gpt-5", None)
+    own = gateway.socket_path.with_name(gateway.socket_path.stem + f"-{kept}.sock")
+    watcher = journal.watcher(attempt, "openai/gpt-5", None) if kept else None
     token = gateway.admit(attempt, "openai/gpt-5", None, own, watcher)
     argv = [url, str(own), token, str(count), json.dumps(body)]
     out = subprocess.run(
@@ -138,11 +139,14 @@ def main(argv: list[str] | None = None) -> int:
             socket_path = folder / f"{name}.sock"
             with Gateway(providers_for(url), PRICES, socket_path, environ=ENVIRON) as gateway:
                 results[name] = client(url, gateway, count, body)
-    direct_ms = statistics.median(d[0] for d, _ in results["latency"]) * 1000
-    gateway_ms = statistics.median(g[0] for _, g in results["latency"]) * 1000
-    added = statistics.median((g[0] - d[0]) * 1000 for d, g in results["latency"])
-    print(f"latency over {args.calls} calls: direct median {direct_ms:.3f} ms, "
-          f"through the gateway {gateway_ms:.3f} ms, added median {added:.3f} ms")  # fmt: skip
+                if name == "latency":
+                    results["bare"] = client(url, gateway, count, body, kept=False)
+    for key, said in (("latency", "kept as a run keeps them"), ("bare", "the gateway alone")):
+        direct_ms = statistics.median(d[0] for d, _ in results[key]) * 1000
+        gateway_ms = statistics.median(g[0] for _, g in results[key]) * 1000
+        added = statistics.median((g[0] - d[0]) * 1000 for d, g in results[key])
+        print(f"latency over {args.calls} calls ({said}): direct median {direct_ms:.3f} ms, "
+              f"through the gateway {gateway_ms:.3f} ms, added median {added:.3f} ms")  # fmt: skip
     rates = [(d[1] / d[0], g[1] / g[0]) for d, g in results["throughput"]]
     direct_rate = statistics.median(d for d, _ in rates)
     gateway_rate = statistics.median(g for _, g in rates)
