@@ -77,6 +77,7 @@ class RunContext:
     keep_workspaces: bool = False
     cancel: threading.Event = field(default_factory=threading.Event)
     progress: Callable[[Result], None] | None = None
+    started: Callable[[dict], None] | None = None  # called with each attempt plan dispatched
     secrets: dict[str, str] = field(default_factory=dict)
     environ: dict[str, str] = field(default_factory=dict)  # for judge harness secrets
     signer: Any = None

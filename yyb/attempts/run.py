@@ -101,6 +101,8 @@ def start_attempt(ctx: RunContext, attempt_oid: str, spend: Spend, executor) -> 
     if intent_oid is None:  # another process dispatched it first
         reason = "dispatched by another run"
         return Result.without_terminal(attempt_oid, attempt, reason, "skipped")
+    if ctx.started is not None:
+        ctx.started(attempt)
     try:
         executed = executor(ctx, attempt_oid, intent_oid)
     except Refused as exc:

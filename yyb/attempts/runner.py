@@ -54,6 +54,15 @@ class AttemptFinished:
 
 
 @dataclass(frozen=True)
+class AttemptStarted:
+    """An attempt dispatched: its candidate is about to start."""
+
+    ordinal: int
+    model: str
+    case_id: str | None
+
+
+@dataclass(frozen=True)
 class WorkerVerified:
     """A Dask worker probed before any dispatch: where it runs, its threads, its sandbox."""
 
@@ -97,7 +106,13 @@ class StorePacked:
 
 
 Event = (
-    AttemptFinished | WorkerVerified | ClusterTally | ClusterLost | LogCheckpointed | StorePacked
+    AttemptStarted
+    | AttemptFinished
+    | WorkerVerified
+    | ClusterTally
+    | ClusterLost
+    | LogCheckpointed
+    | StorePacked
 )
 
 
@@ -203,6 +218,8 @@ def run(
     run_ctx.keep_workspaces = options.keep_workspaces
     run_ctx.cancel = options.cancel
     run_ctx.progress = lambda result: on_event(AttemptFinished(result))
+    run_ctx.started = lambda a: on_event(AttemptStarted(a["ordinal"], a["model"]["resolved"],
+                                                        a.get("case_id")))  # fmt: skip
     lost = None
     if options.executor == "dask":
         results, lost = _run_on_dask(run_ctx, options, environ, on_event)

@@ -9,6 +9,7 @@ import sys
 import click
 
 from yyb.cli.context import load_config, open_store
+from yyb.cli.tasks import TaskCommand, TaskGroup, task_files, tasks_from_option
 from yyb.errors import UsageError
 from yyb.evidence import names
 
@@ -54,10 +55,15 @@ def init(to_stdout, kind):
     return 0
 
 
-@click.command("validate")
+@click.command("validate", cls=TaskCommand)
 @click.option(
-    "--task", "task_paths", required=True, multiple=True, metavar="FILE", help="The task file."
+    "--task",
+    "task_paths",
+    multiple=True,
+    metavar="FILE",
+    help="A task file (repeatable; several files or a glob after one --task).",
 )
+@tasks_from_option
 @click.option("--write", is_flag=True, help="Store the case record under refs/cases/<id>.")
 @click.option(
     "--gold",
@@ -66,7 +72,7 @@ def init(to_stdout, kind):
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the identity as JSON.")
 @click.pass_context
-def validate(ctx, task_paths, write, gold, as_json):
+def validate(ctx, task_paths, tasks_from, write, gold, as_json):
     """Check that a task is a valid benchmark case and print its identity.
 
     Nothing is written unless --write is given; the task file is never touched.
@@ -77,6 +83,10 @@ def validate(ctx, task_paths, write, gold, as_json):
     2 on bad input.
     """
     from yyb import cases
+
+    task_paths = task_files(task_paths, tasks_from)
+    if not task_paths:
+        raise click.UsageError("give --task FILE (one or more) or --tasks-from FILE")
 
     if gold:
         return _validate_gold(ctx, task_paths, as_json)
@@ -142,8 +152,15 @@ def _validate_gold(ctx, task_paths, as_json) -> int:
     return 0
 
 
-@click.group("plan", invoke_without_command=True)
-@click.option("--task", "tasks", multiple=True, metavar="FILE", help="A case (repeatable).")
+@click.group("plan", invoke_without_command=True, cls=TaskGroup)
+@click.option(
+    "--task",
+    "tasks",
+    multiple=True,
+    metavar="FILE",
+    help="A case (repeatable; several files or a glob after one --task).",
+)
+@tasks_from_option
 @click.option("--workflow", metavar="FILE", help="A Workflow Runner YAML file.")
 @click.option("--models", metavar="M1,M2", help="Exact provider/model ids or :selectors.")
 @click.option("--attempts", type=int, default=1, show_default=True, help="Attempts per cell.")
@@ -167,6 +184,7 @@ def _validate_gold(ctx, task_paths, as_json) -> int:
 def plan(
     ctx,
     tasks,
+    tasks_from,
     workflow,
     models,
     attempts,
@@ -190,6 +208,8 @@ def plan(
     if ctx.invoked_subcommand is not None:
         return None
     from yyb.plans import build, planfile
+
+    tasks = tuple(task_files(tasks, tasks_from))
 
     if retry_of is not None:
         if tasks or workflow or models or max_usd or controlled_model_variable or variables:

@@ -11,6 +11,7 @@ import click
 from yyb.cli.context import claim_scratch, load_config, open_store, plan_option
 from yyb.cli.plans import load_plan
 from yyb.cli.plans import plan_oid as plan_oid_of
+from yyb.cli.progress import MODES, Progress, json_event, mode_for
 from yyb.errors import UsageError
 
 
@@ -66,8 +67,34 @@ def _dry_run(ctx, plan_oid: str, records: dict[str, dict]) -> int:
     "gateway, by request hash, spending nothing; a call with no recorded answer is refused "
     "(docs/gateway.md).",
 )
+@click.option(
+    "--progress",
+    "progress_mode",
+    type=click.Choice(MODES),
+    default="auto",
+    show_default=True,
+    help="How progress is told on stderr: live (redrawn, a terminal), plain (a line per "
+    "event), none; auto: live on a terminal, else plain.",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Stream one JSON object per event on stdout, then the summary (no table).",
+)
 @click.pass_context
-def run(ctx, plan_name, dry_run, jobs, keep_workspaces, executor, scheduler, replay_name):
+def run(
+    ctx,
+    plan_name,
+    dry_run,
+    jobs,
+    keep_workspaces,
+    executor,
+    scheduler,
+    replay_name,
+    progress_mode,
+    as_json,
+):
     """Run every attempt of a plan that has not been dispatched yet.
 
     Each candidate works in a private snapshot under the sandbox; its evidence is retained
@@ -96,15 +123,22 @@ def run(ctx, plan_name, dry_run, jobs, keep_workspaces, executor, scheduler, rep
     def stop(signum, frame):
         options.cancel.set()
 
+    total = len(records[plan_oid]["links"]["attempts"])
+    shown = Progress(mode_for(progress_mode, sys.stderr), total)
     previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         outcome = runner.run(
-            store, load_config(ctx), plan_oid, records, options, dict(os.environ), _shown()
-        )
+            store, load_config(ctx), plan_oid, records, options, dict(os.environ),
+            _shown(shown, as_json),
+        )  # fmt: skip
     finally:
+        shown.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    print_summary(outcome.results)
+    if as_json:
+        click.echo(json_event("summary", **summary_of(plan_oid, outcome.results)))
+    else:
+        print_summary(outcome.results)
     if outcome.cancelled:
         return 130
     return 1 if outcome.lost is not None else 0
@@ -124,51 +158,96 @@ def _check_executor(ctx, executor: str, scheduler: str | None, keep_workspaces: 
         raise UsageError("--keep-workspaces keeps local folders; a dask worker keeps none")
 
 
-def _shown():
-    """How the run's events reach stderr: attempts as they finish (on a terminal only) and,
-    always, the Dask workers probed, their tally and a lost cluster, the checkpoint and the
-    automatic gc."""
+def _shown(shown: Progress, as_json: bool):
+    """How the run's events are told: attempts started and finished through ``shown`` (or
+    as JSON lines on stdout), and, always on stderr, the Dask workers probed, their tally and
+    a lost cluster, the checkpoint and the automatic gc. Events come from the run's threads:
+    one lock keeps their lines whole."""
+    import threading
+
     from yyb.attempts import runner
 
-    live = sys.stderr.isatty()
+    lock = threading.Lock()
 
     def show(event) -> None:
-        if isinstance(event, runner.AttemptFinished):
-            if live:
-                r = event.result
-                click.echo(
-                    f"[{r.ordinal}] {r.case_id or '-'} {r.model}: {r.terminal_class} "
-                    f"({r.wall_ms} ms)",
-                    err=True,
-                )
+        with lock:
+            if as_json:
+                _as_json(event)
+            elif isinstance(event, runner.AttemptStarted):
+                shown.started(event.ordinal, event.model, event.case_id)
+            elif isinstance(event, runner.AttemptFinished):
+                shown.finished(event.result)
                 if event.cluster is not None:
-                    click.echo(f"  dask: {event.cluster}", err=True)
-        elif isinstance(event, runner.WorkerVerified):
-            click.echo(
-                f"dask worker {event.name} on {event.host}: {event.threads} threads, "
-                f"sandbox {event.sandbox} verified",
-                err=True,
-            )
-        elif isinstance(event, runner.ClusterTally):
-            for line in event.lines:
-                click.echo(line, err=True)
-        elif isinstance(event, runner.ClusterLost):
-            click.echo(
-                f"yyb: {event.why}; {event.left} attempts not dispatched: run again to "
-                "dispatch them",
-                err=True,
-            )
-        elif isinstance(event, runner.LogCheckpointed):
-            click.echo(f"checkpoint: {event.size} updates, root {event.root}", err=True)
-        elif isinstance(event, runner.StorePacked):
-            merged = f", {event.packs_removed} packs merged into one" if event.packs_removed else ""
-            click.echo(
-                f"yyb: packed {event.packed} objects{merged} (automatic gc; "
-                f"{event.setting}=0 turns it off)",
-                err=True,
-            )
+                    shown.note(f"  dask: {event.cluster}")
+            else:
+                for line in _said(event):
+                    shown.note(line)
 
     return show
+
+
+def _said(event) -> list[str]:
+    """The lines of a run event other than an attempt's."""
+    from yyb.attempts import runner
+
+    if isinstance(event, runner.WorkerVerified):
+        return [
+            f"dask worker {event.name} on {event.host}: {event.threads} threads, "
+            f"sandbox {event.sandbox} verified"
+        ]
+    if isinstance(event, runner.ClusterTally):
+        return list(event.lines)
+    if isinstance(event, runner.ClusterLost):
+        return [
+            f"yyb: {event.why}; {event.left} attempts not dispatched: run again to dispatch them"
+        ]
+    if isinstance(event, runner.LogCheckpointed):
+        return [f"checkpoint: {event.size} updates, root {event.root}"]
+    if isinstance(event, runner.StorePacked):
+        merged = f", {event.packs_removed} packs merged into one" if event.packs_removed else ""
+        return [
+            f"yyb: packed {event.packed} objects{merged} (automatic gc; "
+            f"{event.setting}=0 turns it off)"
+        ]
+    return []
+
+
+def _as_json(event) -> None:
+    """One JSON line on stdout for ``event`` (``yyb run --json``; docs/cli.md)."""
+    import dataclasses
+
+    from yyb.attempts import runner
+
+    if isinstance(event, runner.AttemptFinished):
+        fields = {"result": dataclasses.asdict(event.result), "cluster": event.cluster}
+        click.echo(json_event("attempt_finished", **fields))
+        return
+    names = {
+        runner.AttemptStarted: "attempt_started",
+        runner.WorkerVerified: "worker_verified",
+        runner.ClusterTally: "cluster_tally",
+        runner.ClusterLost: "cluster_lost",
+        runner.LogCheckpointed: "log_checkpointed",
+        runner.StorePacked: "store_packed",
+    }
+    click.echo(json_event(names[type(event)], **dataclasses.asdict(event)))
+
+
+def summary_of(plan_oid: str, results) -> dict:
+    """The summary ``yyb run --json`` ends with: every attempt's result in plan order, the
+    terminals' tally and the dispatch count."""
+    import dataclasses
+
+    ordered = sorted(results, key=lambda r: r.ordinal)
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r.terminal_class] = counts.get(r.terminal_class, 0) + 1
+    return {
+        "plan": plan_oid,
+        "results": [dataclasses.asdict(r) for r in ordered],
+        "terminals": dict(sorted(counts.items())),
+        "dispatch_count": sum(1 for r in results if r.status == "ran"),
+    }
 
 
 def print_summary(results) -> None:
