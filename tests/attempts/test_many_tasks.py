@@ -117,3 +117,36 @@ def test_run_under_a_terminal_redraws_its_status_and_none_says_nothing(bench):
     quiet = bench.yyb("run", "--plan", other, "--progress", "none")
     assert quiet.exit_code == 0 and "[" not in quiet.stderr.replace("[REDACTED", "")
     assert "dispatch_count: 1" in quiet.stdout
+
+
+def test_gates_fail_a_run_and_a_report_with_exit_3(bench):
+    """The fixer resolves, the idler fails: a threshold above one model's rate fails the run
+    and the report (exit 3, one line per broken gate); one below passes (exit 0)."""
+    plan_file = bench.plan_file(["stand/fixer", "stand/idler"])
+    failed = bench.yyb("run", "--plan", plan_file, "--fail-under", "0.5", "--progress", "none")
+    assert failed.exit_code == 3, failed.stderr
+    assert "gate: stand/idler: the valid resolved rate 0/1 = 0.0000 is under 0.5" in failed.stderr
+    assert "stand/fixer" not in failed.stderr
+    assert "dispatch_count: 2" in failed.stdout  # the run itself is whole
+    passed = bench.yyb("report", "--plan", plan_file, "--no-layer", "--fail-under", "0")
+    assert passed.exit_code == 0, passed.stderr
+    itt = bench.yyb(
+        "report", "--plan", plan_file, "--no-layer", "--rate", "intent-to-treat",
+        "--fail-under", "1",
+    )  # fmt: skip
+    assert itt.exit_code == 3 and "intent-to-treat resolved rate" in itt.stderr
+    assert (
+        bench.yyb("report", "--plan", plan_file, "--no-layer", "--max-invalid", "0").exit_code == 0
+    )
+    bad = bench.yyb("report", "--plan", plan_file, "--fail-under", "2")
+    assert bad.exit_code == 2
+
+
+def test_a_gate_counts_invalid_attempts(bench):
+    broken = bench.behaviour("broken", "exit 0\n")  # no envelope: a harness failure
+    plan_file = bench.plan_file(["stand/fixer", broken])
+    done = bench.yyb("run", "--plan", plan_file, "--max-invalid", "0", "--progress", "none")
+    assert done.exit_code == 3
+    assert "gate: 1 invalid attempt(s), more than the 0 allowed" in done.stderr
+    again = bench.yyb("report", "--plan", plan_file, "--no-layer", "--max-invalid", "1")
+    assert again.exit_code == 0, again.stderr

@@ -79,3 +79,45 @@ def claim_scratch(store) -> None:
         click.echo(f"yyb: removed {path}, left by a yyb process that is gone", err=True)
     cgroups.sweep()
     scratch.run_folder(store.path)
+
+
+def gate_options(command):
+    """``--fail-under RATE``, ``--rate valid|intent-to-treat`` and ``--max-invalid N``: the
+    gates of ``yyb run`` and ``yyb report`` (yyb/reports/gates.py; exit 3 when one fails)."""
+    command = click.option(
+        "--max-invalid",
+        type=click.IntRange(0),
+        metavar="N",
+        help="Fail (exit 3) when the plan has more than N invalid attempts.",
+    )(command)
+    command = click.option(
+        "--rate",
+        "rate_kind",
+        type=click.Choice(["valid", "intent-to-treat"]),
+        default="valid",
+        show_default=True,
+        help="The rate --fail-under holds each model to.",
+    )(command)
+    return click.option(
+        "--fail-under",
+        type=click.FloatRange(0, 1),
+        metavar="RATE",
+        help="Fail (exit 3) when a model's resolved rate (--rate) is under RATE (0 to 1).",
+    )(command)
+
+
+def check_gate(store, plan_oid: str, gate, document: dict | None = None) -> int:
+    """Print each line ``gate`` fails on stderr; ``GATE_FAILED`` when one does, else 0.
+    ``document``: the plan's report, built here when not given."""
+    from yyb.reports import gates
+
+    if not gate.set:
+        return 0
+    if document is None:
+        from yyb.reports import build
+
+        document, _ = build.build(store, plan_oid)
+    broken = gates.failures(document, gate)
+    for line in broken:
+        click.echo(f"yyb: {line}", err=True)
+    return gates.GATE_FAILED if broken else 0

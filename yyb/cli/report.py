@@ -6,9 +6,10 @@ import sys
 
 import click
 
-from yyb.cli.context import open_store
+from yyb.cli.context import check_gate, gate_options, open_store
 from yyb.cli.plans import plan_oid as resolve_plan
 from yyb.errors import UsageError
+from yyb.reports.gates import Gate
 
 
 @click.command("report")
@@ -48,6 +49,7 @@ from yyb.errors import UsageError
     is_flag=True,
     help="Gate on every reachable object re-verified, as 'yyb doctor --plan' does (slower).",
 )
+@gate_options
 @click.pass_context
 def report(
     ctx,
@@ -60,6 +62,9 @@ def report(
     output,
     no_layer,
     verify_objects,
+    fail_under,
+    rate_kind,
+    max_invalid,
 ):
     """Report from retained evidence and store the report as a layer.
 
@@ -77,13 +82,16 @@ def report(
         raise UsageError("--case and --model filter the longitudinal report only")
     if longitudinal and verify_objects:
         raise UsageError("--verify-objects applies to a per-experiment report (--plan) only")
+    gate = Gate(fail_under, rate_kind, max_invalid)
+    if longitudinal and gate.set:
+        raise UsageError("--fail-under and --max-invalid gate a per-experiment report only")
     if output is not None:
         planfile.check_output_free(output)
     if longitudinal:
         data, code, oid = _longitudinal(ctx, case_id, model, grader_version, fmt, not no_layer)
     else:
         data, code, oid = _experiment(
-            ctx, plan_name, grader_version, fmt, verify_objects, not no_layer
+            ctx, plan_name, grader_version, fmt, verify_objects, not no_layer, gate
         )
     _emit(data, output, oid)
     return code
@@ -99,7 +107,7 @@ def _renderer(fmt: str, formats: dict):
 
 
 def _experiment(
-    ctx, plan_name, grader_version, fmt, verify_objects, write
+    ctx, plan_name, grader_version, fmt, verify_objects, write, gate
 ) -> tuple[str, int, str | None]:
     from yyb.reports import build, layer, render
 
@@ -117,7 +125,7 @@ def _experiment(
             err=True,
         )
         return data, 1, stored["oid"]
-    return data, 0, stored["oid"]
+    return data, check_gate(store, plan_oid, gate, document), stored["oid"]
 
 
 def _longitudinal(ctx, case_id, model, grader_version, fmt, write) -> tuple[str, int, str | None]:

@@ -8,11 +8,19 @@ import sys
 
 import click
 
-from yyb.cli.context import claim_scratch, load_config, open_store, plan_option
+from yyb.cli.context import (
+    check_gate,
+    claim_scratch,
+    gate_options,
+    load_config,
+    open_store,
+    plan_option,
+)
 from yyb.cli.plans import load_plan
 from yyb.cli.plans import plan_oid as plan_oid_of
 from yyb.cli.progress import MODES, Progress, json_event, mode_for
 from yyb.errors import UsageError
+from yyb.reports.gates import Gate
 
 
 def _dry_run(ctx, plan_oid: str, records: dict[str, dict]) -> int:
@@ -82,6 +90,7 @@ def _dry_run(ctx, plan_oid: str, records: dict[str, dict]) -> int:
     is_flag=True,
     help="Stream one JSON object per event on stdout, then the summary (no table).",
 )
+@gate_options
 @click.pass_context
 def run(
     ctx,
@@ -94,6 +103,9 @@ def run(
     replay_name,
     progress_mode,
     as_json,
+    fail_under,
+    rate_kind,
+    max_invalid,
 ):
     """Run every attempt of a plan that has not been dispatched yet.
 
@@ -141,7 +153,9 @@ def run(
         print_summary(outcome.results)
     if outcome.cancelled:
         return 130
-    return 1 if outcome.lost is not None else 0
+    if outcome.lost is not None:
+        return 1
+    return check_gate(store, plan_oid, Gate(fail_under, rate_kind, max_invalid))
 
 
 def _check_executor(ctx, executor: str, scheduler: str | None, keep_workspaces: bool) -> None:
