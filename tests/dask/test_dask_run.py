@@ -351,9 +351,12 @@ def test_progress_on_a_terminal_says_where_the_cluster_stands(dask_bench, cluste
     finally:
         os.close(primary)
     assert done.returncode == 0, shown
-    lines = shown.decode().splitlines()
+    # Live progress redraws its status line in place (carriage return, erase line): what a
+    # person sees of each line is what follows the erase.
+    lines = [line.replace("\x1b[K", "") for line in shown.decode().splitlines()]
     progress = [line for line in lines if line.startswith("  dask: running ")]
     assert len(progress) == 2, lines
+    assert any(line.startswith("[2/2] ") for line in lines), lines
     assert progress[-1].endswith("lost 0") and "running 0" in progress[-1], progress
     returned = progress[-1].split("returned ", 1)[1].split(", lost")[0]
     assert sum(int(part.split()[1]) for part in returned.split(", ")) == 2, progress
