@@ -212,9 +212,8 @@ def _run(ctx, attempt_oid, intent_oid, folders, mine, held, snap, bounds) -> tup
         ctx, written, outcome, attempt["model"], facts, links, redactor, meter is not None
     )
     if meter is not None:  # the gateway's observations stand for identity and cost
-        ctx.journal.flush()
-        metered = metering.observe(store, meter, ctx.gateway.prices, attempt["model"], value)
-        ctx.journal.settle(attempt_oid, metered.meter_oid)
+        meter_oid = ctx.journal.settle(attempt_oid, meter)
+        metered = metering.observe(meter, meter_oid, attempt["model"], value)
         links["gateway"], observed = metered.meter_oid, metered.observed
         if metered.problem is not None and facts.envelope_problem is None:
             facts.envelope_problem = metered.problem

@@ -207,13 +207,26 @@ class Journal:
         self._queue.put(None)
         self._thread.join(timeout=30)
 
-    def settle(self, attempt_oid: str, meter_oid: str) -> None:
-        """Move the attempt's ``calls`` ref to its final meter."""
+    def settle(self, attempt_oid: str, meter: Meter) -> str:
+        """Store the attempt's final meter and move its ``calls`` ref to it; its oid. The
+        calls kept as they ended are linked as stored, not hashed again; one the journal
+        did not keep (it ended after ``flush``) is stored now."""
+        self.flush()
+        kept = {call.record.index: oid for oid, call in self._kept.pop(attempt_oid, [])}
+        oids = [kept.get(c.record.index) or self._put(c) for c in meter.calls]
+        value = meter_record(meter, oids, self.prices_oid).to_value()
+        meter_oid = self.store.objects.put_record(value)
         ref = names.calls(self.plan_oid, attempt_oid)
         old = self._heads.pop(attempt_oid, None)
-        self._kept.pop(attempt_oid, None)
         if old != meter_oid:
             self.store.refs.update(ref, meter_oid, old=old, reason="the attempt's calls, all")
+        return meter_oid
+
+    def _put(self, call: Call) -> str:
+        """Store one call's bodies and record; the record's oid."""
+        self.store.objects.put("blob", call.request)
+        self.store.objects.put("blob", call.response)
+        return self.store.objects.put_record(call.record.to_value())
 
     def _write(self) -> None:
         while (item := self._queue.get()) is not None:
@@ -225,10 +238,8 @@ class Journal:
 
     def _keep(self, attempt_oid: str, model: str, ceiling: int | None, call: Call) -> None:
         objects = self.store.objects
-        objects.put("blob", call.request)
-        objects.put("blob", call.response)
         kept = self._kept.setdefault(attempt_oid, [])
-        kept.append((objects.put_record(call.record.to_value()), call))
+        kept.append((self._put(call), call))
         kept.sort(key=lambda pair: pair[1].record.index)
         calls = tuple(c for _, c in kept)
         reached = any(c.record.outcome == "refused_ceiling" for c in calls)
@@ -261,12 +272,9 @@ def retain(store, meter: Meter, prices: PriceTable | None) -> str:
     return oid
 
 
-def observe(
-    store, meter: Meter, prices: PriceTable | None, model: dict, envelope_value: dict | None
-) -> Observation:
-    """The attempt's identity and cost as the gateway metered them, its calls retained; the
+def observe(meter: Meter, meter_oid: str, model: dict, envelope_value: dict | None) -> Observation:
+    """The attempt's identity and cost as its stored meter (``meter_oid``) has them; the
     envelope's claims compared with them."""
-    meter_oid = retain(store, meter, prices)
     provider = model["resolved"].split("/", 1)[0]
     served = [
         envelope.normalize(provider, c.record.served_model)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -68,14 +68,12 @@ class JudgeCalls:
     cost: dict
 
 
-class JudgeAccess:
-    """The protocol a judge's gateway access speaks (yyb/attempts/metering.py has the one a
-    run makes): ``open(model)`` admits one judge run and gives what its sandbox needs
-    (``.port``, ``.variables``, ``.secrets``); ``close(opened)`` retires it, keeps its
-    calls, and returns ``JudgeCalls``."""
+class JudgeAccess(Protocol):
+    """What a judge's gateway access is (yyb/attempts/metering.py has the one a run makes):
+    ``open(model)`` admits one judge run and gives what its sandbox needs (``.port``,
+    ``.variables``, ``.secrets``); ``close(opened)`` retires it, keeps its calls, and
+    returns ``JudgeCalls``."""
 
-    def open(self, model: str) -> Any:  # pragma: no cover - a protocol
-        raise NotImplementedError
+    def open(self, model: str) -> Any: ...
 
-    def close(self, opened: Any) -> JudgeCalls:  # pragma: no cover - a protocol
-        raise NotImplementedError
+    def close(self, opened: Any) -> JudgeCalls: ...
