@@ -43,4 +43,5 @@ COMMANDS = {
     "view": "yyb.cli.view:view",
     "env": "yyb.cli.environments:env",
     "envelope": "yyb.cli.envelope:envelope_command",
+    "export": "yyb.cli.export:export",
 }

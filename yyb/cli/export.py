@@ -1,0 +1,74 @@
+"""`yyb export`: a run written in another tool's format (docs/export.md)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from yyb.cli.context import open_store
+from yyb.cli.plans import plan_oid as resolve_plan
+from yyb.errors import UsageError
+
+SUFFIXES = {"json": ".json", "eval": ".eval"}
+
+
+@click.group("export")
+def export():
+    """Write a plan's run in another tool's format."""
+
+
+@export.command("inspect")
+@click.argument("plan_name", metavar="PLAN")
+@click.option("--output", metavar="FILE", help="Write to FILE (never overwritten).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(sorted(SUFFIXES)),
+    help="json (one JSON object) or eval (Inspect's zip archive); default: FILE's suffix, "
+    "else json.",
+)
+@click.pass_context
+def inspect_command(ctx, plan_name, output, fmt):
+    """Write PLAN's run as an Inspect AI eval log, one sample per attempt.
+
+    PLAN is a plan file, or a plan oid or ref in the store. The log opens in 'inspect view'
+    and inspect_ai.analysis; nothing is written to the store. Exits 1 when the experiment's
+    chain is incomplete (the log is written, with status "error"), 0 otherwise.
+    """
+    from yyb.plans import planfile
+    from yyb.reports import inspect_log
+
+    fmt = _format(fmt, output)
+    if output is not None:
+        planfile.check_output_free(output)
+    elif fmt == "eval" and sys.stdout.isatty():
+        raise UsageError("--format eval writes a zip archive: give --output FILE or redirect")
+    oid = resolve_plan(ctx, plan_name)
+    store = open_store(ctx)
+    if not store.objects.contains(oid):
+        raise UsageError(f"plan {oid} is not in the store {store.path}")
+    log = inspect_log.eval_log(store, oid)
+    data = inspect_log.FORMATS[fmt](log)
+    if output is not None:
+        from yyb.store import file
+
+        file.write_new(output, data)
+        click.echo(f"inspect log written to {output} ({len(log['samples'])} samples)", err=True)
+    else:
+        sys.stdout.buffer.write(data)
+    if log["status"] != "success":
+        click.echo(f"yyb: warning: {log['error']['message']}", err=True)
+        return 1
+    return 0
+
+
+def _format(fmt: str | None, output: str | None) -> str:
+    """The format asked for, else the one FILE's suffix names, else json; a FILE whose
+    suffix names the other format is refused (Inspect reads a log by its suffix)."""
+    named = next((f for f, suffix in SUFFIXES.items() if (output or "").endswith(suffix)), None)
+    if fmt is None:
+        return named or "json"
+    if named is not None and named != fmt:
+        raise UsageError(f"--format {fmt} into {output}: Inspect reads a {SUFFIXES[fmt]} file")
+    return fmt
