@@ -119,6 +119,19 @@ def test_bad_input_is_one_line_and_exit_2(example, tmp_path, monkeypatch, args, 
     assert "Traceback" not in done.stderr and os.listdir(tmp_path) == []
 
 
+def test_a_pin_scores_only_what_that_grader_version_graded(example):
+    graded = json.loads(export(example, "--grader-version", "example-tests@1").stdout)
+    assert all(set(s["scores"]) == {"outcome", "tests"} for s in graded["samples"])
+    done = export(example, "--grader-version", "9")
+    assert done.exit_code == 0, done.stderr
+    log = json.loads(done.stdout)
+    assert log["eval"]["metadata"]["yyb"]["grader_version"] == "9"
+    assert [s["metadata"]["outcome"] for s in log["samples"]] == ["not_graded_by_pin"] * 4
+    assert all(s["scores"] == {} for s in log["samples"])
+    outcome = log["results"]["scores"][0]
+    assert outcome["scored_samples"] == 0 and "accuracy" not in outcome["metrics"]
+
+
 def test_an_existing_file_is_never_overwritten(example, tmp_path):
     path = tmp_path / "run.eval"
     path.write_text("mine")

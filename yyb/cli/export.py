@@ -28,8 +28,13 @@ def export():
     help="json (one JSON object) or eval (Inspect's zip archive); default: FILE's suffix, "
     "else json.",
 )
+@click.option(
+    "--grader-version",
+    metavar="V",
+    help="Only attempts that evaluator version V graded (V, or ID@V), with its verdicts.",
+)
 @click.pass_context
-def inspect_command(ctx, plan_name, output, fmt):
+def inspect_command(ctx, plan_name, output, fmt, grader_version):
     """Write PLAN's run as an Inspect AI eval log, one sample per attempt.
 
     PLAN is a plan file, or a plan oid or ref in the store. The log opens in 'inspect view'
@@ -48,7 +53,7 @@ def inspect_command(ctx, plan_name, output, fmt):
     store = open_store(ctx)
     if not store.objects.contains(oid):
         raise UsageError(f"plan {oid} is not in the store {store.path}")
-    log = inspect_log.eval_log(store, oid)
+    log = inspect_log.eval_log(store, oid, grader_version)
     data = inspect_log.FORMATS[fmt](log)
     if output is not None:
         from yyb.store import file

@@ -52,8 +52,8 @@ class Run:
     prompts: dict = field(default_factory=dict)  # case record oid -> prompt text
 
     @classmethod
-    def read(cls, store, plan_oid: str) -> Run:
-        document, facts = build.build(store, plan_oid)
+    def read(cls, store, plan_oid: str, version: str | None = None) -> Run:
+        document, facts = build.build(store, plan_oid, version)
         plan = store.objects.get_record(plan_oid)
         return cls(store, plan_oid, plan, document, {f.attempt: f for f in facts})
 
@@ -85,13 +85,17 @@ class Run:
         return self.prompts[case_oid]
 
 
-def eval_log(store, plan_oid: str) -> dict:
+def eval_log(store, plan_oid: str, version: str | None = None) -> dict:
     """The Inspect eval log (EvalLog's JSON value) of the experiment ``plan_oid``.
+
+    Args:
+        version: only the evaluation generations of this evaluator version (``V`` or
+            ``ID@V``), as the report's pin reads them.
 
     Raises:
         UsageError: ``plan_oid`` is not an experiment plan in the store.
     """
-    run = Run.read(store, plan_oid)
+    run = Run.read(store, plan_oid, version)
     rows = run.document["attempts"]
     samples = [_sample(run, index, row) for index, row in enumerate(rows)]
     complete = run.document["status"] == "complete"
@@ -171,6 +175,7 @@ def _spec(run: Run, samples: list[dict]) -> dict:
                 "plan": oid,
                 "store": str(getattr(run.store, "path", "")),
                 "status": run.document["status"],
+                "grader_version": run.document.get("grader_version"),
                 "models": models,
                 "cases": cases,
                 "attempts_per_cell": plan.get("attempts_per_cell"),
@@ -205,7 +210,7 @@ def _sample(run: Run, index: int, row: dict) -> dict:
         "target": "",
         "messages": messages,
         "output": _output(calls, row["model"]),
-        "scores": _scores(run, row, facts),
+        "scores": _scores(run, row, facts, terminal),
         "metadata": _metadata(run, row, facts, terminal, number),
         "model_usage": _usage(meter, row["model"]),
         "uuid": row["attempt"][:32],
@@ -261,7 +266,7 @@ def newest(facts) -> dict[str, tuple[str, dict]]:
     return out
 
 
-def _scores(run: Run, row: dict, facts) -> dict:
+def _scores(run: Run, row: dict, facts, terminal: dict | None) -> dict:
     """The attempt's report outcome (while it is counted) and each profile's newest verdict."""
     scores = {}
     outcome = row.get("outcome")
@@ -269,8 +274,8 @@ def _scores(run: Run, row: dict, facts) -> dict:
         scores[OUTCOME] = {
             "value": OUTCOME_VALUE[outcome],
             "answer": outcome,
-            "explanation": getattr(facts, "verdict_reason", "")
-            or f"terminal {row.get('terminal_class')}",
+            # The verdict's reason when graded, else the terminal's, which decided it.
+            "explanation": getattr(facts, "verdict_reason", "") or (terminal or {}).get("reason"),
             "metadata": {
                 "outcome": outcome,
                 "verdict": row.get("verdict"),
