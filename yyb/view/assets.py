@@ -9,22 +9,31 @@ from __future__ import annotations
 CSS = """
 body{font-family:system-ui,sans-serif;margin:0;color:#1d1d1f;font-size:14px}
 header{background:#24292f;padding:6px 16px}
-header nav{display:flex;gap:16px;align-items:center}
+header nav{display:flex;flex-wrap:wrap;gap:6px 16px;align-items:center}
 header a{color:#fff;text-decoration:none;font-weight:600}
-header form{margin-left:auto}
-header input{width:22em}
-main{padding:8px 16px;max-width:1360px}
-footer{color:#666;padding:8px 16px;border-top:1px solid #ddd;font-size:12px}
+header form{display:flex;gap:4px;flex:0 1 26em;min-width:0;max-width:100%;margin-left:auto}
+header input{flex:1 1 auto;width:22em;min-width:0;max-width:100%;box-sizing:border-box}
+main{padding:8px 16px;max-width:1360px;overflow-wrap:anywhere}
+footer{color:#666;padding:8px 16px;border-top:1px solid #ddd;font-size:12px;
+overflow-wrap:anywhere}
 h1{font-size:20px;margin:12px 0 4px}
 h2{font-size:16px;margin:20px 0 6px;border-bottom:1px solid #ddd}
 h3{font-size:14px;margin:14px 0 4px}
-table{border-collapse:collapse;margin:6px 0;font-size:13px}
+div.scroll{max-width:100%;overflow-x:auto}
+table{border-collapse:collapse;margin:6px 0;font-size:13px;overflow-wrap:normal}
 td,th{border:1px solid #d0d7de;padding:3px 6px;text-align:left;vertical-align:top}
 th{background:#f6f8fa}
 table.facts th{width:12em}
+table.facts td{overflow-wrap:anywhere}
 code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px}
 pre.text{background:#f6f8fa;border:1px solid #d0d7de;padding:6px;max-height:32em;overflow:auto;
 white-space:pre-wrap;word-break:break-all}
+pre.json{margin:0;max-height:24em;overflow:auto;white-space:pre-wrap;overflow-wrap:anywhere}
+dl.values{margin:0;display:grid;grid-template-columns:minmax(0,max-content) minmax(0,1fr);
+gap:0 10px}
+dl.values dt{color:#57606a}
+dl.values dd{margin:0;overflow-wrap:anywhere}
+p.bundled{color:#57606a;font-style:italic}
 a.oid{text-decoration:none}
 span.oid{white-space:nowrap}
 button.copy{font-size:10px;padding:0 3px;margin-left:3px;cursor:pointer}

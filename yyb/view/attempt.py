@@ -11,11 +11,8 @@ to their whole on their own page, so a 5,000-file attempt opens as fast as a sma
 
 from __future__ import annotations
 
-import json
-
 from yyb.evidence import cost
 from yyb.evidence.verdict import conclude
-from yyb.store.objects import codec
 from yyb.view import calls, chain, diff, status, urls
 from yyb.view.markup import (
     Markup,
@@ -31,13 +28,13 @@ from yyb.view.markup import (
     usd,
     when,
 )
+from yyb.view.values import sentence, shown, word
 from yyb.view.verify import head
 
 SHOW_OUTPUT = 64 << 10  # bytes of stdout, stderr, grader input, output and log shown inline
 SHOW_DIFF_FILES = 20  # files of the patch shown inline; the diff page shows every one
 SHOW_DIFF_BYTES = 256 << 10  # nor more than this much of it
 SHOW_PATHS = 100  # paths of each list (added, changed, deleted, the final listing) shown
-SHOW_INLINE = 2000  # characters of a record value shown on one line
 
 
 def page(store, trusted: list, plan_oid: str, attempt_oid: str) -> tuple[str, Markup]:
@@ -122,25 +119,28 @@ def outcome(found: chain.AttemptChain) -> Markup:
     judges = [g.receipt.value.get("judge_cost") for g in found.generations]
     candidate = t.get("candidate_cost")
     rows = [
-        ("terminal class", badge(str(t.get("class")), _class_state(t.get("class")))),
+        ("terminal class", badge(word(t.get("class")), _class_state(t.get("class")))),
         ("reason", t.get("reason", "")),
-        ("current verdict", join([badge(str(verdict), _verdict_state(verdict)), " ", why])),
+        ("current verdict", join([badge(word(verdict), _verdict_state(verdict)), " ", why])),
         (
             "identity",
-            f"requested {identity.get('requested')}, resolved "
-            f"{identity.get('resolved')}, observed {identity.get('observed')}",
+            sentence(*((k, identity.get(k)) for k in ("requested", "resolved", "observed"))),
         ),
         (
             "exit",
-            f"code {exit_.get('code')}, signal {exit_.get('signal')}, timed out "
-            f"{exit_.get('timed_out')}, cleanup confirmed {exit_.get('cleanup_confirmed')}",
+            sentence(
+                ("code", exit_.get("code")),
+                ("signal", exit_.get("signal")),
+                ("timed out", exit_.get("timed_out")),
+                ("cleanup confirmed", exit_.get("cleanup_confirmed")),
+            ),
         ),
         (
             "runtime",
-            f"{runtime.get('wall_ms', '-')} ms wall, {when(runtime.get('started_ms'))}"
+            f"{word(runtime.get('wall_ms'))} ms wall, {when(runtime.get('started_ms'))}"
             f" to {when(runtime.get('ended_ms'))}",
         ),
-        ("resources", _inline(runtime.get("resources"))),
+        ("resources", shown(runtime.get("resources"))),
         ("candidate cost", usd(candidate)),
     ]
     if _is_costs([candidate, *judges]):
@@ -149,7 +149,7 @@ def outcome(found: chain.AttemptChain) -> Markup:
         total = cost.combine(cost.sum_costs([candidate]), judge)
         rows += [("judge cost", usd(judge)), ("total cost", usd(total))]
     if t.get("spend"):
-        rows.append(("spend", _inline(t["spend"])))
+        rows.append(("spend", shown(t["spend"])))
     return facts(rows)
 
 
@@ -171,16 +171,13 @@ def _verdict_state(verdict: str) -> str:
     return {"pass": "ok", "fail": "warn", "safety": "warn"}.get(verdict, "bad")
 
 
-def _inline(value: object, limit: int = SHOW_INLINE) -> str:
-    """A record value as one line of JSON, cut at ``limit`` characters (a candidate's git
-    status can list every file it made)."""
-    if value is None:
-        return "-"
-    text = json.dumps(codec.to_json(value), ensure_ascii=False, sort_keys=True)
-    if len(text) <= limit:
-        return text
-    count = f", {len(value):,} entries" if isinstance(value, list | dict) else ""
-    return f"{text[:limit]} … (cut at {limit:,} of {len(text):,} characters{count}; see the record)"
+def _field(key: str, value: object) -> Markup | str:
+    """An envelope field for a person: a cost with its completeness, a time as a time."""
+    if key == "cost" and isinstance(value, dict) and "completeness" in value:
+        return usd(value)
+    if key in ("started_ms", "ended_ms") and type(value) is int:
+        return when(value)
+    return shown(value)
 
 
 def blob(store, part: chain.Part | None, limit: int = SHOW_OUTPUT) -> Markup:
@@ -209,7 +206,7 @@ def outputs(store, found: chain.AttemptChain) -> Markup:
     for role in ("stdout", "stderr"):
         kept = sizes.get(role) or {}
         note = (
-            f" ({kept.get('bytes')} bytes written, {kept.get('retained')} retained"
+            f" ({word(kept.get('bytes'))} bytes written, {word(kept.get('retained'))} retained"
             + (", TRUNCATED" if kept.get("truncated") else "")
             + ")"
             if kept
@@ -226,7 +223,7 @@ def envelope(store, found: chain.AttemptChain) -> Markup:
         if raw is None:
             return el("p", "no envelope retained")
         return join([el("p", "the envelope was unusable; its raw bytes:"), blob(store, raw)])
-    rows = [(key, _inline(value)) for key, value in sorted(part.value.items())]
+    rows = [(key, _field(key, value)) for key, value in sorted(part.value.items())]
     return join([el("p", oid(part.oid), " ", status.overall(part.check)), facts(rows)])
 
 
@@ -289,25 +286,22 @@ def workspace(found: chain.AttemptChain) -> Markup:
     rows = [
         ("base commit", r.get("base_commit", "-")),
         ("snapshot", f"commit {r.get('snapshot_commit', '-')}, tree {r.get('snapshot_tree', '-')}"),
-        ("files at the start", r.get("file_count", "-")),
+        ("files at the start", word(r.get("file_count"))),
         ("excluded paths", ", ".join(map(str, r.get("excluded_paths") or [])) or "-"),
         ("scratch paths", ", ".join(map(str, r.get("scratch_paths") or [])) or "-"),
-        ("executor", _inline(r.get("executor"))),
-        (
-            "sandbox",
-            f"{sandbox.get('kind')}, network {sandbox.get('network')}, limits "
-            f"{_inline(sandbox.get('limits'))}",
-        ),
+        ("executor", shown(r.get("executor"))),
+        ("sandbox", sentence(("kind", sandbox.get("kind")), ("network", sandbox.get("network")))),
+        ("sandbox limits", shown(sandbox.get("limits"))),
         ("sandbox verified", "; ".join(map(str, sandbox.get("verified") or [])) or "-"),
     ]
     if manifest is not None:
         m = manifest.value
         git = m.get("git") or {}
         rows += [
-            ("files at the end", m.get("file_count", "-")),
-            ("omitted", _inline(m.get("omitted"))),
-            ("git head", _inline(git.get("head"))),
-            ("git status", _inline(git.get("status"))),
+            ("files at the end", word(m.get("file_count"))),
+            ("omitted", shown(m.get("omitted"))),
+            ("git head", shown(git.get("head"))),
+            ("git status", shown(git.get("status"))),
         ]
     out = [facts(rows)]
     if listing is not None:
@@ -336,7 +330,7 @@ def evaluations(store, found: chain.AttemptChain) -> Markup:
             el(
                 "h3",
                 f"{generation.profile}, generation {generation.number}: ",
-                badge(str(r.get("verdict")), _verdict_state(str(r.get("verdict")))),
+                badge(word(r.get("verdict")), _verdict_state(str(r.get("verdict")))),
                 " ",
                 oid(generation.receipt.oid),
                 " ",
@@ -346,19 +340,21 @@ def evaluations(store, found: chain.AttemptChain) -> Markup:
         rows = [
             (
                 "evaluator",
-                f"{evaluator.get('id')}@{evaluator.get('version')} ({r.get('kind')}, "
-                f"{r.get('purpose')}, {'required' if r.get('required') else 'optional'})",
+                f"{word(evaluator.get('id'))}@{word(evaluator.get('version'))} "
+                f"({word(r.get('kind'))}, {word(r.get('purpose'))}, "
+                f"{'required' if r.get('required') else 'optional'})",
             ),
-            ("wall time", f"{r.get('wall_ms')} ms"),
+            ("wall time", f"{word(r.get('wall_ms'))} ms"),
             ("judge cost", usd(r.get("judge_cost"))),
         ]
         if r.get("problem"):
-            rows.append(("problem", r["problem"]))
+            rows.append(("problem", shown(r["problem"])))
         if r.get("protected"):
             rows.append(("protected paths put back", ", ".join(map(str, r["protected"]))))
         result = generation.parts.get("result")
         if result is not None:
-            rows.append(("result", join([result.value.get("reason", ""), " ", oid(result.oid)])))
+            reason = word(result.value.get("reason"))
+            rows.append(("result", join([reason, " ", oid(result.oid)])))
         out.append(facts(rows))
         if result is not None:
             out.append(_details(result.value.get("details")))
@@ -382,10 +378,10 @@ def _details(details: object) -> Markup:
     if isinstance(checks, list) and checks:
         rows = [
             [
-                str(c.get("name")),
-                c.get("list") or "-",
+                word(c.get("name")),
+                word(c.get("list")),
                 badge("pass", "ok") if c.get("passed") else badge("FAIL", "bad"),
-                str(c.get("detail") or ""),
+                word(c.get("detail")),
             ]
             for c in checks
             if isinstance(c, dict)
@@ -393,6 +389,5 @@ def _details(details: object) -> Markup:
         out.append(table(["test", "list", "result", "detail"], rows))
     rest = {k: v for k, v in details.items() if k != "checks"}
     if rest:
-        text = json.dumps(codec.to_json(rest), indent=2, ensure_ascii=False, sort_keys=True)
-        out.append(pre(text, SHOW_OUTPUT))
+        out.append(shown(rest))
     return join(out)

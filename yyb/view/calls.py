@@ -13,6 +13,7 @@ from yyb.errors import YybError
 from yyb.evidence import transcript
 from yyb.view import chain, urls
 from yyb.view.markup import Markup, el, facts, join, oid, pre, table, usd
+from yyb.view.values import word
 from yyb.view.verify import head
 
 SHOW_BODY = 256 << 10  # bytes of a call's body read for its conversation
@@ -40,7 +41,7 @@ def section(store, found: chain.AttemptChain) -> Markup:
     summary = facts(
         [
             ("meter", oid(meter_oid, urls.obj(meter_oid))),
-            ("calls", f"{meter.get('calls')} ({_outcomes(meter.get('outcomes') or {})})"),
+            ("calls", f"{word(meter.get('calls'))} ({_outcomes(meter.get('outcomes') or {})})"),
             ("tokens", _tokens(usage)),
             ("cost", usd(meter.get("cost"))),
             ("ceiling", _ceiling(meter)),
@@ -79,17 +80,17 @@ def _ceiling(meter: dict) -> str:
 def _row(call: dict) -> list:
     requested, served = call.get("requested_model") or "-", call.get("served_model") or "-"
     model = requested if requested == served else f"{requested} → {served}"
-    api = f"{call.get('api')}{' (streamed)' if call.get('stream') else ''}"
+    api = f"{word(call.get('api'))}{' (streamed)' if call.get('stream') else ''}"
     first = call.get("first_byte_ms")
     return [
-        str(call.get("index")),
+        word(call.get("index")),
         api,
         model,
         _tokens(call.get("usage")),
         usd(call.get("cost")),
         "-" if first is None else f"{first} ms",
-        f"{call.get('latency_ms')} ms",
-        f"{str(call.get('outcome', '?')).replace('_', ' ')} ({call.get('status')})",
+        f"{word(call.get('latency_ms'))} ms",
+        f"{word(call.get('outcome')).replace('_', ' ')} ({word(call.get('status'))})",
     ]
 
 
@@ -112,7 +113,7 @@ def _conversation(store, calls: list[dict]) -> list[Markup]:
             turns.append(_message(exchange.answer))
         if not exchange.readable:
             turns.append(el("p", "(part of this call's bodies could not be read as messages)"))
-        title = f"call {call.get('index')}: {len(new)} new message(s), then the answer"
+        title = f"call {word(call.get('index'))}: {len(new)} new message(s), then the answer"
         out.append(el("details", el("summary", title), *turns, class_="call"))
     return out
 

@@ -19,6 +19,7 @@ from yyb.store.objects.format import is_oid
 from yyb.view import status, urls
 from yyb.view.chain import NotInStore, read_plan
 from yyb.view.markup import Markup, badge, el, facts, join, link, oid, pager, table, usd, when
+from yyb.view.values import word
 from yyb.view.verify import signature, verify
 
 MATRIX_CASES = 100  # cases per page of the matrix
@@ -46,15 +47,15 @@ def home(store) -> tuple[str, Markup]:
         rates = "-"
         if layer is not None:
             rates = join(
-                el("div", f"{m.get('model')}: {_rate(m)}") for m in layer["report"]["models"]
+                el("div", f"{word(m.get('model'))}: {_rate(m)}") for m in layer["report"]["models"]
             )
         rows.append(
             [
                 link(urls.plan(plan_oid), el("code", plan_oid[:12]), title=plan_oid),
-                plan.get("kind", "-"),
-                ", ".join(m.get("resolved", "?") for m in plan.get("models", [])),
+                word(plan.get("kind")),
+                ", ".join(word(m.get("resolved")) for m in plan.get("models", [])),
                 str(len(plan.get("cases", []))),
-                str(plan.get("attempt_count", "-")),
+                word(plan.get("attempt_count")),
                 rates if layer else "no report layer",
             ]
         )
@@ -84,22 +85,22 @@ def experiment(store, trusted: list, plan_oid: str, page: int) -> tuple[str, Mar
         status.table_of([verify(store, plan_oid)]),
         facts(
             [
-                ("kind", plan.get("kind", "-")),
-                ("comparison", plan.get("comparison", "-")),
+                ("kind", word(plan.get("kind"))),
+                ("comparison", word(plan.get("comparison"))),
                 (
                     "models",
                     ", ".join(
-                        f"{m.get('requested')} = {m.get('resolved')}"
+                        f"{word(m.get('requested'))} = {word(m.get('resolved'))}"
                         for m in plan.get("models", [])
                     ),
                 ),
                 ("cases", str(len(plan.get("cases", [])))),
-                ("attempts", f"{len(attempts)} ({plan.get('attempts_per_cell', '?')} per cell)"),
+                ("attempts", f"{len(attempts)} ({word(plan.get('attempts_per_cell'))} per cell)"),
                 ("evaluators", ", ".join((plan.get("evaluators") or {}).get("selected", []))),
-                ("timeout", f"{plan.get('timeout_ms', '-')} ms"),
+                ("timeout", f"{word(plan.get('timeout_ms'))} ms"),
                 (
                     "versions",
-                    ", ".join(f"{k} {v}" for k, v in (plan.get("versions") or {}).items()),
+                    ", ".join(f"{k} {word(v)}" for k, v in (plan.get("versions") or {}).items()),
                 ),
             ]
         ),
@@ -125,14 +126,14 @@ def _layer_summary(
     state = "ok" if report.get("status") == "complete" else "bad"
     rows = [
         [
-            m.get("model"),
-            str(m.get("attempts")),
-            str(m.get("valid")),
-            str(m.get("resolved")),
+            word(m.get("model")),
+            word(m.get("attempts")),
+            word(m.get("valid")),
+            word(m.get("resolved")),
             _rate(m),
             rate_text(m["intent_to_treat"], "-") if "intent_to_treat" in m else "-",
-            str(m.get("invalid")),
-            str(m.get("missing")),
+            word(m.get("invalid")),
+            word(m.get("missing")),
             ", ".join(f"{k} {v}" for k, v in (m.get("terminal_classes") or {}).items()) or "-",
             usd((m.get("cost") or {}).get("total")),
         ]
@@ -151,9 +152,9 @@ def _layer_summary(
                 " ",
                 status.signature(signature(store, head, trusted)),
                 " ",
-                badge(str(report.get("status")), state),
-                f" gate {doctor.get('gate', '-')}: {doctor.get('complete_chains', '?')} of "
-                f"{doctor.get('attempts', '?')} chains complete · ",
+                badge(word(report.get("status")), state),
+                f" gate {word(doctor.get('gate'))}: {word(doctor.get('complete_chains'))} of "
+                f"{word(doctor.get('attempts'))} chains complete · ",
                 link(urls.layers(plan_oid), "every layer"),
                 " · ",
                 link(urls.report(plan_oid), "as the HTML report"),
@@ -269,9 +270,12 @@ def layers(store, plan_oid: str) -> tuple[str, Markup]:
                 oid(oid_),
                 status.overall(check),
                 when(times.get(oid_)),
-                str(report.get("status")),
-                str(layer.get("grader_version") or "-"),
-                join(el("div", f"{m.get('model')}: {_rate(m)}") for m in report.get("models", [])),
+                word(report.get("status")),
+                word(layer.get("grader_version")),
+                join(
+                    el("div", f"{word(m.get('model'))}: {_rate(m)}")
+                    for m in report.get("models", [])
+                ),
             ]
         )
         try:
@@ -284,7 +288,7 @@ def layers(store, plan_oid: str) -> tuple[str, Markup]:
                 [
                     oid(oid_),
                     _chip(plan_oid, dict(r, shown=r.get("outcome"))),
-                    f"{r.get('verdict')} (was {was.get('verdict')})",
+                    f"{word(r.get('verdict'))} (was {word(was.get('verdict'))})",
                     oid(was["layer"]) if is_oid(was.get("layer")) else "-",
                 ]
             )
@@ -324,15 +328,15 @@ def longitudinal(store) -> tuple[str, Markup]:
             cohorts = []
     cohort_rows = [
         [
-            c.get("case_id") or "-",
-            c.get("model"),
+            word(c.get("case_id")),
+            word(c.get("model")),
             el("code", str(c.get("key_hash"))[:12], title=str(c.get("key_hash"))),
             join((oid(p, urls.plan(p)) for p in c.get("plans", []) if is_oid(p)), " "),
-            str(c.get("attempts")),
-            str(c.get("valid")),
-            str(c.get("resolved")),
+            word(c.get("attempts")),
+            word(c.get("valid")),
+            word(c.get("resolved")),
             _rate(c),
-            str(c.get("invalid")),
+            word(c.get("invalid")),
             ", ".join(f"{k} {v}" for k, v in (c.get("terminal_classes") or {}).items()) or "-",
         ]
         for c in cohorts
@@ -340,8 +344,8 @@ def longitudinal(store) -> tuple[str, Markup]:
     found = report.get("incompatibilities") or []
     incompatible = [
         [
-            i.get("case_id") or "-",
-            i.get("model"),
+            word(i.get("case_id")),
+            word(i.get("model")),
             el("code", str(i.get("first"))[:12], title=str(i.get("first"))),
             el("code", str(i.get("second"))[:12], title=str(i.get("second"))),
             ", ".join(map(str, i.get("differs", []))),
@@ -364,9 +368,9 @@ def longitudinal(store) -> tuple[str, Markup]:
             oid(head),
             " ",
             status.overall(check),
-            f" {report.get('attempts', '?')} attempt(s) from {len(report.get('plans', []))} "
-            f"plan(s); not pooled: {report.get('unretained', '?')} without a terminal, "
-            f"{report.get('unverified', '?')} whose chain fails its checks",
+            f" {word(report.get('attempts'))} attempt(s) from {len(report.get('plans', []))} "
+            f"plan(s); not pooled: {word(report.get('unretained'))} without a terminal, "
+            f"{word(report.get('unverified'))} whose chain fails its checks",
         ),
         el("h2", f"Cohorts ({len(cohorts)}): only identical compatibility keys pool"),
         table(header, cohort_rows),

@@ -97,16 +97,24 @@ def badge(text: str, state: str) -> Markup:
 def table(header: list[object], rows: Iterable[list[object]], class_: str | None = None) -> Markup:
     head = el("tr", *(el("th", cell) for cell in header))
     body = [el("tr", *(el("td", cell) for cell in row)) for row in rows]
-    return el("table", head, *body, class_=class_)
+    return scroll(el("table", head, *body, class_=class_))
 
 
 def facts(pairs: Iterable[tuple[object, object]]) -> Markup:
     """A two-column table of name and value."""
-    return el(
-        "table",
-        *(el("tr", el("th", name), el("td", value)) for name, value in pairs),
-        class_="facts",
+    return scroll(
+        el(
+            "table",
+            *(el("tr", el("th", name), el("td", value)) for name, value in pairs),
+            class_="facts",
+        )
     )
+
+
+def scroll(wide: Markup) -> Markup:
+    """``wide`` (a table) in a box that scrolls sideways, so a narrow window scrolls the
+    table rather than the page."""
+    return el("div", wide, class_="scroll")
 
 
 def pre(data: bytes | str, limit: int, total: int | None = None, more: urls.Url | None = None):

@@ -30,6 +30,7 @@ from yyb.view.markup import (
     table,
     when,
 )
+from yyb.view.values import shown, word
 from yyb.view.verify import head, signature, verify
 
 SHOW_BLOB = 1 << 20  # bytes of a blob shown on its page; the rest is a download
@@ -101,14 +102,14 @@ def _listing(oid_: str, listing: dict, page: int) -> Markup:
     rows = []
     for entry in entries[(page - 1) * LISTING_PAGE : page * LISTING_PAGE]:
         if not (isinstance(entry, list) and len(entry) == 3):
-            rows.append([str(entry), "?", "?"])
+            rows.append([shown(entry), "?", "?"])
             continue
         path, mode, index = entry
         blob = files[index] if type(index) is int and 0 <= index < len(files) else None
         rows.append(
             [
-                el("code", str(path)),
-                f"{mode:o}" if type(mode) is int else str(mode),
+                el("code", word(path)),
+                f"{mode:o}" if type(mode) is int else word(mode),
                 oid(blob) if is_oid(blob) else "?",
             ]
         )
@@ -253,7 +254,7 @@ def ref_page(store, name: str) -> tuple[str, Markup]:
                 when(record.get("time_ms")),
                 oid(record["old"]) if is_oid(record.get("old")) else "-",
                 oid(record["new"]) if is_oid(record.get("new")) else "(deleted)",
-                str(record.get("reason", "")),
+                word(record.get("reason")),
                 join(["discarded ", oid(links["discarded"])])
                 if is_oid(links.get("discarded"))
                 else "",
