@@ -7,6 +7,7 @@ import sys
 import click
 
 from yyb.cli.context import open_store
+from yyb.cli.output import emit_json, failed_check, json_option
 from yyb.store.objects.format import ZERO_OID
 
 
@@ -84,8 +85,9 @@ def with_checkpoint(store, names: list[str]) -> list[str]:
     help="A release-readiness receipt (its oid, or 'latest') with the runs of its checks.",
 )
 @click.option("--all", "everything", is_flag=True, help="Every ref in the store.")
+@json_option
 @click.pass_context
-def create(ctx, path, refs, plan_name, receipt, everything):
+def create(ctx, path, refs, plan_name, receipt, everything, as_json):
     """Write REFs (or --plan PLAN's refs, --readiness RECEIPT's, or --all) and all they
     reach to FILE.
 
@@ -121,11 +123,19 @@ def create(ctx, path, refs, plan_name, receipt, everything):
     header = bundles.ref_tips(store, names)
     count = bundles.create(store, path, header)
     click.echo(f"bundle: {count} objects, {len(header.refs)} refs written to {path}", err=True)
+    if as_json:
+        emit_json({"path": path, "objects": count, "refs": _heads(header)})
+
+
+def _heads(header) -> list[dict]:
+    """A bundle's refs as JSON: ``{"name", "oid"}`` each, sorted by name (as show-ref)."""
+    return [{"name": name, "oid": header.refs[name]} for name in sorted(header.refs)]
 
 
 @bundle.command("verify")
 @click.argument("path", metavar="FILE")
-def verify(path):
+@json_option
+def verify(path, as_json):
     """Check FILE on its own: trailer, every object's hash, every record, every link.
 
     Prints 'ok <objects> objects <refs> refs'; exit 1 when a check fails, 2 when FILE is not
@@ -133,39 +143,62 @@ def verify(path):
     """
     from yyb.store.bundle import exchange as bundles
 
-    summary = bundles.verify(path)
-    click.echo(f"ok {summary.objects} objects {len(summary.header.refs)} refs")
+    with failed_check(as_json, path, path=path, objects=None, refs=None):
+        summary = bundles.verify(path)
+    if as_json:
+        found = {"path": path, "objects": summary.objects, "refs": _heads(summary.header)}
+        emit_json({**found, "ok": True, "errors": 0, "infos": 0, "findings": []})
+    else:
+        click.echo(f"ok {summary.objects} objects {len(summary.header.refs)} refs")
 
 
 @bundle.command("list-heads")
 @click.argument("path", metavar="FILE")
-def list_heads(path):
+@json_option
+def list_heads(path, as_json):
     """Print the refs FILE records, '<oid> <ref>', sorted (the header only is read)."""
     from yyb.store.bundle import exchange as bundles
 
     header = bundles.read_header(path)
+    if as_json:
+        emit_json({"refs": _heads(header)})
+        return
     for name in sorted(header.refs):
         sys.stdout.write(f"{header.refs[name]} {name}\n")
 
 
-def _report(imported) -> None:
+def _word(move) -> str:
+    """How an import moved one ref, as unbundle prints it."""
+    if move.how in ("adopt", "update") and move.old is None:
+        return "new"
+    return {"adopt": "fast-forward", "update": "forced", "none": "up-to-date"}[move.how]
+
+
+def _report(imported, as_json: bool) -> None:
+    if as_json:
+        replaced = [{"oid": r.oid, "copy": r.copy} for r in imported.replaced]
+        moves = [
+            {"ref": m.ref, "old": m.old, "new": m.new, "how": _word(m)} for m in imported.moves
+        ]
+        emit_json({"replaced": replaced, "refs": moves})
+        return
     for replaced in imported.replaced:
         sys.stdout.write(f"replaced {replaced.oid} {replaced.copy}\n")
-    words = {"adopt": "fast-forward", "update": "forced", "none": "up-to-date"}
     for move in imported.moves:
-        word = words[move.how]
-        if move.how == "adopt" and move.old is None:
-            word = "new"
-        elif move.how == "update" and move.old is None:
-            word = "new"
-        sys.stdout.write(f"{move.old or ZERO_OID} {move.new} {move.ref} {word}\n")
+        sys.stdout.write(f"{move.old or ZERO_OID} {move.new} {move.ref} {_word(move)}\n")
+
+
+force_option = click.option(
+    "--force", is_flag=True, help="Move refs even when it is not a fast-forward."
+)
 
 
 @bundle.command("unbundle")
 @click.argument("path", metavar="FILE")
-@click.option("--force", is_flag=True, help="Move refs even when it is not a fast-forward.")
+@force_option
+@json_option
 @click.pass_context
-def unbundle(ctx, path, force):
+def unbundle(ctx, path, force, as_json):
     """Import FILE into the store: all verified first, then refs moved if new or fast-forward.
 
     Prints '<old> <new> <ref> (new|fast-forward|forced|up-to-date)' per ref, after
@@ -174,30 +207,32 @@ def unbundle(ctx, path, force):
     """
     from yyb.store.bundle import exchange as bundles
 
-    _report(bundles.unbundle(open_store(ctx), path, force))
+    _report(bundles.unbundle(open_store(ctx), path, force), as_json)
 
 
 @click.command("push")
 @click.argument("target", metavar="STORE")
 @click.argument("refs", nargs=-1, required=True)
-@click.option("--force", is_flag=True, help="Move refs even when it is not a fast-forward.")
+@force_option
+@json_option
 @click.pass_context
-def push(ctx, target, refs, force):
+def push(ctx, target, refs, force, as_json):
     """Copy REFs and all they reach to the store at STORE, verified as unbundle verifies."""
     from yyb.store.bundle import exchange as bundles
     from yyb.store.repo import Store
 
-    _report(bundles.transfer(open_store(ctx), Store.open(target), list(refs), force))
+    _report(bundles.transfer(open_store(ctx), Store.open(target), list(refs), force), as_json)
 
 
 @click.command("fetch")
 @click.argument("source", metavar="STORE")
 @click.argument("refs", nargs=-1, required=True)
-@click.option("--force", is_flag=True, help="Move refs even when it is not a fast-forward.")
+@force_option
+@json_option
 @click.pass_context
-def fetch(ctx, source, refs, force):
+def fetch(ctx, source, refs, force, as_json):
     """Copy REFs and all they reach from the store at STORE into this one."""
     from yyb.store.bundle import exchange as bundles
     from yyb.store.repo import Store
 
-    _report(bundles.transfer(Store.open(source), open_store(ctx), list(refs), force))
+    _report(bundles.transfer(Store.open(source), open_store(ctx), list(refs), force), as_json)

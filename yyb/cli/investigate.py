@@ -7,6 +7,7 @@ import sys
 import click
 
 from yyb.cli.context import open_store, plan_option
+from yyb.cli.output import emit_json, json_option
 from yyb.cli.plans import plan_oid as resolve_plan
 
 
@@ -33,8 +34,9 @@ from yyb.cli.plans import plan_oid as resolve_plan
     show_default=True,
     help="Print at most this many bytes (a marker shows what was cut).",
 )
+@json_option
 @click.pass_context
-def investigate(ctx, plan_name, attempt_name, show, max_bytes):
+def investigate(ctx, plan_name, attempt_name, show, max_bytes, as_json):
     """Answer one bounded question about one attempt, with zero dispatch.
 
     timeline: its records in order with times; terminal: why its class is what it is;
@@ -45,5 +47,11 @@ def investigate(ctx, plan_name, attempt_name, show, max_bytes):
 
     plan_oid = resolve_plan(ctx, plan_name)
     store = open_store(ctx)
-    sys.stdout.buffer.write(answers.investigate(store, plan_oid, attempt_name, show, max_bytes))
+    answer = answers.investigate(store, plan_oid, attempt_name, show, max_bytes)
+    if not as_json:
+        sys.stdout.buffer.write(answer)
+        return 0
+    attempt = answers.resolve_attempt(store.objects.get_record(plan_oid), attempt_name)
+    text = answer.decode("utf-8", "replace")
+    emit_json({"plan": plan_oid, "attempt": attempt, "show": show, "answer": text})
     return 0

@@ -8,6 +8,7 @@ import sys
 import click
 
 from yyb.cli.context import open_store
+from yyb.cli.output import emit_json, json_option
 from yyb.store.objects.format import ZERO_OID
 from yyb.store.refs.store import ANY
 
@@ -20,10 +21,11 @@ from yyb.store.refs.store import ANY
     help="Move only if the ref holds OID now (64 zeros: only if it does not exist).",
 )
 @click.option("-d", "--delete", is_flag=True, help="Delete the ref (its update log is kept).")
+@json_option
 @click.argument("ref")
 @click.argument("oid", required=False)
 @click.pass_context
-def update_ref(ctx, reason, old, delete, ref, oid):
+def update_ref(ctx, reason, old, delete, as_json, ref, oid):
     """Point REF at OID, appending a yyb_ref_update.v1 record to REF's update chain.
 
     Prints the oid of that update record.
@@ -35,25 +37,36 @@ def update_ref(ctx, reason, old, delete, ref, oid):
     if old is not None:
         expected = None if old == ZERO_OID else store.rev_parse(old)
     new = None if delete else store.rev_parse(oid)
-    click.echo(store.refs.update(ref, new, old=expected, reason=reason))
+    update = store.refs.update(ref, new, old=expected, reason=reason)
+    if as_json:
+        record = store.objects.get_record(update)
+        emit_json({"update": update, **{k: record[k] for k in ("ref", "old", "new", "reason")}})
+    else:
+        click.echo(update)
 
 
 @click.command("show-ref")
+@json_option
 @click.argument("patterns", nargs=-1)
 @click.pass_context
-def show_ref(ctx, patterns):
+def show_ref(ctx, as_json, patterns):
     """List refs as '<oid> <name>', sorted; exit 1 if none match.
 
     A PATTERN with * ? [ is a glob over the full name; otherwise it matches a full name, whole
     trailing components, or a leading folder.
     """
     store = open_store(ctx)
-    shown = 0
+    shown = []
     for name, value in store.refs.iter_refs():
         if patterns and not any(store.refs.matches(name, p) for p in patterns):
             continue
-        sys.stdout.write(f"{value} {name}\n")
-        shown += 1
+        if as_json:
+            shown.append({"name": name, "oid": value})
+        else:
+            sys.stdout.write(f"{value} {name}\n")
+            shown.append(name)
+    if as_json:
+        emit_json({"refs": shown})
     return 0 if shown else 1
 
 
@@ -94,8 +107,9 @@ def log(ctx, as_json, ref):
 
 
 @click.command("pack-refs")
+@json_option
 @click.pass_context
-def pack_refs(ctx):
+def pack_refs(ctx, as_json):
     """Move loose refs and their log heads into the packed-refs file (as 'git pack-refs').
 
     A loose ref is removed once the packed file holds it, unless its lock is held; a loose
@@ -105,6 +119,9 @@ def pack_refs(ctx):
     from yyb.store.refs import packed as packrefs
 
     done = packrefs.pack_refs(open_store(ctx))
+    if as_json:
+        emit_json({"refs": done.refs, "log_heads": done.log_heads, "removed": done.removed})
+        return
     click.echo(
         f"{done.refs} refs and {done.log_heads} log heads packed, "
         f"{done.removed} loose files removed"

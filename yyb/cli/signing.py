@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from yyb.cli.context import open_store
+from yyb.cli.output import emit_json, json_option
 
 
 @click.group("key")
@@ -20,29 +21,41 @@ def key():
     help="Where to write the private key (default: $XDG_CONFIG_HOME/yyb/signing.key, "
     "else ~/.config/yyb/signing.key). Never overwritten.",
 )
-def generate(path):
+@json_option
+def generate(path, as_json):
     """Write a new private key (PEM, mode 0600); print its public key as 64 hex digits."""
     from yyb import signing
 
     path = path or signing.default_key_path()
-    click.echo(signing.generate_key(path))
+    public = signing.generate_key(path)
+    if as_json:
+        emit_json({"public_key": public, "path": path})
+    else:
+        click.echo(public)
     click.echo(f"key: private key written to {path}", err=True)
 
 
 @key.command("export-public")
 @click.option("--key", "path", metavar="PATH", help="The private key (default as for generate).")
-def export_public(path):
+@json_option
+def export_public(path, as_json):
     """Print the public key of a private key: 64 lowercase hex digits (raw Ed25519)."""
     from yyb import signing
 
-    click.echo(signing.public_hex(signing.load_private(path or signing.default_key_path())))
+    path = path or signing.default_key_path()
+    public = signing.public_hex(signing.load_private(path))
+    if as_json:
+        emit_json({"public_key": public, "path": path})
+    else:
+        click.echo(public)
 
 
 @click.command("sign")
 @click.argument("name", metavar="OID|REF")
 @click.option("--key", "path", metavar="PATH", help="The private key (default as for generate).")
+@json_option
 @click.pass_context
-def sign(ctx, name, path):
+def sign(ctx, name, path, as_json):
     """Sign the object NAME stands for; store the signature under refs/signatures/<oid>.
 
     Prints the oid of the yyb_signature.v1 record.
@@ -51,4 +64,8 @@ def sign(ctx, name, path):
 
     store = open_store(ctx)
     oid = store.rev_parse(name)
-    click.echo(signing.sign(store, oid, signing.load_private(path or signing.default_key_path())))
+    signature = signing.sign(store, oid, signing.load_private(path or signing.default_key_path()))
+    if as_json:
+        emit_json({"object": oid, "signature": signature, "ref": signing.signature_ref(oid)})
+    else:
+        click.echo(signature)

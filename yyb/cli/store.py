@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from yyb.cli.context import store_path
+from yyb.cli.output import emit_json, json_option
 from yyb.store.repo import Store
 
 
@@ -15,17 +16,25 @@ def store():
 
 @store.command("init")
 @click.argument("directory", required=False)
+@json_option
 @click.pass_context
-def init(ctx, directory):
+def init(ctx, directory, as_json):
     """Create a store at DIRECTORY (default: the store --store / YYB_STORE names, or the
     per-repository default); an existing store is left as it is. Prints its path."""
     created, new = Store.init(directory or store_path(ctx))
-    click.echo(created.path)
+    if as_json:
+        emit_json({"path": created.path, "created": new})
+    else:
+        click.echo(created.path)
     click.echo("created a new store" if new else "store exists; nothing changed", err=True)
 
 
 @store.command("path")
+@json_option
 @click.pass_context
-def path(ctx):
+def path(ctx, as_json):
     """Print the path of the store this command line would use."""
-    click.echo(store_path(ctx))
+    if as_json:
+        emit_json({"path": store_path(ctx)})
+    else:
+        click.echo(store_path(ctx))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from yyb.cli.output import emit_json, json_option
+
 
 @click.group("import")
 def import_group():
@@ -52,8 +54,11 @@ def import_group():
     help="Check every listed test id against pytest's collection at the base with the test "
     "patch applied, in the sandbox; repair ids cut short, refuse unknown ones.",
 )
+@json_option
 @click.pass_context
-def swe_bench(ctx, instances_file, repos, out, python, tool_paths, environments_file, check_ids):
+def swe_bench(
+    ctx, instances_file, repos, out, python, tool_paths, environments_file, check_ids, as_json
+):
     """Import SWE-bench instance records (a JSON list, or JSON Lines) from FILE.
 
     Prints each case's task file, one per line. Exit 0 when every instance was imported,
@@ -74,7 +79,11 @@ def swe_bench(ctx, instances_file, repos, out, python, tool_paths, environments_
     )
     for line in written.repairs:
         click.echo(f"yyb: {line}", err=True)
-    for _, path in written.tasks:
-        click.echo(path)
+    if as_json:
+        tasks = [{"instance_id": instance, "task": path} for instance, path in written.tasks]
+        emit_json({"tasks": tasks, "config": written.config, "repairs": list(written.repairs)})
+    else:
+        for _, path in written.tasks:
+            click.echo(path)
     click.echo(f"yyb: {len(written.tasks)} case(s); configuration {written.config}", err=True)
     return 0

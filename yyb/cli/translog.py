@@ -8,6 +8,7 @@ import sys
 import click
 
 from yyb.cli.context import open_store, output_option
+from yyb.cli.output import emit_json, failed_check, json_option, verdict
 from yyb.errors import UsageError
 
 
@@ -58,8 +59,9 @@ def _size(log, size: int | None) -> int:
 @log_proof.command("inclusion")
 @click.argument("update")
 @click.option("--size", type=int, help="The tree size to prove against (default: the log's).")
+@json_option
 @click.pass_context
-def inclusion(ctx, update, size):
+def inclusion(ctx, update, size, as_json):
     """Prove that ref update UPDATE (an oid) is a leaf of the log.
 
     Prints '<leaf index> <tree size> <root hex>', then one proof hash (hex) per line. Exit 1
@@ -81,7 +83,16 @@ def inclusion(ctx, update, size):
             return 1
         proof = log.inclusion(index, n)
         top = log.root(n)
-    click.echo(f"{index} {n} {top.hex()}")
+    header = {"update": oid, "index": index, "size": n, "root": top.hex()}
+    return _proof(f"{index} {n} {top.hex()}", header, proof, as_json)
+
+
+def _proof(line: str, header: dict, proof: list[bytes], as_json: bool) -> int:
+    """Print a proof: its header line then a hash a line, or ``header`` with ``proof``."""
+    if as_json:
+        emit_json({**header, "proof": [node.hex() for node in proof]})
+        return 0
+    click.echo(line)
     for node in proof:
         click.echo(node.hex())
     return 0
@@ -90,8 +101,9 @@ def inclusion(ctx, update, size):
 @log_proof.command("consistency")
 @click.argument("old", type=int)
 @click.argument("new", type=int, required=False)
+@json_option
 @click.pass_context
-def consistency(ctx, old, new):
+def consistency(ctx, old, new, as_json):
     """Prove that the log of OLD leaves is a prefix of the log of NEW (default: now).
 
     Prints '<old> <new> <old root hex> <new root hex>', then one proof hash (hex) per line.
@@ -103,10 +115,8 @@ def consistency(ctx, old, new):
             raise UsageError(f"OLD ({old}) must lie between 0 and NEW ({new})")
         proof = log.consistency(old, new)
         first, second = log.root(old), log.root(new)
-    click.echo(f"{old} {new} {first.hex()} {second.hex()}")
-    for node in proof:
-        click.echo(node.hex())
-    return 0
+    header = {"old": old, "new": new, "old_root": first.hex(), "new_root": second.hex()}
+    return _proof(f"{old} {new} {first.hex()} {second.hex()}", header, proof, as_json)
 
 
 @click.command("verify-log")
@@ -126,8 +136,9 @@ def consistency(ctx, old, new):
     required=True,
     help="A public key (64 hex, or a file holding it) whose signatures you trust.",
 )
+@json_option
 @click.pass_context
-def verify_log(ctx, notes, keys):
+def verify_log(ctx, notes, keys, as_json):
     """Check, offline, that the history in this store only grew since the checkpoints held.
 
     Each FILE must carry a trusted signature. The log it is checked against is this store's
@@ -143,7 +154,14 @@ def verify_log(ctx, notes, keys):
 
     trusted = [signing.load_public(k) for k in keys]
     held = [file.read_input(path) for path in notes]
-    where, findings = signing.verify_log(open_store(ctx), held, trusted)
-    errors, _ = emit_findings(findings, False)
+    store = open_store(ctx)
+    with failed_check(as_json, store.path, checked=None):
+        where, findings = signing.verify_log(store, held, trusted)
+    if as_json:
+        answer = verdict(findings)
+        emit_json({**answer, "checked": where})
+        errors = answer["errors"]
+    else:
+        errors, _ = emit_findings(findings, False)
     click.echo(f"verify-log: {where}; {errors} problem(s)", err=True)
     return 1 if errors else 0

@@ -6,13 +6,12 @@ step attempt had a terminal (the output says why and what a person must decide),
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 
 import click
 
 from yyb.cli.context import claim_scratch, config_path, emit_findings
+from yyb.cli.output import emit_json, json_option
 from yyb.errors import UsageError
 
 
@@ -54,14 +53,12 @@ def _evidence(ctx, plan_name: str):
 
 def _print(value, as_json: bool, lines) -> None:
     if as_json:
-        json.dump(value, sys.stdout, indent=2, sort_keys=True)
-        sys.stdout.write("\n")
+        emit_json(value)
     else:
         for line in lines:
             click.echo(line)
 
 
-json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 plan_option = click.option(
     "--plan", "plan_name", required=True, metavar="PLAN", help="A governed plan file or oid."
 )
@@ -145,9 +142,10 @@ def readiness(ctx, models, policy_path, as_json):
 @click.option("--var", "variables", multiple=True, metavar="NAME=VALUE")
 @click.option("--output", required=True, metavar="P")
 @click.option("--dry-run", is_flag=True, help="Accepted: planning never dispatches anything.")
+@json_option
 @click.pass_context
 def plan_command(
-    ctx, workflow_path, policy_path, steps, models, attempts, variables, output, dry_run
+    ctx, workflow_path, policy_path, steps, models, attempts, variables, output, dry_run, as_json
 ):
     """Plan model x attempt x selected step, in the workflow's step order. Dispatches
     nothing; writes the plan file and stores the plan."""
@@ -174,23 +172,27 @@ def plan_command(
     # --dry-run is an affirmation, as for ``yyb plan``: planning dispatches nothing either way.
     plans.write(_store(ctx, cfg, create=True), built)
     planfile.write_new(output, planfile.render(built.oid, built.records))
-    click.echo(f"plan {built.oid}")
-    click.echo(f"step attempts: {built.value['attempt_count']}")
-    click.echo("dispatch_count: 0")
+    count = built.value["attempt_count"]
+    lines = [f"plan {built.oid}", f"step attempts: {count}", "dispatch_count: 0"]
+    found = {"plan": built.oid, "output": output, "step_attempts": count, "dispatch_count": 0}
+    _print(found, as_json, lines)
 
 
 @workflow.command("authorize")
 @plan_option
 @click.option("--hours", type=float, default=24.0, show_default=True)
+@json_option
 @click.pass_context
-def authorize(ctx, plan_name, hours):
+def authorize(ctx, plan_name, hours, as_json):
     """Authorize a governed plan to run in production for --hours (a record in the store)."""
     from yyb.workflow import run as runs
 
     cfg = _config(ctx)
     store = _store(ctx, cfg, create=True)
     plan = _plan(ctx, cfg, plan_name)
-    click.echo(runs.authorize(store, plan, hours))
+    grant = runs.authorize(store, plan, hours)
+    expires = store.objects.get_record(grant)["expires_ms"]
+    _print({"plan": plan.oid, "authorization": grant, "expires_ms": expires}, as_json, [grant])
 
 
 def _results(results, as_json: bool) -> int:
