@@ -73,7 +73,9 @@ def test_regrade_refuses_a_listing_that_climbs_out(tmp_path, monkeypatch):
     temp = tmp_path / "temp"
     temp.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(temp))
-    done = bench.yyb("regrade", "--plan", bench.plan_file(plan), "--profile", "tests")
+    done = bench.yyb(
+        "regrade", "--plan", bench.plan_file(plan), "--profile", "tests", "--progress", "none"
+    )
 
     assert not (temp / "x").exists()
     assert list(temp.iterdir()) == []  # no grader folder left behind either

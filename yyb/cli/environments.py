@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import click
 
 from yyb.cli.context import open_store
+from yyb.cli.progress import Steps, mode_for, progress_option
 from yyb.errors import UsageError
 
 
 @click.group("env")
 def env():
     """Environments: the declared, content-addressed roots cases run on."""
-
-
-def _progress(text: str) -> None:
-    click.echo(f"environment: {text}", err=True)
 
 
 @env.command("build")
@@ -27,23 +25,37 @@ def _progress(text: str) -> None:
     help="The repository a python spec's install step runs in (at its install_commit).",
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per environment.")
-@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr (--progress none).")
+@progress_option
 @click.pass_context
-def build_command(ctx, specs, repository, as_json, quiet):
+def build_command(ctx, specs, repository, as_json, quiet, progress_mode):
     """Build each spec file (its base first) unless it is built; check it if it is.
 
     Prints '<environment oid> <spec oid> <name>' per spec. A failed step is named on stderr
-    (exit 1) and nothing of that build is kept.
+    (exit 1) and nothing of that build is kept. --progress tells the specs done of all and
+    each build's steps on stderr.
     """
     from yyb.evidence import environment
     from yyb.harness.environments import registry
 
     store = open_store(ctx, create=True)
-    for path in specs:
-        declared = environment.load(path)
-        ready = environment.ensure(store, declared, repository, None if quiet else _progress)
-        entry = registry.Entry(ready.spec_oid, ready.oid, ready.record, True)
-        _echo(entry, as_json)
+    shown = Steps("none" if quiet else mode_for(progress_mode, sys.stderr), len(specs))
+    try:
+        for path in specs:
+            declared = environment.load(path)
+            name = declared.name
+            shown.begin(name)
+            ready = environment.ensure(store, declared, repository, _told(shown, name))
+            shown.step(f"{name} {ready.oid[:12]}")
+            shown.close()  # its line goes to stdout under no status line
+            _echo(registry.Entry(ready.spec_oid, ready.oid, ready.record, True), as_json)
+    finally:
+        shown.close()
+
+
+def _told(shown: Steps, name: str):
+    """A build's steps as lines of its own, kept above the status line."""
+    return lambda text: shown.note(f"environment {name}: {text}")
 
 
 def _echo(entry, as_json: bool) -> None:

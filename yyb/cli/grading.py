@@ -12,6 +12,7 @@ import click
 
 from yyb.cli.context import claim_scratch, load_config, open_store, plan_option
 from yyb.cli.plans import load_plan
+from yyb.cli.progress import Steps, mode_for, progress_option
 from yyb.errors import UsageError
 
 
@@ -23,7 +24,7 @@ def _key_path() -> tuple[str, ...]:
     return (key,) if key else ()
 
 
-def _reevaluate(ctx, verb: str, plan_name: str, profile: str, dry_run: bool, as_json: bool):
+def _reevaluate(ctx, verb: str, plan_name: str, profile: str, dry_run: bool, as_json: bool, mode):
     from yyb.grading import regrade
     from yyb.grading.invocation import Controls
     from yyb.harness.sandbox import protected_roots
@@ -41,12 +42,8 @@ def _reevaluate(ctx, verb: str, plan_name: str, profile: str, dry_run: bool, as_
     except UsageError:
         config = None  # regrading needs no configuration; without one, fewer roots are masked
     cancel = threading.Event()
-    progress = None
-    if sys.stderr.isatty() and not dry_run:
-
-        def progress(row):
-            click.echo(f"[{row.ordinal}] {row.model}: {row.action} {row.verdict or ''}", err=True)
-
+    shown = Steps(mode_for(mode, sys.stderr), len(attempts))
+    shown.show()
     previous = {
         s: signal.signal(s, lambda *_: cancel.set()) for s in (signal.SIGINT, signal.SIGTERM)
     }
@@ -65,9 +62,10 @@ def _reevaluate(ctx, verb: str, plan_name: str, profile: str, dry_run: bool, as_
                 dict(os.environ),
                 gateway=judges,
             ),
-            progress,
+            lambda row: _tell(shown, row),
         )
     finally:
+        shown.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         if judges is not None:
@@ -84,6 +82,15 @@ def _reevaluate(ctx, verb: str, plan_name: str, profile: str, dry_run: bool, as_
         )
         return 1
     return 0
+
+
+def _tell(shown: Steps, row) -> None:
+    """One attempt's row as a step of the pass (only an evaluation takes time)."""
+    said = f"{row.action} {row.verdict}" if row.verdict else row.action
+    shown.step(
+        f"#{row.ordinal} {row.case_id or '-'} {row.model}: {said}",
+        timed=row.action == "evaluated",
+    )
 
 
 def _print_rows(rows, as_json: bool, plan_oid: str, profile: str) -> None:
@@ -145,6 +152,7 @@ _options = [
     ),
     click.option("--dry-run", is_flag=True, help="Show what would be evaluated."),
     click.option("--json", "as_json", is_flag=True, help="One JSON document."),
+    progress_option,
 ]
 
 
@@ -157,20 +165,20 @@ def _with_options(func):
 @click.command("regrade")
 @_with_options
 @click.pass_context
-def regrade_command(ctx, plan_name, profile, dry_run, as_json):
+def regrade_command(ctx, plan_name, profile, dry_run, as_json, progress_mode):
     """Append the next generation of a command evaluator to every graded attempt.
 
     Reads retained evidence only and never starts a candidate (dispatch_count: 0).
     """
-    return _reevaluate(ctx, "regrade", plan_name, profile, dry_run, as_json)
+    return _reevaluate(ctx, "regrade", plan_name, profile, dry_run, as_json, progress_mode)
 
 
 @click.command("rejudge")
 @_with_options
 @click.pass_context
-def rejudge_command(ctx, plan_name, profile, dry_run, as_json):
+def rejudge_command(ctx, plan_name, profile, dry_run, as_json, progress_mode):
     """Append the next generation of an LLM-judge evaluator to every graded attempt.
 
     Reads retained evidence only and never starts a candidate (dispatch_count: 0).
     """
-    return _reevaluate(ctx, "rejudge", plan_name, profile, dry_run, as_json)
+    return _reevaluate(ctx, "rejudge", plan_name, profile, dry_run, as_json, progress_mode)

@@ -2,28 +2,59 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import sys
+
 import click
 
 from yyb.cli.context import open_store
+from yyb.cli.progress import Steps, mode_for, progress_option
 
 
 @click.command("gc")
+@click.option("--json", "as_json", is_flag=True, help="Print what was done as one JSON object.")
+@progress_option
 @click.pass_context
-def gc_command(ctx):
+def gc_command(ctx, as_json, progress_mode):
     """Move loose objects into a pack, durably, while others read and write.
 
     Prints '<packed> objects packed, <removed> loose files removed' and the new pack; a loose
     object that does not hash to its name is left for 'yyb doctor' and named on stderr. When
     the store would then hold more than $YYB_GC_PACK_LIMIT packs (default 50; 0: no limit),
-    every object goes into one new pack and the line ends ', <k> packs replaced'.
+    every object goes into one new pack and the line ends ', <k> packs replaced'. With --json,
+    one object: packed, removed, skipped, pack, packs_removed. --progress tells its phases
+    and the objects each has done on stderr.
     """
     import os
 
     from yyb.store import gc
 
     limit = gc.pack_limit(dict(os.environ))
-    done = gc.gc(open_store(ctx), limit)
+    store = open_store(ctx)
+    shown = Steps(mode_for(progress_mode, sys.stderr), None)
+    try:
+        done = gc.gc(store, limit, _told(shown))
+        shown.end_phase()
+    finally:
+        shown.close()
+    if as_json:
+        _skipped(done)
+        click.echo(json.dumps(dataclasses.asdict(done), sort_keys=True))
+        return
     _report(done, always_packs=False)
+
+
+def _told(shown: Steps):
+    """gc's phases and counts (``gc.Told``) as steps of ``shown``."""
+
+    def told(phase: str, done: int, total: int | None) -> None:
+        if phase != shown.phase_name:
+            shown.phase(phase, total)
+        if done:
+            shown.advance(done, total)
+
+    return told
 
 
 @click.command("repack")
@@ -44,8 +75,7 @@ def repack_command(ctx, everything, delete):
 
 
 def _report(done, always_packs: bool) -> None:
-    for oid in done.skipped:
-        click.echo(f"yyb: left {oid} loose: it does not hash to its name", err=True)
+    _skipped(done)
     line = f"{done.packed} objects packed, {done.removed} loose files removed"
     if always_packs or done.packs_removed:
         line += f", {done.packs_removed} packs replaced"
@@ -54,14 +84,27 @@ def _report(done, always_packs: bool) -> None:
         click.echo(done.pack)
 
 
+def _skipped(done) -> None:
+    for oid in done.skipped:
+        click.echo(f"yyb: left {oid} loose: it does not hash to its name", err=True)
+
+
 @click.command("count-objects")
 @click.option("-v", "--verbose", is_flag=True, help="Packs and bytes too.")
+@click.option("--json", "as_json", is_flag=True, help="Every count as one JSON object.")
 @click.pass_context
-def count_objects(ctx, verbose):
-    """Count loose objects (as 'git count-objects': '<n> objects, <k> kilobytes')."""
+def count_objects(ctx, verbose, as_json):
+    """Count loose objects (as 'git count-objects': '<n> objects, <k> kilobytes').
+
+    With --json (with or without -v), one object: loose, loose_bytes, packs, packed,
+    pack_bytes (sizes in bytes).
+    """
     from yyb.store import gc
 
     counted = gc.count(open_store(ctx))
+    if as_json:
+        click.echo(json.dumps(counted, sort_keys=True))
+        return
     if not verbose:
         click.echo(f"{counted['loose']} objects, {counted['loose_bytes'] // 1024} kilobytes")
         return

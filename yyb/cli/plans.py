@@ -9,6 +9,7 @@ import sys
 import click
 
 from yyb.cli.context import load_config, open_store
+from yyb.cli.progress import Steps, mode_for, progress_option
 from yyb.cli.tasks import TaskCommand, TaskGroup, task_files, tasks_from_option
 from yyb.errors import UsageError
 from yyb.evidence import names
@@ -71,8 +72,9 @@ def init(to_stdout, kind):
     help="Run each case's gold and empty patches through the sandbox and its tests evaluator.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the identity as JSON.")
+@progress_option
 @click.pass_context
-def validate(ctx, task_paths, tasks_from, write, gold, as_json):
+def validate(ctx, task_paths, tasks_from, write, gold, as_json, progress_mode):
     """Check that a task is a valid benchmark case and print its identity.
 
     Nothing is written unless --write is given; the task file is never touched.
@@ -80,7 +82,7 @@ def validate(ctx, task_paths, tasks_from, write, gold, as_json):
     With --gold (one or more --task): for each case, its gold patch must resolve it and the
     empty patch must not; each result is kept as evidence under refs/validations/<case id>.
     Prints one line per case; exit 0 when every case discriminates, 1 when any is flagged,
-    2 on bad input.
+    2 on bad input. --progress tells the cases done of all on stderr.
     """
     from yyb import cases
 
@@ -89,7 +91,7 @@ def validate(ctx, task_paths, tasks_from, write, gold, as_json):
         raise click.UsageError("give --task FILE (one or more) or --tasks-from FILE")
 
     if gold:
-        return _validate_gold(ctx, task_paths, as_json)
+        return _validate_gold(ctx, task_paths, as_json, mode_for(progress_mode, sys.stderr))
     if len(task_paths) != 1:
         raise click.UsageError("give one --task (several only with --gold)")
     config = load_config(ctx)
@@ -115,7 +117,7 @@ def validate(ctx, task_paths, tasks_from, write, gold, as_json):
     return 0
 
 
-def _validate_gold(ctx, task_paths, as_json) -> int:
+def _validate_gold(ctx, task_paths, as_json: bool, mode: str) -> int:
     """``validate --gold``: one line (or JSON object) per case; exit 1 if any is flagged."""
     from yyb.cli.context import claim_scratch
     from yyb.grading import gold
@@ -124,24 +126,23 @@ def _validate_gold(ctx, task_paths, as_json) -> int:
     store = open_store(ctx, create=True)
     claim_scratch(store)
     found = []
-    for path in task_paths:
-        oid, record = gold.validate(store, config, path, dict(os.environ))
-        runs = record["runs"]
-        found.append(
-            {
-                "case_id": record["case_id"],
-                "discriminating": record["discriminating"],
-                "gold": runs["gold"]["verdict"],
-                "empty": runs["empty"]["verdict"],
-                "record": oid,
-                "reason": record["reason"],
-            }
-        )
-        if not as_json:
-            line = found[-1]
+    shown = Steps(mode, len(task_paths))
+    try:
+        for path in task_paths:
+            shown.begin(path)
+            line = _gold_row(*gold.validate(store, config, path, dict(os.environ)))
+            found.append(line)
             status = "ok" if line["discriminating"] else "NOT-DISCRIMINATING"
-            text = f"{line['case_id']} {status} gold={line['gold']} empty={line['empty']} {oid}"
-            click.echo(text if line["discriminating"] else f"{text}: {line['reason']}")
+            shown.step(f"{line['case_id']} {status}")
+            shown.close()  # the case's line goes to stdout under no status line
+            if not as_json:
+                text = (
+                    f"{line['case_id']} {status} gold={line['gold']} empty={line['empty']} "
+                    f"{line['record']}"
+                )
+                click.echo(text if line["discriminating"] else f"{text}: {line['reason']}")
+    finally:
+        shown.close()
     if as_json:
         click.echo(json.dumps(found, indent=2))
     flagged = [f["case_id"] for f in found if not f["discriminating"]]
@@ -150,6 +151,19 @@ def _validate_gold(ctx, task_paths, as_json) -> int:
         click.echo(f"yyb: {len(flagged)} case(s) not discriminating: {listed}", err=True)
         return 1
     return 0
+
+
+def _gold_row(oid: str, record: dict) -> dict:
+    """One case of ``validate --gold`` as its line (and JSON object) tells it."""
+    runs = record["runs"]
+    return {
+        "case_id": record["case_id"],
+        "discriminating": record["discriminating"],
+        "gold": runs["gold"]["verdict"],
+        "empty": runs["empty"]["verdict"],
+        "record": oid,
+        "reason": record["reason"],
+    }
 
 
 @click.group("plan", invoke_without_command=True, cls=TaskGroup)

@@ -9,6 +9,7 @@ import sys
 import click
 
 from yyb.cli.context import claim_scratch, config_path, open_store, output_option
+from yyb.cli.progress import Progress, mode_for, progress_option
 from yyb.errors import UsageError
 
 
@@ -38,8 +39,9 @@ def _config(ctx):
     metavar="SPEC",
     help="Run every case of the suite on this environment (a spec file; docs/environments.md).",
 )
+@progress_option
 @click.pass_context
-def release_readiness(ctx, output, as_json, environment_spec):
+def release_readiness(ctx, output, as_json, environment_spec, progress_mode):
     """Prove offline that this build, on this host, isolates candidates and grades honestly.
 
     Binds the build (a clean checkout's commit, or the installed distribution), the
@@ -50,11 +52,10 @@ def release_readiness(ctx, output, as_json, environment_spec):
     cannot start; 2 when the build cannot be bound (a dirty checkout or one hiding a change
     from git, an installed file that differs from its RECORD or is in none, a module that
     ran that is not the build's, a start-up file reaching yyb) or FILE exists.
-    docs/readiness.md explains each check.
+    docs/readiness.md explains each check. --progress tells the suite's attempts on stderr.
     """
     from yyb.plans.planfile import check_output_free
-    from yyb.readiness import identity
-    from yyb.readiness.run import release_readiness as run
+    from yyb.readiness import identity, run
     from yyb.store import file
 
     if output is not None:
@@ -72,7 +73,13 @@ def release_readiness(ctx, output, as_json, environment_spec):
         from yyb.evidence import environment
 
         declared = environment.load(environment_spec)
-    outcome = run(store, config, dict(os.environ), build, host, environment=declared)
+    shown = Progress(mode_for(progress_mode, sys.stderr), len(run.CASES))
+    try:
+        outcome = run.release_readiness(
+            store, config, dict(os.environ), build, host, environment=declared, watcher=shown
+        )
+    finally:
+        shown.close()
     document = {"oid": outcome.oid, "receipt": outcome.receipt, "checks": outcome.checks}
     if output is not None:
         file.write_new(output, (json.dumps(document, indent=2, sort_keys=True) + "\n").encode())

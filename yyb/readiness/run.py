@@ -23,6 +23,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Protocol
 
 from yyb import signing
 from yyb.errors import YybError
@@ -42,6 +43,15 @@ CANCEL_AFTER_S = 0.5  # after the cancel case's intent is durable: its candidate
 JOBS = 2
 
 
+class Watcher(Protocol):
+    """Told of each attempt of the suite as it starts and as it ends, from the run's threads
+    (``yyb run``'s progress has this shape)."""
+
+    def started(self, ordinal: int, model: str, case_id: str | None) -> None: ...
+
+    def finished(self, result) -> None: ...
+
+
 @dataclass
 class Outcome:
     oid: str
@@ -58,13 +68,14 @@ def release_readiness(
     host: dict | None = None,
     jobs: int = JOBS,
     environment=None,
+    watcher: Watcher | None = None,
 ) -> Outcome:
     """Bind the identities (``build`` and ``host``: ``identity.build()`` and
     ``identity.host()`` unless given), run the suite, write the records and refs; nothing is
     spent. The modules the receipt binds are those imported once the suite has run, each
     checked to be the build's before the receipt is written. With ``environment`` (a declared
     spec: yyb/evidence/environment.py), every case of the suite runs on it, built first, and
-    the receipt names it.
+    the receipt names it. ``watcher`` is told of each of the suite's ``len(CASES)`` attempts.
 
     Raises:
         DirtyCheckout: yyb runs from a checkout with uncommitted changes.
@@ -101,7 +112,7 @@ def release_readiness(
         os.rename(built.path("vanishing"), built.path("vanished"))
         with controller(built, environ) as env:
             for part, (config_part, plan) in plans.items():
-                _run(store, config_part, plan, env, jobs, part == "cancel")
+                _run(store, config_part, plan, env, jobs, part == "cancel", watcher)
         changed = _changed(store, secret_oid, watched, before)
         checks = []
         for case in CASES:
@@ -136,13 +147,16 @@ def _plan(store, built: Suite, part: str, environment=None):
     return config, plan
 
 
-def _run(store, config, plan, environ: dict, jobs: int, cancel: bool) -> None:
+def _run(store, config, plan, environ: dict, jobs: int, cancel: bool, told=None) -> None:
     from yyb.attempts import run as attempts_run
 
     chosen = {oid: plan.records[oid] for oid in plan.attempt_oids}
     ctx = attempts_run.prepare(
         store, config, plan.oid, plan.experiment, chosen, environ, offline=True
     )
+    if told is not None:
+        ctx.progress = told.finished
+        ctx.started = lambda a: told.started(a["ordinal"], a["model"]["resolved"], a.get("case_id"))
     if not cancel:
         attempts_run.run_plan(ctx, jobs)
         return

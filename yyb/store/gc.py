@@ -24,7 +24,7 @@ redundant packs).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sized
 from dataclasses import dataclass
 
 from yyb.errors import LockHeld, UsageError, YybError
@@ -43,16 +43,26 @@ class Collected:
     packs_removed: int = 0  # packs the new one replaced (a consolidation)
 
 
+# Told of each phase as it starts, (name, 0, its count or None), then of the objects it has
+# done, (name, k, count): "listing" (the loose objects), "packing", "verifying", "removing"
+# (the loose files), "packing refs".
+Told = Callable[[str, int, "int | None"], None]
+
+
+def _quiet(phase: str, done: int, total: int | None) -> None:
+    """Tells no one."""
+
+
 PACK_LIMIT_ENV = "YYB_GC_PACK_LIMIT"
 PACK_LIMIT_DEFAULT = 50  # packs, as git's gc.autoPackLimit
 
 
-def gc(store, pack_limit: int = PACK_LIMIT_DEFAULT) -> Collected:
+def gc(store, pack_limit: int = PACK_LIMIT_DEFAULT, told: Told = _quiet) -> Collected:
     """Pack the store's loose objects and remove them (``git gc``, see the module's text),
     then its refs and log heads (``packrefs.pack_refs``);
     when the store would then hold more than ``pack_limit`` packs (0: no limit), pack every
     object into one pack instead and remove the packs it replaces (``git gc --auto``'s
-    ``gc.autoPackLimit``).
+    ``gc.autoPackLimit``). ``told`` hears of each phase and of the objects it has done.
 
     Raises:
         LockHeld: another gc (or pack-refs) is running. StoreIOError: the file system
@@ -62,7 +72,8 @@ def gc(store, pack_limit: int = PACK_LIMIT_DEFAULT) -> Collected:
     """
     with store.exclusive("gc"):
         store.mark_packed()
-        done = _repack(store.objects, everything=False, delete=True, pack_limit=pack_limit)
+        done = _repack(store.objects, False, True, pack_limit, told)
+        told("packing refs", 0, None)
         packrefs.pack_refs(store)  # and the refs and log heads into packed-refs
         return done
 
@@ -82,7 +93,9 @@ def repack(store, everything: bool = False, delete: bool = False) -> Collected:
         return _repack(store.objects, everything=everything, delete=delete, pack_limit=0)
 
 
-def _repack(objects, everything: bool, delete: bool, pack_limit: int) -> Collected:
+def _repack(
+    objects, everything: bool, delete: bool, pack_limit: int, told: Told = _quiet
+) -> Collected:
     try:
         file.ensure_dir(objects.pack_folder)
     except OSError as exc:
@@ -90,7 +103,9 @@ def _repack(objects, everything: bool, delete: bool, pack_limit: int) -> Collect
     _sweep_temp(objects.pack_folder)
     old = [pack.Pack.open(path) for path in pack.pack_paths(objects.pack_folder)]
     try:
+        told("listing", 0, None)
         loose = list(objects.loose_oids())
+        told("listing", len(loose), len(loose))
         already = {oid for oid in loose if any(held.find(oid) is not None for held in old)}
         new_loose = len(loose) - len(already)
         if pack_limit and len(old) + (1 if new_loose else 0) > pack_limit:
@@ -100,11 +115,15 @@ def _repack(objects, everything: bool, delete: bool, pack_limit: int) -> Collect
         skipped: list[str] = []
         written: list[str] = []
         if everything:
-            items = _everything(objects, old, loose, skipped, written)
+            holder = _holders(old, loose)
+            chosen: Sized = holder
+            items = _everything(objects, old, holder, skipped, written)
         else:
-            items = _loose_items(objects, [o for o in loose if o not in already], skipped, written)
-        path = pack.write(objects.pack_folder, items)
+            chosen = fresh = [o for o in loose if o not in already]
+            items = _loose_items(objects, fresh, skipped, written)
+        path = pack.write(objects.pack_folder, _counted(items, "packing", chosen, told))
         if path is not None:
+            told("verifying", 0, None)
             made = pack.Pack.open(path)
             try:
                 made.verify()
@@ -114,7 +133,7 @@ def _repack(objects, everything: bool, delete: bool, pack_limit: int) -> Collect
         removed = replaced = 0
         if delete:
             packed_loose = set(loose) - set(skipped) if everything else [*already, *written]
-            removed = _remove(objects, sorted(packed_loose))
+            removed = _remove(objects, sorted(packed_loose), told)
             if everything and path is not None:
                 replaced = _remove_packs([h.path for h in old if h.path != path])
     finally:
@@ -136,21 +155,41 @@ def _loose_items(
         yield oid, data
 
 
-def _everything(
-    objects, old: list[pack.Pack], loose: list[str], skipped: list[str], written: list[str]
+def _counted(
+    items: Iterator[tuple[str, bytes]], phase: str, planned: Sized, told: Told
 ) -> Iterator[tuple[str, bytes]]:
-    """(oid, stored bytes) of every object of ``old`` and of the ``loose`` ones that hash to
-    their names, in oid order; a packed object is proved by its hash as it is copied.
+    """``items`` as they are, ``told`` of each one done of the ``planned``."""
+    total = len(planned)
+    told(phase, 0, total)
+    for done, item in enumerate(items, 1):
+        yield item
+        told(phase, done, total)
 
-    Raises:
-        PackError: no pack holds a copy of an object that hashes to its oid.
-    """
+
+def _holders(old: list[pack.Pack], loose: list[str]) -> dict[str, pack.Pack | None]:
+    """Every object of ``old`` and ``loose``: the first pack holding it (None: loose only)."""
     holder: dict[str, pack.Pack | None] = {}
     for held in old:
         for oid in held.oids():
             holder.setdefault(oid, held)
     for oid in loose:
         holder.setdefault(oid, None)
+    return holder
+
+
+def _everything(
+    objects,
+    old: list[pack.Pack],
+    holder: dict[str, pack.Pack | None],
+    skipped: list[str],
+    written: list[str],
+) -> Iterator[tuple[str, bytes]]:
+    """(oid, stored bytes) of every object ``holder`` names that hashes to its name, in oid
+    order; a packed object is proved by its hash as it is copied.
+
+    Raises:
+        PackError: no pack holds a copy of an object that hashes to its oid.
+    """
     for oid in sorted(holder):
         first = holder[oid]
         if first is None:
@@ -200,14 +239,16 @@ def _loose_bytes(objects, oid: str) -> bytes | None:
     return data if _hashes_to(data, oid) else None
 
 
-def _remove(objects, oids: list[str]) -> int:
+def _remove(objects, oids: list[str], told: Told = _quiet) -> int:
     """Remove the loose files of ``oids`` (each held by a pack), fsyncing their folders."""
     folders = set()
     removed = 0
-    for oid in sorted(oids):
+    told("removing", 0, len(oids))
+    for done, oid in enumerate(sorted(oids), 1):
         if file.remove(objects.path(oid)):
             removed += 1
             folders.add(os.path.dirname(objects.path(oid)))
+        told("removing", done, len(oids))
     for folder in sorted(folders):
         try:
             os.rmdir(folder)  # emptied: a file system never shrinks a folder, so drop it
