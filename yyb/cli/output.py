@@ -17,6 +17,17 @@ import click
 
 from yyb.errors import YybError
 
+# The commands without --json, each with why: their stdout is already the data itself (no
+# report around it), or they serve rather than report. Every other command takes --json
+# (tests/cli/test_json_everywhere.py walks the command tree).
+NO_JSON = {
+    "hash-object": "prints the oids it computed, one per input line: the data itself",
+    "rev-parse": "prints the oid each name stands for, one per line: the data itself",
+    "checkpoint": "prints the signed note itself, a document verify-log reads back",
+    "envelope": "writes an execution envelope to its channel; its --json names an input",
+    "view": "a server that runs until stopped, printing only its URL",
+}
+
 json_option = click.option(
     "--json", "as_json", is_flag=True, help="Print JSON (docs/cli.md gives its fields)."
 )
