@@ -28,7 +28,7 @@ LAYERS = [
         "yyb.view",
         "yyb.gateway",
     },
-    {"yyb.cli", "yyb.__main__"},
+    {"yyb.cli", "yyb.__main__", "yyb.api"},  # yyb.api: the Python entry point beside the CLI
 ]
 PORCELAIN = 4
 # Porcelain packages use evidence, not each other; the run orchestrator alone grades (it runs

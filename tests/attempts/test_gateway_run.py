@@ -9,6 +9,8 @@ the variables the official SDKs read.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 
@@ -539,6 +541,22 @@ def test_the_report_totals_the_metered_tokens_and_cost(bench, provider, monkeypa
     shown = bench.yyb("report", "--plan", plan_file, "--no-layer")
     assert "tokens metered by the gateway" in shown.stdout
     assert f"{tokens['input_tokens']:,} in" in shown.stdout
+    # Each attempt's row carries its own metered tokens and cost, in the JSON and the exports,
+    # and yyb.api reads back every call the meters link.
+    by_attempt = {m["attempt"]: m for m in meters}
+    for row in figures["attempts"]:
+        meter = by_attempt[row["attempt"]]
+        assert row["tokens"] == {k: meter["usage"][k] for k in row["tokens"]}
+        assert row["candidate_cost"]["micros"] == meter["cost"]["micros"]
+    exported = bench.yyb("report", "--plan", plan_file, "--format", "csv", "--no-layer")
+    table = list(csv.DictReader(io.StringIO(exported.stdout)))
+    assert sum(int(r["output_tokens"]) for r in table) == tokens["output_tokens"]
+    from yyb import api
+
+    kept = api.calls(plan_file, store=bench.store_path)
+    assert len(kept) == sum(m["calls"] for m in meters) > 0
+    assert sum(c.input_tokens for c in kept) == tokens["input_tokens"]
+    assert {c.attempt for c in kept} == set(by_attempt)
 
 
 OPENAI_AGENT = r"""

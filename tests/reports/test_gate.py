@@ -117,6 +117,7 @@ def _as_v2(report: dict) -> dict:
         del comparison["invalidity_fisher_exact"], comparison["intent_to_treat"]
     for summary in [old["totals"], *old["models"], *[c for m in old["models"] for c in m["cases"]]]:
         del summary["intent_to_treat"], summary["invalidity"]
+        summary.pop("pass_at_k", None)
         for name in ("candidate", "evaluator", "combined"):
             d = summary["runtime"][name]
             ids = sorted({d.pop("median_id"), d.pop("p90_id")} - {None})
@@ -124,6 +125,8 @@ def _as_v2(report: dict) -> dict:
     for row in old["attempts"]:
         del row["evaluator_ms"]
         row.pop("cost_note", None)
+        for name in ("number", "environment", "candidate_cost", "tokens", "verdicts"):
+            del row[name]
     return old
 
 

@@ -25,6 +25,7 @@ COMMANDS = {
     "regrade": "yyb.cli.grading:regrade_command",
     "rejudge": "yyb.cli.grading:rejudge_command",
     "report": "yyb.cli.report:report",
+    "compare": "yyb.cli.compare:compare",
     "investigate": "yyb.cli.investigate:investigate",
     "bundle": "yyb.cli.bundle:bundle",
     "push": "yyb.cli.bundle:push",

@@ -11,6 +11,9 @@ from yyb.cli.plans import plan_oid as resolve_plan
 from yyb.errors import UsageError
 from yyb.reports.gates import Gate
 
+EXPORTS = ("csv", "parquet", "junit")  # yyb/reports/export.py
+BINARY = ("parquet",)
+
 
 @click.command("report")
 @click.option(
@@ -34,9 +37,11 @@ from yyb.reports.gates import Gate
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["text", "json", "markdown", "html"]),
+    type=click.Choice(["text", "json", "markdown", "html", "csv", "parquet", "junit"]),
     default="text",
     show_default=True,
+    help="csv, parquet and junit (--plan only): one row or test case per attempt "
+    '(docs/reports.md, "Exports"); parquet needs --output or a redirected stdout.',
 )
 @click.option("--output", metavar="FILE", help="Write to FILE (never overwritten).")
 @click.option(
@@ -85,6 +90,10 @@ def report(
     gate = Gate(fail_under, rate_kind, max_invalid)
     if longitudinal and gate.set:
         raise UsageError("--fail-under and --max-invalid gate a per-experiment report only")
+    if longitudinal and fmt in EXPORTS:
+        raise UsageError(f"--format {fmt} exports a per-experiment report (--plan) only")
+    if fmt in BINARY and output is None and sys.stdout.isatty():
+        raise UsageError(f"--format {fmt} is binary: give --output FILE or redirect stdout")
     if output is not None:
         planfile.check_output_free(output)
     if longitudinal:
@@ -98,6 +107,10 @@ def report(
 
 
 def _renderer(fmt: str, formats: dict):
+    if fmt in EXPORTS:
+        from yyb.reports import export
+
+        return export.FORMATS
     if fmt == "html":
         from yyb.reports import html
 
@@ -163,12 +176,17 @@ def _stored(store_layer, *args, write: bool) -> dict:
     return stored
 
 
-def _emit(data: str, output: str | None, layer_oid: str | None) -> None:
+def _emit(data: str | bytes, output: str | None, layer_oid: str | None) -> None:
     from yyb.store import file
 
+    raw = data if isinstance(data, bytes) else data.encode()
     if output is not None:
-        file.write_new(output, data.encode())
+        file.write_new(output, raw)
         stored = f"layer {layer_oid}" if layer_oid else "no layer stored"
         click.echo(f"report written to {output} ({stored})", err=True)
+    elif isinstance(data, bytes):
+        sys.stdout.flush()
+        sys.stdout.buffer.write(raw)
+        sys.stdout.buffer.flush()
     else:
         sys.stdout.write(data)

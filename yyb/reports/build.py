@@ -55,6 +55,8 @@ class Facts:
     over_ceiling: bool = False  # its reported cost exceeded the attempt's spend ceiling
     cost_note: str | None = None  # why its candidate cost is unavailable, when it is
     tokens: dict | None = None  # the gateway's metered usage (None: not metered)
+    number: int | None = None  # the attempt's number in its cell (the attempt plan's attempt)
+    environment: str | None = None  # the built environment record it ran in (None: the host)
 
     @property
     def evaluator_ms(self) -> int | None:
@@ -79,7 +81,10 @@ def collect(handle: AttemptHandle, version: str | None) -> Facts:
     facts = Facts(
         handle.oid, attempt["ordinal"], attempt["model"]["resolved"], attempt.get("case_id")
     )
+    facts.number = attempt.get("attempt")
     facts.evidence = handle.evidence.oid if handle.evidence is not None else None
+    if handle.receipt is not None:
+        facts.environment = handle.receipt.record.get("built_environment", {}).get("environment")
     histories: dict[str, list[dict]] = {}
     for profile in sorted(handle.plan["evaluators"]["catalog"]):
         chain = handle.generations(profile)
@@ -176,12 +181,21 @@ class Tally:
         self.candidate_micros = self.judge_micros = 0
         self.tokens = dict.fromkeys(TOKEN_FIELDS, 0)
         self.metered = 0  # attempts whose tokens the gateway metered
+        self.cells: list[tuple[int, int]] = []  # (valid, resolved) of each case, for pass@k
 
     @classmethod
     def of(cls, group: list[Facts]) -> Tally:
         tally = cls()
         for f in group:
             tally.add(f)
+        return tally
+
+    @classmethod
+    def of_cell(cls, cell: list[Facts]) -> Tally:
+        """The tally of one case's attempts, which counts as one case in pass@k."""
+        tally = cls.of(cell)
+        resolved = tally.outcomes["resolved"]
+        tally.cells.append((resolved + tally.outcomes["failed"], resolved))
         return tally
 
     def add(self, f: Facts) -> None:
@@ -241,6 +255,7 @@ class Tally:
         self.metered += other.metered
         for name in TOKEN_FIELDS:
             self.tokens[name] += other.tokens[name]
+        self.cells += other.cells
 
     def summary(self) -> dict:
         resolved, failed = self.outcomes["resolved"], self.outcomes["failed"]
@@ -294,7 +309,12 @@ class Tally:
                 if self.metered
                 else {}
             ),
+            # Over the cases of several valid attempts (absent: no case had two).
+            **({"pass_at_k": stats.pass_at_k(self.cells)} if self._repeated() else {}),
         }
+
+    def _repeated(self) -> bool:
+        return any(valid > 1 for valid, _ in self.cells)
 
 
 def _rate(numerator: int, denominator: int) -> dict:
@@ -567,7 +587,7 @@ def _tally(facts: list[Facts], models: list[str]) -> tuple[dict, dict, dict, Tal
         rows = []
         outcomes[model], treated[model] = {}, {}
         for case_id, cell in sorted(cells[model].items()):
-            cell_tally = Tally.of(cell)
+            cell_tally = Tally.of_cell(cell)
             tally.merge(cell_tally)
             row = cell_tally.summary()
             row["case_id"] = case_id
@@ -672,6 +692,12 @@ def _row(f: Facts) -> dict:
         "evaluator_ms": f.evaluator_ms,
         "evaluations": [oid for oid, _ in f.evaluations],
         "displaced": None,
+        "number": f.number,
+        "environment": f.environment,
+        "candidate_cost": f.candidate_cost,
+        "tokens": f.tokens,
+        # Each evaluator profile's newest verdict among the evaluations counted.
+        "verdicts": {r["profile"]: r["verdict"] for _, r in f.evaluations},
     }
     if f.cost_note is not None:  # only then: rows of every other attempt keep their bytes
         row["cost_note"] = f.cost_note

@@ -391,3 +391,10 @@ def store_layer(
     return append_layer(
         store, LONGITUDINAL_REF, head, value, "longitudinal report layer", signer=signer
     )
+
+
+def keys_by_attempt(store, plan_oid: str) -> dict[str, dict]:
+    """The compatibility key of each attempt of the plan that would pool (a retained terminal,
+    a complete chain), by attempt oid."""
+    gathered = _gather(store, [plan_oid], {"case_id": None, "model": None})
+    return {facts.attempt: key for _, facts, _, key in gathered.pooled}

@@ -23,7 +23,7 @@ def _causes(entry: dict) -> str:
     return ", ".join(f"{k} {v}" for k, v in entry["invalidity"]["causes"].items() if v) or "-"
 
 
-def _usd(cost: dict) -> str:
+def usd_text(cost: dict) -> str:
     if cost["micros"] is None:
         return cost["completeness"]
     micros = cost["micros"]
@@ -67,9 +67,9 @@ def table_rows(report: dict) -> list[list[str]]:
                     or "-",
                     _ms(entry["runtime"]["candidate"]),
                     _ms(entry["runtime"]["evaluator"]),
-                    _usd(entry["cost"]["candidate"]) + _cost_counts(entry["cost"]["candidate"]),
-                    _usd(entry["cost"]["judge"]) + _cost_counts(entry["cost"]["judge"]),
-                    _usd(entry["cost"]["total"]),
+                    usd_text(entry["cost"]["candidate"]) + _cost_counts(entry["cost"]["candidate"]),
+                    usd_text(entry["cost"]["judge"]) + _cost_counts(entry["cost"]["judge"]),
+                    usd_text(entry["cost"]["total"]),
                 ]
             )
     return rows
@@ -294,9 +294,23 @@ def token_lines(report: dict) -> list[str]:
                     f"{tokens['cached_input_tokens']:,} cached, "
                     f"{tokens['cache_write_input_tokens']:,} cache writes, "
                     f"{tokens['output_tokens']:,} out over {tokens['metered_attempts']} "
-                    f"attempt(s); cost {_usd(entry['cost']['candidate'])}"
+                    f"attempt(s); cost {usd_text(entry['cost']['candidate'])}"
                 )
     return lines
+
+
+def pass_at_k_lines(report: dict) -> list[str]:
+    """Per model with a case of several valid attempts: its pass@k for each k
+    (docs/reports.md, "pass@k")."""
+    return [
+        f"{model['model']}: "
+        + ", ".join(
+            f"pass@{entry['k']} {ppm_text(entry['ppm'])} ({entry['cases']} case(s))"
+            for entry in model["pass_at_k"]
+        )
+        for model in report["models"]
+        if model.get("pass_at_k")
+    ]
 
 
 def text(report: dict, layer: dict) -> str:
@@ -315,6 +329,10 @@ def text(report: dict, layer: dict) -> str:
     metered = token_lines(report)
     if metered:
         lines += ["", "tokens metered by the gateway"] + ["  " + line for line in metered]
+    repeated = pass_at_k_lines(report)
+    if repeated:
+        lines += ["", "pass@k (unbiased estimator over each case's valid attempts)"]
+        lines += ["  " + line for line in repeated]
     if report["comparisons"]:
         lines += ["", "paired comparison (per case: a strict majority of its attempts resolved)"]
         lines += ["  " + line for line in _comparisons(report)]
@@ -349,6 +367,10 @@ def markdown(report: dict, layer: dict) -> str:
     notes = cost_notes(report)
     if notes:
         lines += ["", "**Candidate costs not counted**", ""] + [f"- {line}" for line in notes]
+    repeated = pass_at_k_lines(report)
+    if repeated:
+        lines += ["", "**pass@k** (unbiased estimator over each case's valid attempts)", ""]
+        lines += [f"- {line}" for line in repeated]
     if report["comparisons"]:
         heading = "**Paired comparison** (per case: a strict majority of its attempts resolved)"
         lines += ["", heading, ""]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
+from fractions import Fraction
 
 # The 0.975 quantile of the standard normal distribution (a two-sided 95% interval).
 Z95 = Decimal("1.959963984540054")
@@ -165,3 +166,23 @@ def p_text(result: dict) -> str:
     """A McNemar p-value for people: 6 decimals, rounded up, from the exact fraction."""
     micro = result["p_ppm"]
     return f"{micro // PPM}.{micro % PPM:06d}"
+
+
+def pass_at_k(cells: list[tuple[int, int]]) -> list[dict]:
+    """pass@k for every k from 1 to the most valid attempts of a case: the unbiased
+    estimator 1 - C(n - c, k) / C(n, k) of a case with n valid attempts, c of them resolved,
+    averaged exactly over the cases with at least k (``cells``: each case's (n, c)).
+
+    Each entry: ``k``, ``cases`` (those counted) and ``ppm`` (rounded half up).
+    """
+    most = max((n for n, _ in cells), default=0)
+    figures = []
+    for k in range(1, most + 1):
+        counted = [(n, c) for n, c in cells if n >= k]
+        misses = (Fraction(math.comb(n - c, k), math.comb(n, k)) for n, c in counted)
+        total = sum((1 - miss for miss in misses), Fraction(0))
+        mean = total / len(counted)
+        figures.append(
+            {"k": k, "cases": len(counted), "ppm": rate_ppm(mean.numerator, mean.denominator)}
+        )
+    return figures
