@@ -15,23 +15,27 @@ from yyb.store.repo import Store
 
 
 @pytest.fixture
-def logged(tmp_path, monkeypatch):
-    """A store with a short history, a key, and a signed checkpoint held by an auditor."""
-    key = str(tmp_path / "signing.key")
-    public = signing.generate_key(key)
-    monkeypatch.setenv(signing.KEY_ENV, key)
+def source(tmp_path, monkeypatch):
+    """(yyb, the store, a public key, a checkpoint signed by it that the store outgrew)."""
     yyb = Yyb(str(tmp_path / "store"))
-    store, _ = Store.init(yyb.store_path)
-    for i in range(4):
-        store.refs.update(f"refs/notes/n{i % 2}", store.objects.put_record(note(f"n{i}")))
+    key = answer(yyb("key", "generate", "--json", "--out", str(tmp_path / "k.key")))
+    monkeypatch.setenv(signing.KEY_ENV, key["path"])
+    store = Store.init(yyb.store_path)[0]
+
+    def move(ref: str, text: str) -> None:
+        oid = store.objects.put_record(note(text))
+        assert yyb("update-ref", f"refs/notes/{ref}", oid).exit_code == 0
+
+    for ref, text in (("n0", "a"), ("n1", "b"), ("n0", "c")):
+        move(ref, text)
     held = tmp_path / "held.txt"
     assert yyb("checkpoint", "--output", str(held)).exit_code == 0
-    store.refs.update("refs/notes/later", store.objects.put_record(note("later")))
-    return yyb, store, public, held
+    move("later", "d")  # the store goes on growing after the auditor's checkpoint
+    return yyb, store, key["public_key"], held
 
 
-def test_proofs_as_json_verify_with_hashes_alone(logged):
-    yyb, store, _, held = logged
+def test_proofs_as_json_verify_with_hashes_alone(source):
+    yyb, store, _, held = source
     update = store.refs.log_head("refs/notes/n1")
     text = yyb("log-proof", "inclusion", update).lines
     found = answer(yyb("log-proof", "inclusion", "--json", update))
@@ -60,8 +64,8 @@ def verify(yyb, public, held, *options):
     return yyb("verify-log", *options, "--checkpoint", str(held), "--trusted-key", public)
 
 
-def test_verify_log_passes_an_honest_store(logged):
-    yyb, _, public, held = logged
+def test_verify_log_passes_an_honest_store(source):
+    yyb, _, public, held = source
     text = verify(yyb, public, held)
     done = verify(yyb, public, held, "--json")
     assert done.exit_code == text.exit_code == 0 and done.stderr == text.stderr
@@ -71,8 +75,8 @@ def test_verify_log_passes_an_honest_store(logged):
     assert found["checked"].startswith("this store's log (") and found["checked"] in done.stderr
 
 
-def test_verify_log_names_a_rolled_back_ref(logged):
-    yyb, store, public, held = logged
+def test_verify_log_names_a_rolled_back_ref(source):
+    yyb, store, public, held = source
     os.remove(store.refs.path("refs/notes/n0"))
     os.remove(store.refs.log_path("refs/notes/n0"))
     text = verify(yyb, public, held)
@@ -84,8 +88,8 @@ def test_verify_log_names_a_rolled_back_ref(logged):
     assert lines == text.lines and any("refs/notes/n0" in line for line in lines)
 
 
-def test_verify_log_with_an_untrusted_key_is_not_ok(logged, tmp_path):
-    yyb, _, _, held = logged
+def test_verify_log_with_an_untrusted_key_is_not_ok(source, tmp_path):
+    yyb, _, _, held = source
     other = signing.generate_key(str(tmp_path / "other.key"))
     text = verify(yyb, other, held)
     done = verify(yyb, other, held, "--json")
