@@ -43,6 +43,7 @@ BINARY = ("parquet",)
     help="csv, parquet and junit (--plan only): one row or test case per attempt "
     '(docs/reports.md, "Exports"); parquet needs --output or a redirected stdout.',
 )
+@click.option("--json", "as_json", is_flag=True, help="The same as --format json.")
 @click.option("--output", metavar="FILE", help="Write to FILE (never overwritten).")
 @click.option(
     "--no-layer",
@@ -64,6 +65,7 @@ def report(
     model,
     grader_version,
     fmt,
+    as_json,
     output,
     no_layer,
     verify_objects,
@@ -81,6 +83,10 @@ def report(
     """
     from yyb.plans import planfile
 
+    if as_json:
+        if fmt not in ("text", "json"):
+            raise UsageError(f"--json and --format {fmt} ask for two formats; give one")
+        fmt = "json"
     if longitudinal == (plan_name is not None):
         raise UsageError("give exactly one of --plan PLAN and --longitudinal")
     if not longitudinal and (case_id or model):
