@@ -94,8 +94,9 @@ def _one(store, name: str):
 @env.command("show")
 @click.argument("name")
 @click.option("--manifest", is_flag=True, help="Print the tree's manifest instead.")
+@click.option("--json", "as_json", is_flag=True, help="Accepted: the document is JSON already.")
 @click.pass_context
-def show_command(ctx, name, manifest):
+def show_command(ctx, name, manifest, as_json):
     """An environment's record and spec as JSON (NAME: its name or an oid prefix)."""
     store = open_store(ctx)
     entry = _one(store, name)

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 
 import click
 
 from yyb.cli.context import open_store
+from yyb.cli.output import emit_json, failed_check, json_option
 from yyb.cli.progress import Steps, mode_for, progress_option
 
 
 @click.command("gc")
-@click.option("--json", "as_json", is_flag=True, help="Print what was done as one JSON object.")
+@json_option
 @progress_option
 @click.pass_context
 def gc_command(ctx, as_json, progress_mode):
@@ -38,11 +38,7 @@ def gc_command(ctx, as_json, progress_mode):
         shown.end_phase()
     finally:
         shown.close()
-    if as_json:
-        _skipped(done)
-        click.echo(json.dumps(dataclasses.asdict(done), sort_keys=True))
-        return
-    _report(done, always_packs=False)
+    _report(done, always_packs=False, as_json=as_json)
 
 
 def _told(shown: Steps):
@@ -60,22 +56,29 @@ def _told(shown: Steps):
 @click.command("repack")
 @click.option("-a", "everything", is_flag=True, help="Every object, packed or loose, in one pack.")
 @click.option("-d", "delete", is_flag=True, help="Then remove what the new pack makes redundant.")
+@json_option
 @click.pass_context
-def repack_command(ctx, everything, delete):
+def repack_command(ctx, everything, delete, as_json):
     """Pack the loose objects no pack holds into a new pack (as 'git repack').
 
     With -a, every object of every pack and every loose object goes into one new pack; with -d,
     the loose files and (with -a) the packs it replaces are then removed, once it is durable
     and verified. Prints '<packed> objects packed, <removed> loose files removed, <k> packs
-    replaced' and the new pack, if one was written.
+    replaced' and the new pack, if one was written; with --json, one object as gc's.
     """
     from yyb.store import gc
 
-    _report(gc.repack(open_store(ctx), everything, delete), always_packs=True)
+    _report(gc.repack(open_store(ctx), everything, delete), always_packs=True, as_json=as_json)
 
 
-def _report(done, always_packs: bool) -> None:
-    _skipped(done)
+def _report(done, always_packs: bool, as_json: bool) -> None:
+    """What a gc or repack did: its line and pack, or (``as_json``) one object of them all;
+    each loose object left is named on stderr."""
+    for oid in done.skipped:
+        click.echo(f"yyb: left {oid} loose: it does not hash to its name", err=True)
+    if as_json:
+        emit_json(dataclasses.asdict(done))
+        return
     line = f"{done.packed} objects packed, {done.removed} loose files removed"
     if always_packs or done.packs_removed:
         line += f", {done.packs_removed} packs replaced"
@@ -84,14 +87,9 @@ def _report(done, always_packs: bool) -> None:
         click.echo(done.pack)
 
 
-def _skipped(done) -> None:
-    for oid in done.skipped:
-        click.echo(f"yyb: left {oid} loose: it does not hash to its name", err=True)
-
-
 @click.command("count-objects")
 @click.option("-v", "--verbose", is_flag=True, help="Packs and bytes too.")
-@click.option("--json", "as_json", is_flag=True, help="Every count as one JSON object.")
+@json_option
 @click.pass_context
 def count_objects(ctx, verbose, as_json):
     """Count loose objects (as 'git count-objects': '<n> objects, <k> kilobytes').
@@ -103,7 +101,7 @@ def count_objects(ctx, verbose, as_json):
 
     counted = gc.count(open_store(ctx))
     if as_json:
-        click.echo(json.dumps(counted, sort_keys=True))
+        emit_json(counted)
         return
     if not verbose:
         click.echo(f"{counted['loose']} objects, {counted['loose_bytes'] // 1024} kilobytes")
@@ -118,26 +116,41 @@ def count_objects(ctx, verbose, as_json):
 @click.command("verify-pack")
 @click.argument("paths", nargs=-1, required=True, metavar="PACK...")
 @click.option("-v", "--verbose", is_flag=True, help="List each object: oid, kind, size, offset.")
-def verify_pack(paths, verbose):
+@json_option
+def verify_pack(paths, verbose, as_json):
     """Verify packs (each PACK a .pack or .idx file): every hash, the index and the tiling.
 
-    Prints 'ok <path> <count> objects' per pack; exit 1 at the first that fails.
+    Prints 'ok <path> <count> objects' per pack; exit 1 at the first that fails. With
+    --json, one object: ok and packs, each with pack and count (with -v, objects: oid,
+    kind, size, offset); a pack that fails gives ok false and its finding, exit 1.
     """
     import os
 
     from yyb.errors import UsageError
     from yyb.store.objects import pack
 
+    checked: list[dict] = []
     for path in paths:
         stem = path[: -len(".idx")] if path.endswith(".idx") else path.removesuffix(".pack")
         if not os.path.isfile(stem + ".pack") or not os.path.isfile(stem + ".idx"):
             raise UsageError(f"{path}: no pack with its index there")
-        held = pack.Pack.open(stem + ".pack")
-        try:
-            held.verify()
-            if verbose:
-                for oid, kind, size, offset in held.listing():
-                    click.echo(f"{oid} {kind} {size} {offset}")
-            click.echo(f"ok {stem}.pack {held.count} objects")
-        finally:
-            held.close()
+        with failed_check(as_json, stem + ".pack", packs=checked):
+            held = pack.Pack.open(stem + ".pack")
+            try:
+                held.verify()
+                listed = [
+                    {"oid": oid, "kind": kind, "size": size, "offset": offset}
+                    for oid, kind, size, offset in (held.listing() if verbose else ())
+                ]
+                count = held.count
+            finally:
+                held.close()
+        checked.append({"pack": stem + ".pack", "count": count})
+        if verbose and as_json:
+            checked[-1]["objects"] = listed
+        elif not as_json:
+            for item in listed:
+                click.echo(f"{item['oid']} {item['kind']} {item['size']} {item['offset']}")
+            click.echo(f"ok {stem}.pack {count} objects")
+    if as_json:
+        emit_json({"ok": True, "packs": checked})

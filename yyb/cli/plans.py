@@ -9,6 +9,7 @@ import sys
 import click
 
 from yyb.cli.context import load_config, open_store
+from yyb.cli.output import emit_json, json_option
 from yyb.cli.progress import Steps, mode_for, progress_option
 from yyb.cli.tasks import TaskCommand, TaskGroup, task_files, tasks_from_option
 from yyb.errors import UsageError
@@ -28,11 +29,14 @@ def progress_line(text: str) -> None:
     metavar="NAME",
     help="Start from a shipped agent: claude_code, codex, aider, mini_swe_agent, openhands.",
 )
-def init(to_stdout, kind):
+@json_option
+def init(to_stdout, kind, as_json):
     """Write yylo-benchmark.config.json at the top of the current repository.
 
     An existing file is never overwritten. With --harness NAME the candidate harness is that
-    agent's adapter (docs/agents.md); without it, the YYLO CLI (yylo_pi).
+    agent's adapter (docs/agents.md); without it, the YYLO CLI (yylo_pi). Prints the file's
+    path; with --json, one object: path and harness (--stdout prints the configuration, JSON
+    itself).
     """
     from yyb import config
     from yyb.agents import start
@@ -52,7 +56,10 @@ def init(to_stdout, kind):
         return 0
     path = os.path.join(root, config.CONFIG_NAME)
     config.write_new(path, data)
-    click.echo(path)
+    if as_json:
+        emit_json({"path": path, "harness": kind})
+    else:
+        click.echo(path)
     return 0
 
 
@@ -401,9 +408,13 @@ def show(ctx, name, as_json):
     metavar="WHEN",
     help="+24h, 7d, 30m, or an ISO 8601 time with a zone.",
 )
+@json_option
 @click.pass_context
-def authorize(ctx, plan_name, expires):
-    """Write a grant that lets a live run of this task plan spend up to its ceilings."""
+def authorize(ctx, plan_name, expires, as_json):
+    """Write a grant that lets a live run of this task plan spend up to its ceilings.
+
+    Prints the grant's oid; with --json, one object: grant, plan, expires_ms and the
+    ceilings it grants."""
     from yyb.plans import grant
 
     oid, records = load_plan(ctx, plan_name)
@@ -414,5 +425,16 @@ def authorize(ctx, plan_name, expires):
         raise UsageError(f"plan {oid} is not in the store {store.path}; plan it there first")
     grant_oid = store.objects.put_record(record)
     store.refs.update(names.grant(oid), grant_oid, reason="authorize")
-    click.echo(grant_oid)
+    if as_json:
+        kept = ("models", "currency", "total_ceiling_micros", "attempt_ceiling_micros")
+        emit_json(
+            {
+                "grant": grant_oid,
+                "plan": oid,
+                "expires_ms": record["expires_ms"],
+                **{k: record[k] for k in kept},
+            }
+        )
+    else:
+        click.echo(grant_oid)
     return 0

@@ -99,7 +99,7 @@ def plan_oid(name: str, open_store) -> str:
     for commands that read the plan from the store: of a file, only the plan record is proved
     unedited, which is quick however many attempts the file holds."""
     if not os.path.exists(name):
-        return open_store().rev_parse(name)
+        return in_store(name, open_store)[1]
     data = file.read_input(name)
     try:
         document = json.loads(data)
@@ -124,9 +124,31 @@ def _of_kind(name: str, plan: dict, kind: str) -> None:
         raise PlanFileError(name, f"it holds a {found} plan, not a {kind} one")
 
 
-def from_store(store, name: str) -> tuple[str, dict[str, dict]]:
-    """The plan ``name`` (oid, abbreviation or ref) and every record it links, from a store."""
-    oid = store.rev_parse(name)
+def in_store(name: str, open_store) -> tuple[object, str]:
+    """(the store ``open_store()``, the oid ``name`` stands for in it), for a plan name that
+    is no file here: however it is spelled (``plan.json``, ``./plan.json``, an absolute path,
+    a ref, an oid), a name that is neither gets one answer.
+
+    Raises:
+        UsageError: ``name`` names no file and nothing in the store, or there is no store.
+        AmbiguousOid: an abbreviation that matches several objects.
+    """
+    from yyb.errors import InvalidOid, InvalidRefName, NotFound, StoreNotFound
+
+    try:
+        store = open_store()
+    except StoreNotFound as exc:
+        raise UsageError(f"no plan file or ref {name} ({exc})") from None
+    try:
+        return store, store.rev_parse(name)
+    except (NotFound, InvalidRefName, InvalidOid):
+        raise UsageError(f"no plan file or ref {name}") from None
+
+
+def from_store(store, name: str, oid: str | None = None) -> tuple[str, dict[str, dict]]:
+    """The plan ``name`` (oid, abbreviation or ref; ``oid``: what it stands for, when known)
+    and every record it links, from a store."""
+    oid = oid or store.rev_parse(name)
     experiment = store.objects.get_record(oid)
     if not ExperimentPlan.holds(experiment):
         raise UsageError(f"{name} is not an experiment plan")
@@ -141,4 +163,5 @@ def resolve(name: str, open_store) -> tuple[str, dict[str, dict]]:
     """A plan named by a plan file path, else by an oid or ref in the store ``open_store()``."""
     if os.path.exists(name):
         return load(name)
-    return from_store(open_store(), name)
+    store, oid = in_store(name, open_store)
+    return from_store(store, name, oid)
