@@ -143,7 +143,26 @@ def test_an_existing_file_is_never_overwritten(example, tmp_path):
 def test_an_unknown_plan_is_one_line(example):
     _, store_path, _ = example
     done = Yyb(store_path)("export", "inspect", "no-such-plan")
-    assert done.exit_code == 1 and done.stderr.count("\n") == 1
+    assert done.exit_code in (1, 2)  # as yyb report --plan says it (docs/cli.md)
+    assert done.stderr.count("\n") == 1 and "no-such-plan" in done.stderr
+
+
+def test_json_says_what_was_written(example, tmp_path):
+    _, _, plan_oid = example
+    path = tmp_path / "run.eval"
+    done = export(example, "--output", str(path), "--json")
+    assert done.exit_code == 0, done.stderr
+    said = json.loads(done.stdout)
+    assert said == {
+        "output": str(path),
+        "format": "eval",
+        "plan": plan_oid,
+        "status": "success",
+        "samples": 4,
+    }
+    assert path.read_bytes()[:4] == b"PK\x03\x04"
+    refused = export(example, "--json")
+    assert refused.exit_code == 2 and "--output" in refused.stderr
 
 
 def test_an_incomplete_experiment_is_an_error_log_with_its_missing_attempt(example, tmp_path):
@@ -232,6 +251,7 @@ def test_a_metered_attempt_has_its_calls_as_messages_and_its_usage(metered):
     ]
     (call,) = sample["messages"][2]["tool_calls"]
     assert call["function"] == "run" and call["arguments"] == {"cmd": "sh test_calc.sh"}
+    assert sample["messages"][3]["tool_call_id"] == call["id"] == "call-1"  # its result
     assert sample["output"]["completion"] == "Fixed add."
     usage = meter["models"]["client"]["usage"]
     used = sample["model_usage"]["stand/client"]
@@ -247,4 +267,5 @@ def test_a_metered_attempt_has_its_calls_as_messages_and_its_usage(metered):
     assert [m.role for m in read.messages] == ["system", "user", "assistant", "tool", "assistant"]
     assert read.messages[2].tool_calls[0].arguments == {"cmd": "sh test_calc.sh"}
     assert read.model_usage["stand/client"].input_tokens == usage["input_tokens"]
-    assert read.output.completion == "Fixed add."
+    assert read.output.completion == "Fixed add." and read.output.model == "client"
+    assert read.messages[3].tool_call_id == read.messages[2].tool_calls[0].id

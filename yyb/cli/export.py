@@ -7,6 +7,7 @@ import sys
 import click
 
 from yyb.cli.context import open_store
+from yyb.cli.output import emit_json, json_option
 from yyb.cli.plans import plan_oid as resolve_plan
 from yyb.errors import UsageError
 
@@ -33,18 +34,22 @@ def export():
     metavar="V",
     help="Only attempts that evaluator version V graded (V, or ID@V), with its verdicts.",
 )
+@json_option
 @click.pass_context
-def inspect_command(ctx, plan_name, output, fmt, grader_version):
+def inspect_command(ctx, plan_name, output, fmt, grader_version, as_json):
     """Write PLAN's run as an Inspect AI eval log, one sample per attempt.
 
     PLAN is a plan file, or a plan oid or ref in the store. The log opens in 'inspect view'
     and inspect_ai.analysis; nothing is written to the store. Exits 1 when the experiment's
-    chain is incomplete (the log is written, with status "error"), 0 otherwise.
+    chain is incomplete (the log is written, with status "error"), 0 otherwise. With
+    --json (and --output), stdout says what was written: file, format, plan, status, samples.
     """
     from yyb.plans import planfile
     from yyb.reports import inspect_log
 
     fmt = _format(fmt, output)
+    if as_json and output is None:
+        raise UsageError("--json describes the file written: give --output FILE")
     if output is not None:
         planfile.check_output_free(output)
     elif fmt == "eval" and sys.stdout.isatty():
@@ -59,7 +64,12 @@ def inspect_command(ctx, plan_name, output, fmt, grader_version):
         from yyb.store import file
 
         file.write_new(output, data)
-        click.echo(f"inspect log written to {output} ({len(log['samples'])} samples)", err=True)
+        samples = len(log["samples"])
+        if as_json:
+            said = {"output": output, "format": fmt, "plan": oid, "status": log["status"]}
+            emit_json({**said, "samples": samples})
+        else:
+            click.echo(f"inspect log written to {output} ({samples} samples)", err=True)
     else:
         sys.stdout.buffer.write(data)
     if log["status"] != "success":

@@ -201,15 +201,14 @@ def _sample(run: Run, index: int, row: dict) -> dict:
     number = row.get("number") or (attempt or {}).get("attempt") or 1
     prompt = run.prompt(attempt)
     meter = run.record(((terminal or {}).get("links") or {}).get("gateway"))
-    calls = _calls(run, meter)
-    messages = _messages(calls) or [_message("user", prompt)]
+    messages, last = _conversation(_calls(run, meter))
     sample = {
         "id": f"{case_id}#{index}",
         "epoch": number,
         "input": prompt,
         "target": "",
-        "messages": messages,
-        "output": _output(calls, row["model"]),
+        "messages": messages or [_message("user", prompt)],
+        "output": _output(last, row["model"]),
         "scores": _scores(run, row, facts, terminal),
         "metadata": _metadata(run, row, facts, terminal, number),
         "model_usage": _usage(meter, row["model"]),
@@ -330,12 +329,12 @@ def _message(role: str, text: str, tool_calls=(), model: str | None = None) -> d
         if model:
             message["model"] = model
         if tool_calls:
-            message["tool_calls"] = [_tool_call(i, call) for i, call in enumerate(tool_calls)]
+            message["tool_calls"] = [_tool_call(call) for call in tool_calls]
     return message
 
 
-def _tool_call(index: int, call: transcript.ToolCall) -> dict:
-    out = {"id": f"call-{index}", "function": call.name, "type": "function"}
+def _tool_call(call: transcript.ToolCall) -> dict:
+    out = {"id": "", "function": call.name, "type": "function"}  # numbered by _link_tools
     try:
         arguments = json.loads(call.arguments) if call.arguments else {}
     except ValueError:
@@ -348,10 +347,11 @@ def _tool_call(index: int, call: transcript.ToolCall) -> dict:
     return out
 
 
-def _messages(calls: list[tuple[dict, transcript.Exchange]]) -> list[dict]:
+def _conversation(calls: list[tuple[dict, transcript.Exchange]]) -> tuple[list[dict], tuple]:
     """One conversation from the calls: each call's messages not already asked before it
-    (an agent's every request repeats its history), then its answer."""
-    out, seen = [], 0
+    (an agent's every request repeats its history), then its answer; and (the last call
+    answered, its answer's message), or () when none was."""
+    out, seen, last = [], 0, ()
     for call, exchange in calls:
         new = exchange.asked[seen:] if len(exchange.asked) >= seen else exchange.asked
         seen = len(exchange.asked) + 1  # the answer is the next request's last-but-new turn
@@ -359,25 +359,39 @@ def _messages(calls: list[tuple[dict, transcript.Exchange]]) -> list[dict]:
         if exchange.answer is not None:
             answer = exchange.answer
             out.append(_message("assistant", answer.text, answer.tool_calls, _served(call)))
-    return out
+            last = (call, out[-1])
+    return _link_tools(out), last
+
+
+def _link_tools(messages: list[dict]) -> list[dict]:
+    """Number the conversation's tool calls (``call-1``, ...) and give each tool message the
+    oldest call not answered yet: the transcript keeps no call ids."""
+    pending, count = [], 0
+    for message in messages:
+        for call in message.get("tool_calls") or []:
+            count += 1
+            call["id"] = f"call-{count}"
+            pending.append(call)
+        if message["role"] == "tool" and pending:
+            call = pending.pop(0)
+            message["tool_call_id"], message["function"] = call["id"], call["function"]
+    return messages
 
 
 def _served(call: dict) -> str | None:
     return call.get("served_model") or call.get("requested_model")
 
 
-def _output(calls: list[tuple[dict, transcript.Exchange]], model: str) -> dict:
+def _output(last: tuple, model: str) -> dict:
     """The last answer the gateway kept, else an empty output of the attempt's model."""
-    answered = [(c, e) for c, e in calls if e.answer is not None]
-    if not answered:
+    if not last:
         return {"model": model, "choices": [], "completion": ""}
-    call, exchange = answered[-1]
-    message = _message("assistant", exchange.answer.text, exchange.answer.tool_calls, _served(call))
-    stop = "tool_calls" if exchange.answer.tool_calls else "stop"
+    call, message = last
+    stop = "tool_calls" if message.get("tool_calls") else "stop"
     output = {
         "model": _served(call) or model,
         "choices": [{"message": message, "stop_reason": stop}],
-        "completion": exchange.answer.text,
+        "completion": message["content"],
     }
     if isinstance(call.get("usage"), dict):
         output["usage"] = model_usage(call["usage"], call.get("cost"))
