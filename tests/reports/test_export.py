@@ -208,8 +208,8 @@ def test_compare_of_the_same_candidate_pairs_by_model_and_names_the_other(exampl
 
 def test_compare_refuses_bad_input_in_one_line(example, two_runs):
     first, _ = two_runs
-    # The same plan twice is bad input (2); a plan that is not there is a named thing missing.
-    for args, code in (((first, first), 2), ((first, "no-such-plan"), 1)):
+    # The same plan twice, and a plan that is neither a file nor in the store: bad input.
+    for args, code in (((first, first), 2), ((first, "no-such-plan"), 2)):
         refused = example.yyb("compare", *args)
         assert refused.exit_code == code, refused.stderr
         assert refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr

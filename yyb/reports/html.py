@@ -206,6 +206,37 @@ def _comparison_parts(report: dict) -> list[str]:
     return parts
 
 
+def _listed(title: str, lines: list[str]) -> list[str]:
+    """A heading and a list of ``lines``; nothing when there are none."""
+    if not lines:
+        return []
+    items = "".join(f"<li>{escape(line)}</li>" for line in lines)
+    return [f"<h2>{escape(title)}</h2>", f"<ul>{items}</ul>"]
+
+
+def _attempts_table(report: dict) -> str:
+    rows = [
+        [
+            str(a["ordinal"]),
+            a["model"],
+            a["case_id"] or "-",
+            "-" if a.get("number") is None else str(a["number"]),
+            a["terminal_class"] or "-",
+            a["verdict"] or "-",
+            a["outcome"],
+            "-" if a["wall_ms"] is None else str(a["wall_ms"]),
+            render.usd_text(a["candidate_cost"]) if a.get("candidate_cost") else "-",
+            _attempt(report["plan"], a["attempt"]),
+            _ids(a["terminal"], a["evidence"]),
+            _ids(*a["evaluations"]),
+        ]
+        for a in report["attempts"]
+    ]
+    header = ["#", "model", "case", "attempt", "terminal class", "verdict", "outcome"]
+    header += ["wall ms", "cost", "attempt plan", "terminal / evidence", "evaluations"]
+    return _table(header, rows, raw={9, 10, 11})
+
+
 def document(report: dict, layer: dict) -> str:
     banner = render.banner_lines(report)
     parts = [
@@ -231,14 +262,10 @@ def document(report: dict, layer: dict) -> str:
     parts.append('<div class="chart">' + runtime_chart(report) + "</div>")
     parts.append("<h2>Per model and case</h2>")
     parts.append(_table(render.HEADER, render.table_rows(report)))
-    notes = render.cost_notes(report)
-    if notes:
-        parts.append("<h2>Candidate costs not counted</h2>")
-        parts.append("<ul>" + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>")
-    retried = render.family_lines(report)
-    if retried:
-        parts.append("<h2>Retries</h2>")
-        parts.append("<ul>" + "".join(f"<li>{escape(line)}</li>" for line in retried) + "</ul>")
+    parts += _listed("Candidate costs not counted", render.cost_notes(report))
+    parts += _listed("Tokens metered by the gateway", render.token_lines(report))
+    parts += _listed("pass@k (unbiased estimator)", render.pass_at_k_lines(report))
+    parts += _listed("Retries", render.family_lines(report))
     parts += _comparison_parts(report)
     if report.get("pairwise"):
         parts.append("<h2>Pairwise judging</h2>")
@@ -258,24 +285,7 @@ def document(report: dict, layer: dict) -> str:
         header = ["model", "baseline", "profile", "wins", "ties", "losses", "invalid"]
         parts.append(_table([*header, "score, position consistency [95% Wilson]"], rows))
     parts.append("<h2>Attempts</h2>")
-    rows = [
-        [
-            str(a["ordinal"]),
-            a["model"],
-            a["case_id"] or "-",
-            a["terminal_class"] or "-",
-            a["verdict"] or "-",
-            a["outcome"],
-            "-" if a["wall_ms"] is None else str(a["wall_ms"]),
-            _attempt(report["plan"], a["attempt"]),
-            _ids(a["terminal"], a["evidence"]),
-            _ids(*a["evaluations"]),
-        ]
-        for a in report["attempts"]
-    ]
-    header = ["#", "model", "case", "terminal class", "verdict", "outcome", "wall ms"]
-    header += ["attempt plan", "terminal / evidence", "evaluations"]
-    parts.append(_table(header, rows, raw={7, 8, 9}))
+    parts.append(_attempts_table(report))
     totals = report["totals"]
     parts.append(
         f"<p>total: {totals['attempts']} attempt(s), valid resolved rate "
