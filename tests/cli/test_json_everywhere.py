@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from yyb.cli.app import cli
@@ -50,3 +52,10 @@ def test_the_exemptions_name_commands_that_exist_and_say_why():
     # An exempt command that takes --json after all should leave the list (envelope's --json
     # is an input and is parsed by the envelope helper, not by click).
     assert [name for name in NO_JSON if takes_json(found[name])] == []
+
+
+def test_docs_state_the_rule_and_name_every_exemption():
+    text = (Path(__file__).parents[2] / "docs" / "cli.md").read_text()
+    rule = text[text.index("**`--json` changes only stdout's form.**") :].split("\n\n")[0]
+    assert "exit code is the text form's" in rule
+    assert [name for name in NO_JSON if f"`{name}`" not in rule] == []
