@@ -25,7 +25,7 @@ NO_JSON = {
     "rev-parse": "prints the oid each name stands for, one per line: the data itself",
     "checkpoint": "prints the signed note itself, a document verify-log reads back",
     "envelope": "writes an execution envelope to its channel; its --json names an input",
-    "view": "a server that runs until stopped, printing only its URL",
+    "view": "serves pages (or writes them, --bundle) and prints only where they are",
 }
 
 json_option = click.option(
