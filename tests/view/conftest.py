@@ -7,6 +7,7 @@ nothing a test does through the viewer may change them (tests/view/test_server.p
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import hashlib
 import os
@@ -21,6 +22,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.agents.model_server import Server
+from tests.attempts.conftest import build_bench
+from tests.attempts.test_gateway_run import gateway_bench, run, script
 from tests.conftest import MACHINE_VARIABLES
 from yyb import signing
 from yyb.evidence import names
@@ -113,6 +117,27 @@ def example(tmp_path_factory) -> Example:
     (plan,) = [oid for _, oid in store.refs.iter_refs(names.PLANS)]
     attempts = store.objects.get_record(plan)["links"]["attempts"]
     return Example(store_path, plan, attempts, public)
+
+
+@pytest.fixture(scope="session")
+def gatewayed(tmp_path_factory):
+    """A store holding one attempt whose candidate called its model twice through the
+    gateway (tests/attempts/test_gateway_run.py's stand-in client and provider): (store
+    path, plan oid, attempt oid)."""
+    root = tmp_path_factory.mktemp("view-gateway")
+
+    def build():
+        with hermetic(root), Server(script()) as provider:
+            bench = build_bench(root / "bench")
+            plan = bench.plan([gateway_bench(bench, provider)])
+            (result,) = run(bench, plan)
+        return bench, plan, result
+
+    # In a thread of its own: the gateway runs an event loop, and Playwright's runs here.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        bench, plan, result = pool.submit(build).result()
+    assert result.terminal_class == "resolved", result.reason
+    return bench.store_path, plan.oid, result.attempt
 
 
 @dataclass

@@ -10,16 +10,12 @@ box that scrolls, and the attempt and experiment pages are photographed at both 
 
 from __future__ import annotations
 
-import concurrent.futures
 import os
 from pathlib import Path
 
 import pytest
 
-from tests.agents.model_server import Server
-from tests.attempts.conftest import build_bench
-from tests.attempts.test_gateway_run import gateway_bench, run, script
-from tests.view.conftest import hermetic, serving
+from tests.view.conftest import serving
 from yyb.evidence import names
 from yyb.view import urls
 
@@ -59,26 +55,6 @@ OUTSIDE = """(width) => {
   }
   return out;
 }"""
-
-
-@pytest.fixture(scope="module")
-def gatewayed(tmp_path_factory):
-    """A store holding one attempt whose candidate called its model twice through the
-    gateway (tests/attempts/test_gateway_run.py's stand-in client and provider)."""
-    root = tmp_path_factory.mktemp("view-gateway")
-
-    def build():
-        with hermetic(root), Server(script()) as provider:
-            bench = build_bench(root / "bench")
-            plan = bench.plan([gateway_bench(bench, provider)])
-            (result,) = run(bench, plan)
-        return bench, plan, result
-
-    # In a thread of its own: the gateway runs an event loop, and Playwright's runs here.
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        bench, plan, result = pool.submit(build).result()
-    assert result.terminal_class == "resolved", result.reason
-    return bench.store_path, plan.oid, result.attempt
 
 
 def example_pages(example) -> dict[str, str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import html
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from yyb.store.objects.format import is_oid
 from yyb.view import urls
@@ -38,7 +39,7 @@ def join(parts: Iterable[object], separator: str = "") -> Markup:
 ATTRIBUTES = frozenset(
     {"class", "id", "title", "href", "action", "method", "name", "type", "placeholder"}
     | {"data-copy", "colspan", "open", "lang", "charset", "rel", "src", "defer", "value"}
-    | {"aria-label", "content"}
+    | {"aria-label", "content", "http-equiv"}
 )
 VOID = frozenset({"meta", "link", "input", "br"})
 
@@ -162,27 +163,40 @@ def pager(at: Callable[[int], urls.Url], page: int, pages: int) -> Markup:
     return el("p", *parts, class_="pager")
 
 
-def document(title: str, body: Markup, store_path: str | None) -> bytes:
-    """A whole page: the navigation, ``body`` and the store it shows."""
-    nav = el(
-        "nav",
-        link(urls.home(), "Experiments"),
-        link(urls.longitudinal(), "Longitudinal"),
-        link(urls.refs(), "Refs"),
-        el(
-            "form",
-            el("input", name="name", placeholder="oid, abbreviation or ref", aria_label="name"),
-            el("button", "Open", type="submit"),
-            action=urls.find(),
-            method="get",
-        ),
-    )
-    footer = el("footer", f"store {store_path or '(memory)'} · read-only · yyb view")
+def document(title: str, body: Markup, store_path: str | None, bundle: Frame | None = None):
+    """A whole page: the navigation, ``body`` and the store it shows; as bytes.
+
+    ``bundle``: the page is one of a bundle's files (``yyb.view.bundle``): its navigation
+    leads to the bundle's first page only, it has no search box (no server answers it), it
+    says when it was verified, and its policy is in a ``<meta>`` element (a file has no
+    headers)."""
+    if bundle is None:
+        nav = el(
+            "nav",
+            link(urls.home(), "Experiments"),
+            link(urls.longitudinal(), "Longitudinal"),
+            link(urls.refs(), "Refs"),
+            el(
+                "form",
+                el("input", name="name", placeholder="oid, abbreviation or ref", aria_label="name"),
+                el("button", "Open", type="submit"),
+                action=urls.find(),
+                method="get",
+            ),
+        )
+        footer = el("footer", f"store {store_path or '(memory)'} · read-only · yyb view")
+        policy = Markup("")
+    else:
+        nav = el("nav", link(bundle.home, bundle.home_text))
+        body = join([el("p", bundle.note, class_="bundled"), body])
+        footer = el("footer", f"written from store {store_path or '(memory)'} · yyb view --bundle")
+        policy = el("meta", http_equiv="Content-Security-Policy", content=bundle.policy)
     page = el(
         "html",
         el(
             "head",
             el("meta", charset="utf-8"),
+            policy,
             el("title", f"{title} · yyb view"),
             el("link", rel="stylesheet", href=urls.static("view.css")),
             el("link", rel="icon", href=urls.static("icon.svg")),
@@ -192,3 +206,13 @@ def document(title: str, body: Markup, store_path: str | None) -> bytes:
         lang="en",
     )
     return ("<!DOCTYPE html>\n" + page + "\n").encode("utf-8")
+
+
+@dataclass(frozen=True)
+class Frame:
+    """What a bundle's page says around its body (``document``)."""
+
+    home: urls.Url  # the bundle's first page
+    home_text: str
+    note: str  # when the page was verified, and how to verify it again
+    policy: str  # its Content-Security-Policy

@@ -22,10 +22,9 @@ from typing import BinaryIO
 from urllib.parse import parse_qs
 
 from yyb.errors import CorruptObject, NotFound, UsageError, YybError
-from yyb.store.refs.names import check_ref_name
-from yyb.view import assets, attempt, experiments, objects, urls
+from yyb.view import assets, experiments, objects, pages, urls
 from yyb.view.chain import NotInStore
-from yyb.view.markup import Markup, el, join, link
+from yyb.view.markup import Markup
 from yyb.view.markup import document as html_document
 
 HOST = "127.0.0.1"
@@ -122,7 +121,8 @@ class Viewer:
 
     def make(self, found: urls.Route, query: dict[str, list[str]]) -> Response:
         """The response of the page ``found`` names."""
-        store, oids, number = self.store, found.oids, urls.page_number(query)
+        store, oids = self.store, found.oids
+        urls.page_number(query)  # a malformed page number is refused on every page (400)
         if found.page == "static":
             content_type, text = assets.FILES[found.name]
             data = text.encode()
@@ -138,27 +138,7 @@ class Viewer:
         if found.page == "report":
             data = experiments.report_html(store, oids[0]).encode()
             return Response(200, HTML, data, len(data), csp=REPORT_CSP)
-        if found.page == "home":
-            title, body = experiments.home(store)
-        elif found.page == "plan":
-            title, body = experiments.experiment(store, self.trusted, oids[0], number)
-        elif found.page == "layers":
-            title, body = experiments.layers(store, oids[0])
-        elif found.page == "longitudinal":
-            title, body = experiments.longitudinal(store)
-        elif found.page == "attempt":
-            title, body = attempt.page(store, self.trusted, oids[0], oids[1])
-        elif found.page == "object":
-            title, body = objects.object_page(store, self.trusted, oids[0], number)
-        elif found.page == "diff":
-            title, body = objects.diff_page(store, oids[0], number)
-        elif found.page == "refs":
-            under = query.get("under")
-            title, body = objects.refs_page(
-                store, check_ref_name(under[-1]) if under else None, number
-            )
-        else:
-            title, body = objects.ref_page(store, found.name)
+        title, body = pages.render(store, self.trusted, found, query)
         return self.page(200, title, body)
 
     def page(self, status: int, title: str, body: Markup) -> Response:
@@ -166,14 +146,7 @@ class Viewer:
         return Response(status, HTML, data, len(data))
 
     def error(self, status: HTTPStatus, message: str) -> Response:
-        body = join(
-            [
-                el("h1", f"{status.value} {status.phrase}"),
-                el("p", message),
-                el("p", link(urls.home(), "experiments")),
-            ]
-        )
-        return self.page(status.value, status.phrase, body)
+        return self.page(status.value, *pages.error(status, message))
 
 
 class Handler(BaseHTTPRequestHandler):

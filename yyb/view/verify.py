@@ -76,7 +76,7 @@ def verify(store, oid: str, chain_problems: Iterable[str] = ()) -> Verification:
     if isinstance(result.value, dict):
         version = kind_of(result.value)
         result.schema_version = version if isinstance(version, str) else None
-        result.links = _links(result.value)
+        result.links = links_of(result.value)
     problems = list(chain_problems)
     if result.results["links"] == PASSED:
         problems[:0] = [
@@ -105,7 +105,7 @@ def _unproved(store, oid: str, kind: str | None) -> dict | None:
         return None
 
 
-def _links(value: dict) -> dict[str, list[str]]:
+def links_of(value: dict) -> dict[str, list[str]]:
     """A record's links as {role: [oid, ...]}, leaving out anything that is not an oid (the
     schema check names a malformed map)."""
     links = value.get("links")
