@@ -28,7 +28,7 @@ from yyb.view.markup import (
     usd,
     when,
 )
-from yyb.view.values import sentence, shown, word
+from yyb.view.values import EMPTY, sentence, shown, word
 from yyb.view.verify import head
 
 SHOW_OUTPUT = 64 << 10  # bytes of stdout, stderr, grader input, output and log shown inline
@@ -287,12 +287,12 @@ def workspace(found: chain.AttemptChain) -> Markup:
         ("base commit", r.get("base_commit", "-")),
         ("snapshot", f"commit {r.get('snapshot_commit', '-')}, tree {r.get('snapshot_tree', '-')}"),
         ("files at the start", word(r.get("file_count"))),
-        ("excluded paths", ", ".join(map(str, r.get("excluded_paths") or [])) or "-"),
-        ("scratch paths", ", ".join(map(str, r.get("scratch_paths") or [])) or "-"),
+        ("excluded paths", shown(r.get("excluded_paths") or [])),
+        ("scratch paths", shown(r.get("scratch_paths") or [])),
         ("executor", shown(r.get("executor"))),
         ("sandbox", sentence(("kind", sandbox.get("kind")), ("network", sandbox.get("network")))),
         ("sandbox limits", shown(sandbox.get("limits"))),
-        ("sandbox verified", "; ".join(map(str, sandbox.get("verified") or [])) or "-"),
+        ("sandbox verified", "; ".join(map(str, sandbox.get("verified") or [])) or EMPTY),
     ]
     if manifest is not None:
         m = manifest.value
