@@ -18,7 +18,7 @@ import pytest
 
 from tests.conftest import flip_byte, run_yyb
 from tests.view.conftest import copy_store
-from tests.view.test_browser import Watch
+from tests.view.test_browser import PAYLOADS, Watch, hostile  # noqa: F401 (a fixture)
 from yyb.errors import YybError
 from yyb.evidence.records import GATEWAY_CALL
 from yyb.store.repo import Store
@@ -63,6 +63,9 @@ def walk(browser, folder: Path) -> tuple[dict[str, str], list[str]]:
                 "a[href], link[href], script[src], form[action]",
                 "els => els.map(e => e.href || e.src || e.action)",
             )
+            scripts = page.eval_on_selector_all("script", "els => els.map(e => e.src)")
+            if scripts != [base + "static/view.js"]:
+                wrong.append(f"{url}: scripts {scripts}")
             for target in targets:
                 where = target.split("#")[0]
                 if not where.startswith(base):
@@ -109,6 +112,17 @@ def test_the_index_is_the_experiment_page_with_every_attempt(browser, example, b
     assert "refs/runs/" in page.inner_text("main")
     assert page.locator("input").count() == 0
     page.close()
+
+
+def test_a_bundle_of_hostile_candidates_stays_inert(browser, hostile, tmp_path):  # noqa: F811
+    bench, plan = hostile
+    done = bundle(bench.store_path, tmp_path / "bundle", plan.oid)
+    assert done.returncode == 0, done.stderr.decode()
+    seen, wrong = walk(browser, tmp_path / "bundle")
+    assert wrong == []  # no dialog, no console error, no script but the bundle's own
+    page = seen[(tmp_path / "bundle" / "attempt" / f"{plan.attempt_oids[0]}.html").as_uri()]
+    for payload in PAYLOADS:
+        assert payload in page
 
 
 def test_the_verification_is_the_one_made_when_written(example, tmp_path):
