@@ -1,9 +1,13 @@
 """Signed evidence: Ed25519 keys, DSSE envelopes stored as signature records, verification.
 
-A signature is a ``yyb_signature.v1`` record holding one DSSE envelope whose payload is a
-statement naming the signed oid, and linking that oid as ``signed``. Each signed object has a
-ref ``refs/signatures/<oid>`` whose update chain lists every signature made of it. The
-``cryptography`` package is imported only when a key is used.
+A signature is a ``yyb_signature.v1`` record holding one DSSE envelope, linking the signed
+oid as ``signed``. Its payload is an in-toto Statement v1 whose subject is the signed object
+(its oid as a ``sha256`` digest) and whose predicate names the object's kind, so any DSSE
+or in-toto verifier checks it with the public key alone (docs/audit.md); signatures written
+before that carry yyb's own ``yyb.statement.v1`` payload and still verify. A checkpoint note
+is signed as a C2SP signed note instead (``yyb_note_signature.v1``: Ed25519 over the note
+text). Each signed object has a ref ``refs/signatures/<oid>`` whose update chain lists every
+signature made of it. The ``cryptography`` package is imported only when a key is used.
 """
 
 from __future__ import annotations
@@ -19,15 +23,25 @@ from typing import Any
 
 from yyb.errors import BadSignature, InvalidArgument, UsageError, YybError
 from yyb.evidence import names, records
-from yyb.evidence.kinds.store import Signature, SignatureLinks
+from yyb.evidence.kinds.store import NoteSignature, Signature, SignatureLinks
 from yyb.evidence.record import kind_of
 from yyb.store.log import checkpoint as checkpoints
 from yyb.store.objects.format import check_links, is_oid
 from yyb.store.repo import Store
 
 SIGNATURE = records.SIGNATURE
+# yyb's own statement, the payload of signatures written before in-toto's (still verified).
 PAYLOAD_TYPE = "application/vnd.yyb.statement+json"
 STATEMENT_TYPE = "yyb.statement.v1"
+# The in-toto Statement v1 every new signature carries (docs/format.md, "Signatures").
+INTOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"
+INTOTO_STATEMENT = "https://in-toto.io/Statement/v1"
+PREDICATE_TYPE = "https://yyb.invalid/attestation/object/v1"
+FORMS = {
+    PAYLOAD_TYPE: "yyb.statement.v1 (DSSE)",
+    INTOTO_PAYLOAD_TYPE: "in-toto Statement v1 (DSSE)",
+}
+NOTE_FORM = "C2SP signed note"
 KEY_ENV = "YYB_SIGNING_KEY"
 KEY_FILE = "signing.key"
 
@@ -43,6 +57,32 @@ def statement(oid: str) -> bytes:
     return json.dumps(
         {"signed": oid, "type": STATEMENT_TYPE}, sort_keys=True, separators=(",", ":")
     ).encode("ascii")
+
+
+def intoto_statement(oid: str, kind: str) -> bytes:
+    """The in-toto Statement v1 of a signature of ``oid``, an object of ``kind`` (a record's
+    schema_version, or ``blob``): canonical JSON (sorted keys, no spaces, ASCII)."""
+    value = {
+        "_type": INTOTO_STATEMENT,
+        "subject": [{"name": oid, "digest": {"sha256": oid}}],
+        "predicateType": PREDICATE_TYPE,
+        "predicate": {"kind": kind},
+    }
+    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode("ascii")
+
+
+def object_kind(store: Store, oid: str) -> str:
+    """What a statement names ``oid`` as: a record's schema_version, else its object type."""
+    kind, _, stream = store.objects.open_body(oid)
+    stream.close()
+    return kind_of(store.objects.get_record(oid)) if kind == "record" else kind
+
+
+def form_of(record: dict) -> str:
+    """Which form a signature record is, in words (docs/audit.md)."""
+    if NoteSignature.holds(record):
+        return NOTE_FORM
+    return FORMS.get(record.get("payloadType"), f"unknown ({record.get('payloadType')!r})")
 
 
 def signature_ref(oid: str) -> str:
@@ -156,13 +196,14 @@ def key_id(public: str) -> str:
 # --- signing ---------------------------------------------------------------------------------
 
 
-def envelope(oid: str, key: Any) -> dict:
-    """A ``yyb_signature.v1`` record signing ``oid`` with ``key``."""
-    payload = statement(oid)
-    sig = key.sign(pae(PAYLOAD_TYPE, payload))
+def envelope(oid: str, key: Any, kind: str) -> dict:
+    """A ``yyb_signature.v1`` record signing ``oid`` (an object of ``kind``) with ``key``: a
+    DSSE envelope of its in-toto Statement."""
+    payload = intoto_statement(oid, kind)
+    sig = key.sign(pae(INTOTO_PAYLOAD_TYPE, payload))
     return Signature(
         payload=base64.b64encode(payload).decode("ascii"),
-        payloadType=PAYLOAD_TYPE,
+        payloadType=INTOTO_PAYLOAD_TYPE,
         signatures=(
             {"keyid": key_id(public_hex(key)), "sig": base64.b64encode(sig).decode("ascii")},
         ),
@@ -181,7 +222,7 @@ def sign(store: Store, oid: str, key: Any) -> str:
         from yyb.errors import ObjectMissing
 
         raise ObjectMissing(oid)
-    record = envelope(oid, key)
+    record = envelope(oid, key, object_kind(store, oid))
     sig_oid = store.objects.put_record(record)
     if store.refs.read(signature_ref(oid)) != sig_oid:
         store.refs.update(signature_ref(oid), sig_oid, reason="sign")
@@ -246,7 +287,7 @@ def checkpoint(store: Store, key: Any) -> dict:
 def _publish_checkpoint(store: Store, oid: str, record: dict, key: Any) -> None:
     """Move refs/transparency/checkpoint to ``oid``, its note signed first: a crash while
     signing leaves the move pending, and the next ``checkpoint`` finishes it."""
-    signed = (lambda: sign(store, record["links"]["note"], key)) if key else None
+    signed = (lambda: sign_note(store, record["links"]["note"], key)) if key else None
     store.refs.update(
         checkpoints.REF, oid, reason=f"checkpoint of {record['size']} leaves", before_move=signed
     )
@@ -265,12 +306,20 @@ def signatures_of(store: Store, oid: str) -> list[str]:
     return found
 
 
-def verify_envelope(record: dict, signed: str, trusted: list[Any], sig_oid: str | None = None):
+def verify_envelope(
+    record: dict,
+    signed: str,
+    trusted: list[Any],
+    sig_oid: str | None = None,
+    kind: str | None = None,
+):
     """Check one signature record against trusted public keys.
 
     Order matters (DSSE): the signature over the PAE first, then the payload type, then the
-    payload, which must be exactly the bytes ``statement(signed)`` (and the record's
-    ``links.signed`` must be ``signed``). The key id is never used to decide.
+    payload, which must be exactly the bytes of its statement: ``intoto_statement(signed,
+    KIND)`` (KIND the object's kind, ``kind`` when given) or, in a signature written before
+    those, ``statement(signed)``; and the record's ``links.signed`` must be ``signed``. The key
+    id is never used to decide.
 
     Raises:
         BadSignature: the first check that fails.
@@ -298,17 +347,69 @@ def verify_envelope(record: dict, signed: str, trusted: list[Any], sig_oid: str 
             verified = True
     if not verified:
         raise BadSignature(sig_oid, "no signature in it verifies with a trusted key")
-    if payload_type != PAYLOAD_TYPE:
-        raise BadSignature(sig_oid, f"payload type {payload_type!r}, not {PAYLOAD_TYPE}")
-    # Bytes, never a parse: a BOM, a space, another key order or a repeated key would let two
-    # JSON parsers read two statements from one signed payload.
-    named = _statement_oid(payload)
-    if named is None:
-        raise BadSignature(
-            sig_oid, "the payload is not a yyb statement: not exactly its canonical bytes"
-        )
+    if payload_type not in FORMS:
+        raise BadSignature(sig_oid, f"payload type {payload_type!r}, not {INTOTO_PAYLOAD_TYPE}")
+    # Bytes, never a parse alone: a BOM, a space, another key order or a repeated key would
+    # let two JSON parsers read two statements from one signed payload.
+    if payload_type == INTOTO_PAYLOAD_TYPE:
+        named, stated = _intoto_subject(payload)
+        if named is None:
+            raise BadSignature(
+                sig_oid, "the payload is not yyb's in-toto statement: not its canonical bytes"
+            )
+        if kind is not None and stated != kind and named == signed:
+            raise BadSignature(sig_oid, f"it signs {signed} as a {stated}, but it is a {kind}")
+    else:
+        named = _statement_oid(payload)
+        if named is None:
+            raise BadSignature(
+                sig_oid, "the payload is not a yyb statement: not exactly its canonical bytes"
+            )
     if named != signed or record.get("links", {}).get("signed") != signed:
         raise BadSignature(sig_oid, f"it signs {named}, not {signed}")
+
+
+def verify_record(store: Store, oid: str, record: dict, trusted: list[Any], sig_oid: str) -> None:
+    """Check one signature record of ``oid`` in ``store``, of either kind: a DSSE envelope
+    (``verify_envelope``, the object's kind read from the store) or a C2SP signature of a
+    note (Ed25519 over the note's bytes, its key hash that of a trusted key).
+
+    Raises:
+        BadSignature: it does not verify.
+    """
+    from cryptography.exceptions import InvalidSignature
+
+    if not NoteSignature.holds(record):
+        verify_envelope(record, oid, trusted, sig_oid, object_kind(store, oid))
+        return
+    if record["links"]["signed"] != oid:
+        raise BadSignature(sig_oid, f"it signs {record['links']['signed']}, not {oid}")
+    body = store.objects.get(oid).body
+    raw = base64.b64decode(record["signature"])
+    for key in trusted:
+        public = bytes.fromhex(public_hex_of(key))
+        if note_key_hash(record["name"], public).hex() != record["key_hash"]:
+            continue
+        try:
+            key.verify(raw, body)
+            return
+        except InvalidSignature:
+            continue
+    raise BadSignature(sig_oid, "no trusted key's signature of the note verifies")
+
+
+def _intoto_subject(payload: bytes) -> tuple[str | None, str | None]:
+    """(the oid, the kind) an in-toto statement ``payload`` names, when it is byte for byte
+    ``intoto_statement`` of them; (None, None) otherwise."""
+    try:
+        value = json.loads(payload)
+        (subject,) = value["subject"]
+        oid, kind = subject["name"], value["predicate"]["kind"]
+    except (ValueError, KeyError, TypeError):
+        return None, None
+    if not is_oid(oid) or not isinstance(kind, str) or not kind.isascii():
+        return None, None
+    return (oid, kind) if payload == intoto_statement(oid, kind) else (None, None)
 
 
 def _statement_oid(payload: bytes) -> str | None:
@@ -328,7 +429,7 @@ def check_signed(store: Store, oid: str, trusted: list[Any]):
     problems = []
     for sig_oid in sigs:
         try:
-            verify_envelope(store.objects.get_record(sig_oid), oid, trusted, sig_oid)
+            verify_record(store, oid, store.objects.get_record(sig_oid), trusted, sig_oid)
             return []
         except YybError as exc:
             problems.append(str(exc))
@@ -389,15 +490,60 @@ def signature_refs(store: Store, roots: list[str]) -> list[str]:
 # --- signed notes (checkpoints of the transparency log) ------------------------------------
 
 NOTE_MARK = "\u2014 "  # an em dash and a space start each signature line of a note
-NOTE_KEY_NAME = "yyb"
+NOTE_KEY_NAME = "yyb"  # the name on signature lines written before C2SP's (DSSE, legacy)
+ED25519_NOTE = 0x01  # C2SP signed-note signature type of an Ed25519 key
+
+
+def note_key_hash(name: str, public: bytes) -> bytes:
+    """C2SP signed note: the 4-byte hash of an Ed25519 key named ``name``: the first bytes of
+    SHA-256(name || 0x0A || 0x01 || public key)."""
+    named = name.encode("utf-8") + b"\n" + bytes([ED25519_NOTE]) + public
+    return hashlib.sha256(named).digest()[:4]
+
+
+def note_verifier_key(name: str, public_hex_key: str) -> str:
+    """The C2SP verifier key (``vkey``) of an Ed25519 public key: ``NAME+HASH+KEY``, HASH the
+    key hash in hex, KEY standard base64 of 0x01 and the public key."""
+    public = bytes.fromhex(public_hex_key)
+    encoded = base64.b64encode(bytes([ED25519_NOTE]) + public).decode("ascii")
+    return f"{name}+{note_key_hash(name, public).hex()}+{encoded}"
+
+
+def note_signature(note_oid: str, body: bytes, name: str, key: Any) -> dict:
+    """A ``yyb_note_signature.v1`` record: ``key``'s C2SP signature of the note text ``body``
+    (the blob ``note_oid``) under the key name ``name``."""
+    public = bytes.fromhex(public_hex(key))
+    return NoteSignature(
+        name=name,
+        key_hash=note_key_hash(name, public).hex(),
+        signature=base64.b64encode(key.sign(body)).decode("ascii"),
+        links=SignatureLinks(signed=note_oid),
+    ).to_value()
+
+
+def sign_note(store: Store, note_oid: str, key: Any) -> str:
+    """Sign a checkpoint note as a C2SP signed note (the key named by the log's origin),
+    store the signature under ``refs/signatures/<note>``; return its oid. Idempotent, as
+    ``sign`` is."""
+    body = store.objects.get(note_oid).body
+    name = checkpoints.parse_body(body).origin
+    sig_oid = store.objects.put_record(note_signature(note_oid, body, name, key))
+    if store.refs.read(signature_ref(note_oid)) != sig_oid:
+        store.refs.update(signature_ref(note_oid), sig_oid, reason="sign")
+    return sig_oid
 
 
 def signed_note(body: bytes, records: list[dict]) -> bytes:
     """A checkpoint as a signed note: its body, an empty line, and one line per signature,
-    ``— yyb <base64 of the key id's first 4 bytes and the 64-byte signature>``; each signature
-    is the one a ``yyb_signature.v1`` record of the body's blob holds (DSSE, docs/format.md)."""
+    ``— NAME <base64 of the 4-byte key hash and the 64-byte signature>``: a
+    ``yyb_note_signature.v1``'s (C2SP: over the note text), or one a ``yyb_signature.v1`` of
+    the body's blob holds (the form written before, DSSE over its statement; docs/format.md)."""
     lines = []
     for record in records:
+        if NoteSignature.holds(record):
+            raw = bytes.fromhex(record["key_hash"]) + base64.b64decode(record["signature"])
+            lines.append(f"{NOTE_MARK}{record['name']} {base64.b64encode(raw).decode('ascii')}\n")
+            continue
         for sig in record["signatures"]:
             raw = bytes.fromhex(sig["keyid"])[:4] + base64.b64decode(sig["sig"])
             lines.append(f"{NOTE_MARK}{NOTE_KEY_NAME} {base64.b64encode(raw).decode('ascii')}\n")
@@ -409,8 +555,10 @@ def verify_note(text: bytes, trusted: list[Any]):
 
     The grammar is docs/format.md's ("Checkpoints"): the three body lines, an empty line, then
     signature lines only, ``— <name> <base64>``, each ending in a newline, the last included.
-    The name and key hint are hints: each signature is tried with each trusted key, and one
-    that verifies with none (another signer) is passed over.
+    A signature verifies as C2SP's (Ed25519 over the note text, its key hash that of the
+    trusted key under the line's name) or, for notes signed before, over the DSSE statement
+    of the body's blob. A signature that verifies with no trusted key (another signer) is
+    passed over.
 
     Raises:
         UsageError: it is not a note of that grammar; BadSignature: no signature verifies.
@@ -424,9 +572,11 @@ def verify_note(text: bytes, trusted: list[Any]):
         raise UsageError("not a signed note: no empty line after the checkpoint")
     body = head + b"\n"
     note = checkpoints.parse_body(body)
-    message = pae(PAYLOAD_TYPE, statement(hash_object("blob", body)))
-    for raw in _note_signatures(tail):
+    legacy = pae(PAYLOAD_TYPE, statement(hash_object("blob", body)))
+    for name, raw in _note_signatures(tail):
         for key in trusted:
+            public = bytes.fromhex(public_hex_of(key))
+            message = body if raw[:4] == note_key_hash(name, public) else legacy
             try:
                 key.verify(raw[4:], message)
                 return note
@@ -435,11 +585,20 @@ def verify_note(text: bytes, trusted: list[Any]):
     raise BadSignature(None, "no signature of the checkpoint verifies with a trusted key")
 
 
-_SIGNATURE_LINE = re.compile(f"{NOTE_MARK}[^ \n+]+ ([A-Za-z0-9+/]+={{0,2}})")
+def public_hex_of(public: Any) -> str:
+    """The raw bytes of a public key, as hex."""
+    from cryptography.hazmat.primitives import serialization
+
+    raw = public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    return raw.hex()
 
 
-def _note_signatures(tail: bytes) -> list[bytes]:
-    """The decoded signatures (key hint and signature) of a note's signature lines.
+_SIGNATURE_LINE = re.compile(f"{NOTE_MARK}([^ \n+]+) ([A-Za-z0-9+/]+={{0,2}})")
+
+
+def _note_signatures(tail: bytes) -> list[tuple[str, bytes]]:
+    """The key name and decoded signature (key hash and signature) of each of a note's
+    signature lines.
 
     Raises:
         UsageError: a line that is not a signature line, or no final newline.
@@ -454,12 +613,12 @@ def _note_signatures(tail: bytes) -> list[bytes]:
     for line in lines:
         match = _SIGNATURE_LINE.fullmatch(line)
         try:
-            raw = base64.b64decode(match.group(1), validate=True) if match else b""
+            raw = base64.b64decode(match.group(2), validate=True) if match else b""
         except binascii.Error:
             raw = b""
         if len(raw) < 5:
             raise UsageError(f"not a signed note: {line[:40]!r} is not a signature line")
-        found.append(raw)
+        found.append((match.group(1), raw))
     return found
 
 

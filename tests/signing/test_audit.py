@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import sys
 from pathlib import Path
 
 import pytest
@@ -133,23 +135,49 @@ def test_a_plan_bundle_carries_the_signatures_of_every_generation_and_layer(tmp_
 
 
 @pytest.fixture(scope="module")
-def audit_md(tmp_path_factory) -> str:
+def audit_runs(tmp_path_factory) -> list[str]:
     """Run every command of docs/audit.md as written by sh -e in a fresh folder: the
-    producer's block, then the auditor's; return the auditor's output. Its loops print
-    ``FAILED: <ref>`` for any ref that fails instead of stopping."""
+    producer's block, the auditor's, then the two that check with other tools (their
+    ``python3`` one with in-toto installed); return each block's output. The auditor's loops
+    print ``FAILED: <ref>`` for any ref that fails instead of stopping."""
     import subprocess
 
     from tests.conftest import doc_blocks, doc_shell
 
+    pytest.importorskip("in_toto")
     blocks = doc_blocks("audit.md")
-    assert len(blocks) == 2
+    assert len(blocks) == 4
     env, work = doc_shell(tmp_path_factory.mktemp("audit-md"))
+    python = Path(env["PATH"].split(":")[0]) / "python3"
+    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    python.chmod(0o755)
+    outputs = []
     for block in blocks:
         done = subprocess.run(
             ["sh", "-e", "-c", block], cwd=work, env=env, capture_output=True, timeout=300
         )
         assert done.returncode == 0, (block, done.stdout.decode(), done.stderr.decode())
-    return done.stdout.decode()
+        outputs.append(done.stdout.decode())
+    return outputs
+
+
+@pytest.fixture(scope="module")
+def audit_md(audit_runs) -> str:
+    return audit_runs[1]
+
+
+def test_docs_audit_md_checks_with_other_tools(audit_runs):
+    """The in-toto library verifies a terminal's envelope, and the verifier key made from the
+    public key alone is the one yyb prints for the checkpoint's origin."""
+    from yyb import signing
+
+    (verified,) = audit_runs[2].splitlines()
+    assert verified.startswith("verified: yylo_benchmark_terminal.v2 ")
+    (vkey,) = audit_runs[3].splitlines()
+    name, _, _ = vkey.split("+", 2)
+    assert name.startswith("yyb/")
+    public = base64.b64decode(vkey.split("+", 2)[2])[1:].hex()
+    assert vkey == signing.note_verifier_key(name, public)
 
 
 def test_docs_audit_md_runs_as_written(audit_md):

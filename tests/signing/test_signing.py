@@ -114,9 +114,20 @@ def test_verification_order_and_what_it_refuses(store):
     key, trusted = _key(), [signing.load_public(RFC8032_PUBLIC)]
     oid = store.objects.put_record(note("x"))
     other = store.objects.put_record(note("y"))
-    record = signing.envelope(oid, key)
+    record = signing.envelope(oid, key, "yyb_note.v1")
     store.objects.put_record(record)  # schema-valid
     signing.verify_envelope(record, oid, trusted)
+    signing.verify_envelope(record, oid, trusted, kind="yyb_note.v1")
+    # The statement names the object's kind: a signature of it as another kind is refused.
+    with pytest.raises(BadSignature, match="as a yyb_note.v1, but it is a blob"):
+        signing.verify_envelope(record, oid, trusted, kind="blob")
+    # An in-toto payload that is not exactly its canonical bytes is refused, signed or not.
+    spaced = signing.intoto_statement(oid, "yyb_note.v1").replace(b",", b", ")
+    loose = _envelope(oid, key, payload=spaced, payload_type=signing.INTOTO_PAYLOAD_TYPE)
+    with pytest.raises(BadSignature, match="not yyb's in-toto statement"):
+        signing.verify_envelope(loose, oid, trusted)
+    # A signature written before the in-toto form (yyb's own statement) still verifies.
+    signing.verify_envelope(_envelope(oid, key), oid, trusted)
     # The key id decides nothing: garbage is fine, a trusted key's id on a stranger's sig is not.
     signing.verify_envelope(_envelope(oid, key, keyid="nonsense"), oid, trusted)
     forged = _envelope(oid, _key("02" * 32), keyid=record["signatures"][0]["keyid"])

@@ -203,9 +203,10 @@ def test_a_held_note_is_read_to_its_grammar(source, tmp_path):
     signing.generate_key(str(tmp_path / "other.key"))
     other = signing.load_private(str(tmp_path / "other.key"))
     blob = store.objects.put("blob", body)
-    stranger = signing.signed_note(body, [signing.envelope(blob, other)]).split(b"\n\n")[1]
+    stranger = signing.note_signature(blob, body, "other.example/log", other)
+    stranger = signing.signed_note(body, [stranger]).split(b"\n\n")[1]
     cases = {
-        "another signer first": (stranger.replace(b"yyb", b"other", 1) + signatures, 0),
+        "another signer first": (stranger + signatures, 0),
         "no final newline": (signatures[:-1], 2),
         "a line after the signatures": (signatures + b"\n", 2),
         "a carriage return": (signatures.replace(b"\n", b"\r\n"), 2),

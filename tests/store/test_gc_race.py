@@ -21,7 +21,7 @@ from yyb.store.repo import Store
 RACER = """
 import os, subprocess, sys
 store, stop = sys.argv[1], sys.argv[2]
-commands = [["gc"], ["repack", "-a", "-d"]]
+commands = [["gc", "--progress", "none"], ["repack", "-a", "-d"]]
 env = {**os.environ, "YYB_GC_PACK_LIMIT": "2"}
 i = 0
 while not os.path.exists(stop):

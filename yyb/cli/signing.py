@@ -37,17 +37,31 @@ def generate(path, as_json):
 
 @key.command("export-public")
 @click.option("--key", "path", metavar="PATH", help="The private key (default as for generate).")
+@click.option(
+    "--note-verifier",
+    "note_name",
+    metavar="NAME",
+    help="Print instead the C2SP signed-note verifier key of the key under NAME (a checkpoint's "
+    "origin, its first line): NAME+HASH+BASE64, for any signed-note verifier.",
+)
 @json_option
-def export_public(path, as_json):
+def export_public(path, note_name, as_json):
     """Print the public key of a private key: 64 lowercase hex digits (raw Ed25519)."""
     from yyb import signing
+    from yyb.errors import UsageError
 
     path = path or signing.default_key_path()
     public = signing.public_hex(signing.load_private(path))
+    shown = public
+    if note_name is not None:
+        if not note_name or any(c.isspace() or c == "+" for c in note_name):
+            raise UsageError("--note-verifier NAME: a key name has no space and no '+'")
+        shown = signing.note_verifier_key(note_name, public)
     if as_json:
-        emit_json({"public_key": public, "path": path})
+        extra = {"note_verifier": shown} if note_name is not None else {}
+        emit_json({"public_key": public, "path": path, **extra})
     else:
-        click.echo(public)
+        click.echo(shown)
 
 
 @click.command("sign")

@@ -46,6 +46,8 @@ LONGITUDINAL_LAYER = "yylo_benchmark_longitudinal_layer.v3"
 LONGITUDINAL_LAYER_V2 = "yylo_benchmark_longitudinal_layer.v2"
 LONGITUDINAL_COHORTS = "yylo_benchmark_longitudinal_cohorts.v3"
 SIGNATURE = "yyb_signature.v1"
+# A C2SP signed-note signature of a checkpoint note (an Ed25519 signature over the note text).
+NOTE_SIGNATURE = "yyb_note_signature.v1"
 # A free-form note (``yyb hash-object``'s example record; nothing in yyb writes one itself).
 NOTE = "yyb_note.v1"
 # One grader's verdict on one attempt's final workspace (its schema ships; nothing writes one).

@@ -145,7 +145,7 @@ def signature(store, oid: str, trusted: list) -> Signature | None:
     problems = []
     for sig_oid in sigs:
         try:
-            signing.verify_envelope(store.objects.get_record(sig_oid), oid, trusted, sig_oid)
+            signing.verify_record(store, oid, store.objects.get_record(sig_oid), trusted, sig_oid)
             return Signature("verified", f"signature {sig_oid} verifies under a trusted key")
         except YybError as exc:
             problems.append(str(exc))

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from yyb.evidence.record import ABSENT, Absent, Record, Shape, shape
-from yyb.evidence.records import CHECKPOINT, NOTE, REF_UPDATE, SIGNATURE
+from yyb.evidence.records import CHECKPOINT, NOTE, NOTE_SIGNATURE, REF_UPDATE, SIGNATURE
 
 
 @shape
@@ -85,4 +85,18 @@ class Signature(Record):
     payload: str
     payloadType: str
     signatures: tuple[Mapping[str, Any], ...]
+    links: SignatureLinks
+
+
+@shape
+class NoteSignature(Record):
+    """A C2SP signed-note signature of a checkpoint note, which it links as signed: the key's
+    name and 4-byte key hash (hex), and the Ed25519 signature over the note's text (base64).
+    """
+
+    schema_version: ClassVar[str] = NOTE_SIGNATURE
+
+    name: str
+    key_hash: str
+    signature: str
     links: SignatureLinks
