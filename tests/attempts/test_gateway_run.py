@@ -773,3 +773,23 @@ def test_doctor_names_a_judge_cost_that_is_not_its_meters(bench, provider):
     plant(bench.store, ref, cheaper)
     findings, _ = verify_experiment(bench.store, plan.oid)
     assert "wrong-cost" in {f.code for f in findings if f.level == "error"}
+
+
+def test_every_attempt_socket_path_fits_a_unix_socket(tmp_path):
+    """However long the run's folder, an attempt's socket path fits in 107 bytes: the socket
+    folder is in the run's folder while it leaves room, else in /tmp."""
+    import shutil
+
+    from yyb.attempts import metering
+
+    base = tmp_path / "r"
+    for length in range(len(str(base)) + 2, 140, 7):
+        run_folder = str(base) + "x" * (length - len(str(base)))
+        os.makedirs(run_folder, exist_ok=True)
+        folder = metering.socket_folder(run_folder)
+        try:
+            socket = os.path.join(folder, "0123456789abcdef.sock")
+            assert len(socket.encode()) <= 107, (length, socket)
+            assert folder.startswith(run_folder if length + 38 <= 107 else "/tmp/")
+        finally:
+            shutil.rmtree(folder)

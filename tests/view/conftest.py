@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -133,9 +134,15 @@ def gatewayed(tmp_path_factory):
             (result,) = run(bench, plan)
         return bench, plan, result
 
-    # In a thread of its own: the gateway runs an event loop, and Playwright's runs here.
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        bench, plan, result = pool.submit(build).result()
+    # In a thread of its own: the gateway runs an event loop, and Playwright's runs here. A
+    # gateway off the main thread needs SIGPIPE ignored already (an in-process CLI test of
+    # this worker may have set it to its default): ignored here, as the gateway would.
+    before = signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    try:
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            bench, plan, result = pool.submit(build).result()
+    finally:
+        signal.signal(signal.SIGPIPE, before)
     assert result.terminal_class == "resolved", result.reason
     return bench.store_path, plan.oid, result.attempt
 

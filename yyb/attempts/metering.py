@@ -345,12 +345,14 @@ def _said(value: CandidateCost) -> str:
     return f"{value.micros} micro-USD ({value.completeness})"
 
 
-# A UNIX socket's path has room for 107 bytes; an attempt's is its folder and 22 more.
-SOCKET_ROOM = 107 - 22
+# A UNIX socket's path has room for 107 bytes; an attempt's is the run's folder, the socket
+# folder ("/yyb-gw-" and mkdtemp's 8 characters) and "/<16 hex>.sock": 38 more.
+SOCKET_ROOM = 107
+SOCKET_TAIL = len("/yyb-gw-") + 8 + len("/") + 16 + len(".sock")
 
 
 def socket_folder(run_folder: str) -> str:
     """A new folder, private to the controller, for the run's gateway sockets: in the run's
     folder, or in /tmp when that path is too long for a socket's."""
-    parent = run_folder if len(run_folder) + 12 <= SOCKET_ROOM else "/tmp"
+    parent = run_folder if len(run_folder) + SOCKET_TAIL <= SOCKET_ROOM else "/tmp"
     return tempfile.mkdtemp(prefix="yyb-gw-", dir=parent)
