@@ -7,54 +7,16 @@ import csv
 import io
 import json
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import Yyb
+from tests.reports.conftest import Example, example_runs
 from yyb.reports import stats
-
-
-class Example:
-    def __init__(self, root: Path):
-        self.root = root
-        self.store = str(root / "store")
-        self.plan = str(root / "plan.json")
-        self.yyb = Yyb(self.store)
-        self.config = str(root / "repo" / "yylo-benchmark.config.json")
-
-    def plan_of(self, selector: str, attempts: int = 2) -> str:
-        """A plan of the example's case for one of its agents, authorized and run."""
-        out = str(self.root / f"plan-{selector.strip(':')}.json")
-        made = self.yyb(
-            "--config",
-            self.config,
-            "plan",
-            "--task",
-            str(self.root / "task.md"),
-            "--models",
-            selector,
-            "--attempts",
-            str(attempts),
-            "--output",
-            out,
-        )
-        assert made.exit_code == 0, made.stderr
-        assert self.yyb("authorize", "--plan", out, "--expires", "+1h").exit_code == 0
-        ran = self.yyb("--config", self.config, "run", "--plan", out, "--progress", "none")
-        assert ran.exit_code == 0, ran.stderr
-        return out
-
-    def report(self, *args: str, plan: str | None = None):
-        return self.yyb("report", "--plan", plan or self.plan, "--no-layer", *args)
 
 
 @pytest.fixture(scope="module")
 def example(tmp_path_factory) -> Example:
-    root = tmp_path_factory.mktemp("export") / "ex"
-    done = Yyb(str(root / "store"))("example", "--dir", str(root), "--attempts", "3")
-    assert done.exit_code == 0, done.stdout + done.stderr
-    return Example(root)
+    return example_runs(tmp_path_factory.mktemp("export") / "ex", 3)
 
 
 @pytest.fixture(scope="module")

@@ -17,17 +17,20 @@ def _key_lines(document: dict) -> list[str]:
     return [f"compatibility keys differ: {parts}"]
 
 
-def _side_text(side: dict | None) -> str:
+def side_text(side: dict | None, separator: str = ", ", none: str = "-") -> str:
+    """One side of one case in words: outcome, resolved of valid, verdicts, cost, tokens and
+    the median wall time."""
     if side is None:
-        return "-"
+        return none
     outcome = side["outcome"] or "no valid attempt"
-    parts = [f"{outcome} {side['resolved']}/{side['valid']}", usd_text(side["cost"])]
+    verdicts = ", ".join(f"{k} {n}" for k, n in side["verdicts"].items()) or "no verdict"
+    parts = [f"{outcome} {side['resolved']}/{side['valid']}", verdicts, usd_text(side["cost"])]
     if side["tokens"] is not None:
         tokens = side["tokens"]
         parts.append(f"{tokens['input_tokens']:,} in/{tokens['output_tokens']:,} out")
     if side["median_ms"] is not None:
         parts.append(f"{side['median_ms']} ms median")
-    return ", ".join(parts)
+    return separator.join(parts)
 
 
 def _paired_line(label: str, paired: dict) -> str:
@@ -54,8 +57,8 @@ def _pair_lines(pair: dict) -> tuple[list[str], list[list[str]]]:
     rows = [
         [
             case["case_id"],
-            _side_text(case["first"]),
-            _side_text(case["second"]),
+            side_text(case["first"]),
+            side_text(case["second"]),
             case["change"],
             ", ".join(case["key_differs"]) or "-",
         ]

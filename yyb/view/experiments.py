@@ -16,7 +16,7 @@ from yyb.evidence.kinds.report import LongitudinalLayer, LongitudinalLayerV2
 from yyb.reports import layer as layers_of
 from yyb.reports.render import rate_text
 from yyb.store.objects.format import is_oid
-from yyb.view import status, urls
+from yyb.view import compare, status, urls
 from yyb.view.chain import NotInStore, read_plan
 from yyb.view.markup import Markup, badge, el, facts, join, link, oid, pager, table, usd, when
 from yyb.view.values import word
@@ -33,7 +33,7 @@ OUTCOME_STATE = {"resolved": "ok", "failed": "warn"} | dict.fromkeys(
 
 def home(store) -> tuple[str, Markup]:
     """Every experiment plan under ``refs/plans``, with its newest layer's rates."""
-    rows = []
+    rows, listed = [], []
     for _, plan_oid in _refs(store, names.PLANS):
         try:
             plan = store.objects.read_record(plan_oid)
@@ -49,6 +49,8 @@ def home(store) -> tuple[str, Markup]:
             rates = join(
                 el("div", f"{word(m.get('model'))}: {_rate(m)}") for m in layer["report"]["models"]
             )
+        models = ", ".join(word(m.get("resolved")) for m in plan.get("models", []))
+        listed.append((plan_oid, f"{plan_oid[:12]} ({models})"))
         rows.append(
             [
                 link(urls.plan(plan_oid), el("code", plan_oid[:12]), title=plan_oid),
@@ -64,6 +66,7 @@ def home(store) -> tuple[str, Markup]:
         table(["plan", "kind", "models", "cases", "attempts", "newest report layer"], rows)
         if rows
         else el("p", "no experiment plan in this store (refs/plans/ is empty)"),
+        compare.form(listed),
         el(
             "p",
             link(urls.longitudinal(), "the longitudinal report"),

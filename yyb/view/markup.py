@@ -39,7 +39,7 @@ def join(parts: Iterable[object], separator: str = "") -> Markup:
 ATTRIBUTES = frozenset(
     {"class", "id", "title", "href", "action", "method", "name", "type", "placeholder"}
     | {"data-copy", "colspan", "open", "lang", "charset", "rel", "src", "defer", "value"}
-    | {"aria-label", "content", "http-equiv"}
+    | {"aria-label", "content", "http-equiv", "selected"}
 )
 VOID = frozenset({"meta", "link", "input", "br"})
 

@@ -10,13 +10,24 @@ from __future__ import annotations
 from http import HTTPStatus
 
 from yyb.store.refs.names import check_ref_name
-from yyb.view import attempt, experiments, objects, urls
+from yyb.view import attempt, compare, experiments, objects, urls
 from yyb.view.markup import Markup, el, join, link
 
 # The pages ``render`` makes (every page but the static files, raw bodies, /find and the
 # HTML report, which are not HTML pages of the viewer's own frame).
 HTML_PAGES = frozenset(
-    {"home", "plan", "layers", "longitudinal", "attempt", "object", "diff", "refs", "ref"}
+    {
+        "home",
+        "plan",
+        "layers",
+        "longitudinal",
+        "attempt",
+        "object",
+        "diff",
+        "refs",
+        "ref",
+        "compare",
+    }
 )
 
 
@@ -48,6 +59,9 @@ def render(
         return objects.refs_page(store, check_ref_name(under[-1]) if under else None, number)
     if found.page == "ref":
         return objects.ref_page(store, found.name)
+    if found.page == "compare":
+        first, second = oids if oids else compare.chosen(query)
+        return compare.page(store, first, second)
     raise ValueError(f"{found.page} is not an HTML page")
 
 

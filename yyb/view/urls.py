@@ -80,6 +80,15 @@ def find() -> Url:
     return Url("/find")
 
 
+def compare(first: str, second: str) -> Url:
+    return Url(f"/compare/{check_oid(first)}/{check_oid(second)}")
+
+
+def compare_form() -> Url:
+    """Where the comparison form sends its two choices (``?first=OID&second=OID``)."""
+    return Url("/compare")
+
+
 def paged(url: Url, page: int) -> Url:
     """``url`` at page ``page`` (1 is the page without a query)."""
     return url if page == 1 else Url(f"{url}?page={int(page)}")
@@ -118,11 +127,15 @@ def route(path: str) -> Route | None:
         return Route("refs")
     if path == "/find":
         return Route("find")
+    if path == "/compare":
+        return Route("compare")
     parts = path.split("/")[1:]
     if len(parts) == 2 and parts[0] == "static" and parts[1] in STATIC:
         return Route("static", name=parts[1])
     if len(parts) == 2 and parts[0] in ("object", "raw", "diff"):
         return Route(parts[0], (check_oid(parts[1]),))
+    if len(parts) == 3 and parts[0] == "compare":
+        return Route("compare", (check_oid(parts[1]), check_oid(parts[2])))
     if len(parts) >= 2 and parts[0] == "ref":
         return Route("ref", name=check_ref_name("/".join(parts[1:])))
     if len(parts) >= 2 and parts[0] == "plan":
