@@ -85,6 +85,20 @@ def form_of(record: dict) -> str:
     return FORMS.get(record.get("payloadType"), f"unknown ({record.get('payloadType')!r})")
 
 
+def signature_forms(store: Store) -> dict[str, int]:
+    """How many signed objects' newest signatures (``refs/signatures/*``) are of each form
+    (``form_of``), by form; a signature that cannot be read counts as ``unreadable``."""
+    counts: dict[str, int] = {}
+    for name in store.refs.names(under=names.SIGNATURES):
+        oid = store.refs.read(name)
+        try:
+            form = form_of(store.objects.get_record(oid)) if oid else "unreadable"
+        except YybError:
+            form = "unreadable"
+        counts[form] = counts.get(form, 0) + 1
+    return dict(sorted(counts.items()))
+
+
 def signature_ref(oid: str) -> str:
     return names.signature(oid)
 

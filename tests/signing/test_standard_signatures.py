@@ -139,6 +139,11 @@ def test_a_checkpoint_is_a_c2sp_signed_note_an_independent_verifier_accepts(sign
     assert yyb("verify-log", "--trusted-key", public, "--checkpoint", str(held)).exit_code == 0
     held.write_bytes(bytes(forged))
     assert yyb("verify-log", "--trusted-key", public, "--checkpoint", str(held)).exit_code == 1
+    # doctor says which form each signature is.
+    checked = yyb("doctor")
+    assert checked.exit_code == 0, checked.stderr
+    (said,) = [line for line in checked.stderr.splitlines() if "signatures:" in line]
+    assert "C2SP signed note" in said and "in-toto Statement v1 (DSSE)" in said
 
 
 def test_notes_and_envelopes_signed_before_still_verify(tmp_path):
@@ -170,3 +175,4 @@ def test_notes_and_envelopes_signed_before_still_verify(tmp_path):
     new = signing.note_signature(blob, body, "yyb/old", key)
     assert signing.form_of(new) == "C2SP signed note"
     assert signing.form_of(signing.envelope(oid, key, "yyb_note.v1")).startswith("in-toto")
+    assert signing.signature_forms(store) == {"yyb.statement.v1 (DSSE)": 1}

@@ -77,10 +77,15 @@ def doctor(ctx, plan_name, as_json, experiment):
             err=True,
         )
         return 1 if errors or summary["status"] != "complete" else 0
+    from yyb import signing
     from yyb.readiness import doctor as checks
 
     findings = checks.findings(store)
     errors, infos = emit_findings(findings, as_json)
+    forms = signing.signature_forms(store)
+    if forms:  # which form each signed object's newest signature is (docs/audit.md)
+        said = ", ".join(f"{n} {form}" for form, n in forms.items())
+        click.echo(f"doctor: signatures: {said}", err=True)
     click.echo(f"doctor: {errors} problem(s), {infos} note(s) in {store.path}", err=True)
     return 1 if errors else 0
 
