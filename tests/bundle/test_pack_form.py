@@ -133,7 +133,7 @@ def test_a_file_changed_after_verification_lands_no_pack(tmp_path, monkeypatch):
     data = bytearray(Path(path).read_bytes())
     data[-40] ^= 0xFF  # inside the last object's bytes
     Path(path).write_bytes(bytes(data))
-    monkeypatch.setattr(bundle, "verify", lambda _: summary)
+    monkeypatch.setattr(bundle, "verify", lambda *_: summary)
     target = Store.init(str(tmp_path / "target"))[0]
     with pytest.raises(CorruptBundle):
         bundle.unbundle(target, path)

@@ -85,11 +85,14 @@ def test_unbundle_push_and_fetch_report_each_move(yyb, disk_store, tmp_path):
     third = Yyb(str(tmp_path / "third"))
     Store.init(third.store_path)
     pushed = answer(other("push", "--json", third.store_path, "refs/notes/b"))
+    crossed = pushed.pop("transfer")  # what crossed: both notes and both updates
+    assert crossed["objects"] == 4 and crossed["bytes_sent"] > crossed["bytes_received"] > 0
     assert pushed == {
         "replaced": [],
         "refs": [{"ref": "refs/notes/b", "old": None, "new": after, "how": "new"}],
     }
     fetched = answer(yyb("fetch", "--json", other.store_path, "refs/notes/b"))
+    assert fetched.pop("transfer")["objects"] == 2  # the moved note and its update
     forward = {"ref": "refs/notes/b", "old": before, "new": after, "how": "fast-forward"}
     assert fetched == {"replaced": [], "refs": [forward]}
     refused = yyb("fetch", "--json", str(tmp_path / "nowhere"), "refs/notes/b")

@@ -18,12 +18,9 @@ from tests.remote.sshd import (
     keygen,
     nss_wrapper_library,
     sshd,
-    sshd_fixture,
 )
 
 PIPE_BYTES = 8 << 20
-
-_server = sshd_fixture()  # sshd_server: one sshd for the session
 
 
 def expected_user() -> str:

@@ -94,6 +94,28 @@ def test_the_helper_share_follows_which_side_waits(big):
     assert all(pack.SHARE_STEP <= share <= 1 - pack.SHARE_STEP for share in shares)
 
 
+DEAD_HELPER = """
+import os, signal, time
+from yyb.store.objects import pack_hashing
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # as the CLI leaves it
+helper = pack_hashing.Prover.start(lambda *args: None)
+os.kill(helper.pid, signal.SIGKILL)
+time.sleep(0.1)
+print("sent", helper.ask(bytes(32 * 4)), "open", helper.open)
+"""
+
+
+def test_a_request_to_a_dead_helper_is_not_sent_and_the_reader_lives_on():
+    """With SIGPIPE at its default (the CLI's), writing to a helper that died would end the
+    reader; the request is refused instead, and the helper counted gone."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", DEAD_HELPER], capture_output=True, timeout=30)
+    assert done.returncode == 0, (done.returncode, done.stderr.decode())
+    assert done.stdout.decode().split() == ["sent", "False", "open", "False"]
+
+
 @pytest.mark.parametrize("when", ["between", "while-begun"])
 def test_a_helper_that_dies_leaves_the_reader_to_prove_alone(big, when):
     """SIGKILL of the helper, between reads or while it holds a share: the share comes back

@@ -174,14 +174,25 @@ def _word(move) -> str:
     return {"adopt": "fast-forward", "update": "forced", "none": "up-to-date"}[move.how]
 
 
-def _report(imported, as_json: bool) -> None:
+def _report(imported, as_json: bool, sent=None) -> None:
+    """The ref moves (and replaced copies) of an import; of a push or fetch (``sent``) also
+    the objects and bytes that crossed, on stderr (in the JSON, as ``transfer``)."""
+    crossed = {}
+    if sent is not None:
+        crossed = {"objects": sent.objects, "bytes_sent": sent.sent}
+        crossed["bytes_received"] = sent.received
     if as_json:
         replaced = [{"oid": r.oid, "copy": r.copy} for r in imported.replaced]
         moves = [
             {"ref": m.ref, "old": m.old, "new": m.new, "how": _word(m)} for m in imported.moves
         ]
-        emit_json({"replaced": replaced, "refs": moves})
+        emit_json({"replaced": replaced, "refs": moves, **({"transfer": crossed} if sent else {})})
         return
+    if sent is not None:
+        click.echo(
+            f"transfer: {sent.objects} object(s); {sent.sent} bytes sent, {sent.received} received",
+            err=True,
+        )
     for replaced in imported.replaced:
         sys.stdout.write(f"replaced {replaced.oid} {replaced.copy}\n")
     for move in imported.moves:
@@ -211,28 +222,36 @@ def unbundle(ctx, path, force, as_json):
 
 
 @click.command("push")
-@click.argument("target", metavar="STORE")
+@click.argument("target", metavar="REMOTE")
 @click.argument("refs", nargs=-1, required=True)
 @force_option
 @json_option
 @click.pass_context
 def push(ctx, target, refs, force, as_json):
-    """Copy REFs and all they reach to the store at STORE, verified as unbundle verifies."""
-    from yyb.store.bundle import exchange as bundles
-    from yyb.store.repo import Store
+    """Send REFs and the objects the other store lacks to REMOTE (a remote's name, a
+    file:// or ssh:// URL, or a store's path), where each ref moves as a fast-forward.
 
-    _report(bundles.transfer(open_store(ctx), Store.open(target), list(refs), force), as_json)
+    Prints '<old> <new> <ref> (new|fast-forward|forced|up-to-date)' per ref, as unbundle
+    does, and on stderr how many objects and bytes were sent (docs/remotes.md).
+    """
+    from yyb.store import remotes
+
+    store = open_store(ctx)
+    sent = remotes.push(store, remotes.resolve(store, target), list(refs), force)
+    _report(sent.imported, as_json, sent)
 
 
 @click.command("fetch")
-@click.argument("source", metavar="STORE")
+@click.argument("source", metavar="REMOTE")
 @click.argument("refs", nargs=-1, required=True)
 @force_option
 @json_option
 @click.pass_context
 def fetch(ctx, source, refs, force, as_json):
-    """Copy REFs and all they reach from the store at STORE into this one."""
-    from yyb.store.bundle import exchange as bundles
-    from yyb.store.repo import Store
+    """Receive REFs of REMOTE (a remote's name, a file:// or ssh:// URL, or a store's path)
+    and the objects this store lacks; each ref moves here as unbundle moves it."""
+    from yyb.store import remotes
 
-    _report(bundles.transfer(Store.open(source), open_store(ctx), list(refs), force), as_json)
+    store = open_store(ctx)
+    sent = remotes.fetch(store, remotes.resolve(store, source), list(refs), force)
+    _report(sent.imported, as_json, sent)

@@ -26,6 +26,10 @@ NO_JSON = {
     "checkpoint": "prints the signed note itself, a document verify-log reads back",
     "envelope": "writes an execution envelope to its channel; its --json names an input",
     "view": "serves pages (or writes them, --bundle) and prints only where they are",
+    "receive-pack": "speaks the transfer protocol on stdin and stdout (docs/remotes.md)",
+    "upload-pack": "speaks the transfer protocol on stdin and stdout (docs/remotes.md)",
+    "remote add": "prints nothing: it names a URL",
+    "remote remove": "prints nothing: it forgets a name",
 }
 
 json_option = click.option(

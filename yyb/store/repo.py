@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from yyb.store.refs.store import RefStore
 
 FORMAT_FILE = "format"
+# The store's remotes: name -> URL (yyb/store/remotes.py); configuration, not evidence.
+REMOTES_FILE = "remotes"
 # Version 2 may hold packs and packed refs; version 1 (written before them) holds neither and
 # is read as it is, and becomes version 2 before its first pack or packed-refs file is written
 # (``mark_packed``), so that a yyb that knows only version 1 refuses the store rather than

@@ -94,15 +94,25 @@ def _reachable(store: Store, header: Header) -> list[str]:
         if oid in seen:
             continue
         seen.add(oid)
-        found = inspect(store, oid)
-        for finding in found.findings:
-            if finding.code == "bad-copy" and found.proved:
-                continue
-            if finding.code == "missing":
-                raise ObjectMissing(oid)
-            raise CorruptObject(oid, finding.detail, finding.code)
-        stack.extend(t for t in found.links if t not in seen)
+        stack.extend(t for t in checked_links(store, oid) if t not in seen)
     return sorted(seen)
+
+
+def checked_links(store: Store, oid: str) -> tuple[str, ...]:
+    """The links of ``oid`` once it is checked as fsck checks it (a copy that does not verify
+    beside one that does is read past, as every reader does).
+
+    Raises:
+        ObjectMissing, CorruptObject: the store cannot supply it intact.
+    """
+    found = inspect(store, oid)
+    for finding in found.findings:
+        if finding.code == "bad-copy" and found.proved:
+            continue
+        if finding.code == "missing":
+            raise ObjectMissing(oid)
+        raise CorruptObject(oid, finding.detail, finding.code)
+    return found.links
 
 
 class _HashingWriter:
@@ -115,9 +125,10 @@ class _HashingWriter:
         self.handle.write(data)
 
 
-def create(store: Store, path: str, header: Header) -> int:
+def create(store: Store, path: str, header: Header, oids: list[str] | None = None) -> int:
     """Write a bundle of ``header``'s refs to ``path`` (which must not exist), in the form of
-    ``header.version``.
+    ``header.version``: every object they reach, or only ``oids`` (a thin bundle, for a
+    store that holds the rest: yyb/store/transfer.py).
 
     Returns the number of objects written. A failure leaves no file at ``path``.
 
@@ -127,7 +138,7 @@ def create(store: Store, path: str, header: Header) -> int:
     """
     if os.path.lexists(path):
         raise UsageError(f"refusing to overwrite {path}")
-    oids = _reachable(store, header)
+    oids = _reachable(store, header) if oids is None else sorted(oids)
     folder = os.path.dirname(os.path.abspath(path))
     tmp = None
     try:
@@ -206,8 +217,12 @@ def read_header(path: str) -> Header:
         return reader.header()
 
 
-def verify(path: str) -> Summary:
+def verify(path: str, held: Store | None = None) -> Summary:
     """Check a bundle on its own: trailer, every object, every record, every link, each chain.
+
+    With ``held`` (a thin bundle for that store, yyb/store/transfer.py) a link or a chain's
+    update may resolve in the store instead: an object the store holds is not followed
+    further (a store holds what its objects link).
 
     Raises:
         InvalidBundle (exit 2), CorruptBundle (exit 1): the first problem found.
@@ -232,7 +247,7 @@ def verify(path: str) -> Summary:
                 updates[entry.oid] = found.value
             else:
                 versions[entry.oid] = version
-    reached = _check_links(path, header, present, links)
+    reached = _check_links(path, header, present, links, held)
 
     def read(oid: str) -> dict:
         if oid in updates:
@@ -241,6 +256,8 @@ def verify(path: str) -> Summary:
             return {"schema_version": versions[oid]}
         if oid in present:
             raise CorruptObject(oid, "expected a record, found a blob")
+        if held is not None and held.objects.contains(oid):
+            return held.objects.get_record(oid)
         raise ObjectMissing(oid)
 
     chains = {name: _check_chain(path, name, header, read) for name in header.refs}
@@ -255,14 +272,19 @@ def verify(path: str) -> Summary:
     return Summary(header, len(present), chains)
 
 
-def _check_links(path: str, header: Header, present: set[str], links: dict) -> set[str]:
-    """Everything the refs and log heads reach is in the bundle; return what they reach."""
+def _check_links(
+    path: str, header: Header, present: set[str], links: dict, held: Store | None = None
+) -> set[str]:
+    """Everything the refs and log heads reach is in the bundle (or, thin, in ``held``);
+    return what they reach in the bundle."""
     roots = sorted(set(header.refs.values()) | set(header.logs.values()))
     seen: set[str] = set()
     stack = [(oid, None) for oid in roots]
     while stack:
         oid, parent = stack.pop()
         if oid in seen:
+            continue
+        if oid not in present and held is not None and held.objects.contains(oid):
             continue
         seen.add(oid)
         if oid not in present:
@@ -349,7 +371,7 @@ class Imported:
     replaced: list[Replaced]
 
 
-def unbundle(store: Store, path: str, force: bool = False) -> Imported:
+def unbundle(store: Store, path: str, force: bool = False, thin: bool = False) -> Imported:
     """Import a bundle: verify all of it, decide every ref move, write objects, move refs.
 
     Nothing is written unless the whole bundle verifies and every ref move is allowed. An
@@ -357,13 +379,14 @@ def unbundle(store: Store, path: str, force: bool = False) -> Imported:
     exactly the bundle's bytes (``Replaced``); one whose copies all do is skipped.
 
     A bundle that carries a checkpoint of the transparency log (``checkpoint.REF``) into a
-    store holding an older one of the same log must carry a log that extends it.
+    store holding an older one of the same log must carry a log that extends it. ``thin``:
+    the bundle carries only what the store lacks (``verify`` with the store).
 
     Raises:
         InvalidBundle, CorruptBundle, NotFastForward, RefMismatch, StoreIOError,
         NotExtended (and UsageError for a malformed checkpoint).
     """
-    summary = verify(path)
+    summary = verify(path, store if thin else None)
     moves = plan_moves(store, summary, force)
     replaced: list[Replaced] = []
     with Reader(path) as reader:
@@ -485,21 +508,42 @@ def _land(store: Store, fresh: Iterator[_Fresh]) -> None:
                 pack.write(objects.pack_folder, ((f.oid, f.stored) for f in rest))
                 objects.packs(rescan=True)
                 return
+    if len(first) < UNPACK_LIMIT:  # all of them, in memory: each after what it links
+        rest = iter(_dependencies_first(first))
     for batch in _batched(rest, LOOSE_BATCH):
         objects.put_many([(f.kind, f.stored[f.start :]) for f in batch])
+
+
+def _dependencies_first(fresh: list[_Fresh]) -> list[_Fresh]:
+    """``fresh`` ordered so that every object comes after the ones among them it links: an
+    import cut short then leaves no record without what it links, so that a store holding an
+    object holds everything it reaches (what a transfer's negotiation relies on)."""
+    from yyb.store.objects import codec
+    from yyb.store.objects.format import check_links
+
+    by_oid = {f.oid: f for f in fresh}
+    ordered: list[_Fresh] = []
+    placed: set[str] = set()
+    for first in fresh:
+        stack = [(first.oid, False)]
+        while stack:
+            oid, expanded = stack.pop()
+            if oid in placed:
+                continue
+            if expanded:
+                placed.add(oid)
+                ordered.append(by_oid[oid])
+                continue
+            stack.append((oid, True))
+            item = by_oid[oid]
+            if item.kind == "record":
+                value = codec.decode(item.stored[item.start :])
+                for targets in check_links(value, oid).values():
+                    stack.extend((t, False) for t in targets if t in by_oid and t not in placed)
+    return ordered
 
 
 def _batched(items: Iterable, size: int) -> Iterator[list]:
     iterator = iter(items)
     while batch := list(itertools.islice(iterator, size)):
         yield batch
-
-
-def transfer(source: Store, target: Store, names: list[str], force: bool = False) -> Imported:
-    """Copy refs and what they reach from ``source`` to ``target`` through a bundle file."""
-    header = ref_tips(source, names)
-    folder = os.path.join(target.path, "tmp") if target.path else None
-    with tempfile.TemporaryDirectory(dir=folder, prefix=file.TEMP_PREFIX) as scratch:
-        path = os.path.join(scratch, "transfer.bundle")
-        create(source, path, header)
-        return unbundle(target, path, force)

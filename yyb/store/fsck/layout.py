@@ -13,7 +13,7 @@ from yyb.store.fsck.packs import Listing, take_pack
 from yyb.store.objects.format import OID_HEX, is_oid
 from yyb.store.refs import packed as packrefs
 from yyb.store.refs.names import LOCK_SUFFIX, check_ref_name
-from yyb.store.repo import CACHE_FOLDERS, FOLDERS, FORMAT_FILE, Store
+from yyb.store.repo import CACHE_FOLDERS, FOLDERS, FORMAT_FILE, REMOTES_FILE, Store
 
 GC_LOCK = "locks/gc.lock"  # guards no evidence: an interrupted gc leaves it harmless
 # Nor does the packed-refs lock: the file it guards is always replaced whole.
@@ -74,7 +74,7 @@ def layout(store: Store) -> Iterator[tuple[str, str]]:
             yield "not-a-folder", entry
         elif entry in CACHE_FOLDERS and os.path.isdir(os.path.join(root, entry)):
             continue  # a cache its owner verifies (store/repo.py, CACHE_FOLDERS)
-        elif entry not in FOLDERS and entry not in (FORMAT_FILE, packrefs.PACKED_REFS):
+        elif entry not in (*FOLDERS, FORMAT_FILE, packrefs.PACKED_REFS, REMOTES_FILE):
             yield "stray", entry
     if os.path.isdir(objects) and not os.path.islink(objects):
         yield from _objects_layout(objects)

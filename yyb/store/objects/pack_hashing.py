@@ -195,9 +195,21 @@ def _little(numbers: array.array) -> array.array:
 
 
 def _write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data``; a helper gone is an OSError (EPIPE), never the SIGPIPE that would
+    end this process where its disposition is the default (the CLI restores it, so that
+    ``yyb ... | head`` ends quietly): the signal is blocked while writing, and one the write
+    raised is taken before it is unblocked."""
+    import signal
+
     view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPIPE})
+    try:
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        if signal.SIGPIPE in signal.sigpending():
+            signal.sigtimedwait({signal.SIGPIPE}, 0)
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def _read_exact(fd: int, size: int) -> bytes | None:
