@@ -3,6 +3,7 @@ running yyb's own receive-pack and upload-pack, as git's ssh transport runs its 
 
 from __future__ import annotations
 
+import json
 import shlex
 from pathlib import Path
 
@@ -63,3 +64,33 @@ def test_a_far_side_without_a_store_is_one_line(over_ssh, tmp_path):
     done = Yyb(here.path)("push", missing, "refs/notes/a")
     assert done.exit_code == 1 and "Traceback" not in done.stderr
     assert "yyb: error:" in done.stderr
+
+
+def test_an_experiment_pushed_over_ssh_verifies_there_and_fetched_back_verifies_here(
+    over_ssh, tmp_path
+):
+    """The example's run, pushed with --plan: doctor --plan and the report pass on the far
+    side; fetched back into a new store, they pass there too. A second plan's push sends
+    only its own objects."""
+    _, there, url = over_ssh
+    root = tmp_path / "ex"
+    yyb = Yyb(str(root / "store"))
+    made = yyb("example", "--dir", str(root), "--attempts", "1", "--progress", "none")
+    assert made.exit_code == 0, made.stderr
+    plan = str(root / "plan.json")
+    pushed = yyb("push", url, "--plan", plan, "--json")
+    assert pushed.exit_code == 0, pushed.stderr
+    first = json.loads(pushed.stdout)["transfer"]["objects"]
+    far = Yyb(there.path)
+    assert far("doctor", "--plan", plan).exit_code == 0
+    report = far("report", "--plan", plan, "--no-layer")
+    assert report.exit_code == 0 and "status: complete" in report.stdout
+    names = [line.split()[1] for line in far("show-ref").lines]
+    back = Yyb(str(tmp_path / "back"))
+    assert back("store", "init").exit_code == 0
+    fetched = back("fetch", url, *names)
+    assert fetched.exit_code == 0, fetched.stderr
+    assert back("doctor", "--plan", plan).exit_code == 0
+    assert back("doctor").exit_code == 0
+    again = json.loads(yyb("push", url, "--plan", plan, "--json").stdout)["transfer"]
+    assert again["objects"] == 0 and first > 50

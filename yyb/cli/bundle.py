@@ -69,37 +69,17 @@ def with_checkpoint(store, names: list[str]) -> list[str]:
     return sorted(set(names) | set(extra))
 
 
-@bundle.command("create")
-@click.argument("path", metavar="FILE")
-@click.argument("refs", nargs=-1)
-@click.option(
-    "--plan",
-    "plan_name",
-    metavar="PLAN",
-    help="Every ref of one experiment (a governed one: workflow-<plan oid>).",
-)
-@click.option(
-    "--readiness",
-    "receipt",
-    metavar="RECEIPT",
-    help="A release-readiness receipt (its oid, or 'latest') with the runs of its checks.",
-)
-@click.option("--all", "everything", is_flag=True, help="Every ref in the store.")
-@json_option
-@click.pass_context
-def create(ctx, path, refs, plan_name, receipt, everything, as_json):
-    """Write REFs (or --plan PLAN's refs, --readiness RECEIPT's, or --all) and all they
-    reach to FILE.
+def selected_refs(ctx, store, refs, plan_name, receipt, everything) -> list[str]:
+    """The refs REF... (or --plan, --readiness or --all) name: what a bundle or a push
+    carries; an experiment's or a receipt's with the latest checkpoint of the log.
 
-    FILE must not exist; a failed create leaves nothing behind.
+    Raises:
+        click.UsageError: not exactly one of them, or no ref at all.
     """
-    from yyb.store.bundle import exchange as bundles
-
     if sum(map(bool, (refs, plan_name, receipt, everything))) != 1:
         raise click.UsageError(
             "give REF..., --plan PLAN, --readiness RECEIPT or --all (exactly one)"
         )
-    store = open_store(ctx)
     if receipt is not None:
         names = readiness_ref_names(store, receipt)
     elif everything:
@@ -117,9 +97,51 @@ def create(ctx, path, refs, plan_name, receipt, everything, as_json):
     else:
         names = list(refs)
     if not names:
-        raise click.UsageError("no refs to bundle")
+        raise click.UsageError("no refs to send")
     if plan_name is not None or receipt is not None:
         names = with_checkpoint(store, names)
+    return names
+
+
+def selection_options(command):
+    """--plan, --readiness and --all, the ref selections of ``bundle create`` and ``push``."""
+    for option in reversed(
+        [
+            click.option(
+                "--plan",
+                "plan_name",
+                metavar="PLAN",
+                help="Every ref of one experiment (a governed one: workflow-<plan oid>).",
+            ),
+            click.option(
+                "--readiness",
+                "receipt",
+                metavar="RECEIPT",
+                help="A release-readiness receipt (its oid, or 'latest') with its checks' runs.",
+            ),
+            click.option("--all", "everything", is_flag=True, help="Every ref in the store."),
+        ]
+    ):
+        command = option(command)
+    return command
+
+
+@bundle.command("create")
+@click.argument("path", metavar="FILE")
+@click.argument("refs", nargs=-1)
+@selection_options
+@json_option
+@click.pass_context
+def create(ctx, path, refs, plan_name, receipt, everything, as_json):
+    """Write REFs (or --plan PLAN's refs, --readiness RECEIPT's, or --all) and all they
+    reach to FILE.
+
+    FILE must not exist; a failed create leaves nothing behind.
+    """
+    from yyb.store.bundle import exchange as bundles
+
+    store = open_store(ctx)
+    names = selected_refs(ctx, store, refs, plan_name, receipt, everything)
     header = bundles.ref_tips(store, names)
     count = bundles.create(store, path, header)
     click.echo(f"bundle: {count} objects, {len(header.refs)} refs written to {path}", err=True)
@@ -223,13 +245,15 @@ def unbundle(ctx, path, force, as_json):
 
 @click.command("push")
 @click.argument("target", metavar="REMOTE")
-@click.argument("refs", nargs=-1, required=True)
+@click.argument("refs", nargs=-1)
+@selection_options
 @force_option
 @json_option
 @click.pass_context
-def push(ctx, target, refs, force, as_json):
-    """Send REFs and the objects the other store lacks to REMOTE (a remote's name, a
-    file:// or ssh:// URL, or a store's path), where each ref moves as a fast-forward.
+def push(ctx, target, refs, plan_name, receipt, everything, force, as_json):
+    """Send REFs (or --plan PLAN's refs, --readiness RECEIPT's, or --all) and the objects the
+    other store lacks to REMOTE (a remote's name, a file:// or ssh:// URL, or a store's
+    path), where each ref moves as a fast-forward.
 
     Prints '<old> <new> <ref> (new|fast-forward|forced|up-to-date)' per ref, as unbundle
     does, and on stderr how many objects and bytes were sent (docs/remotes.md).
@@ -237,7 +261,8 @@ def push(ctx, target, refs, force, as_json):
     from yyb.store import remotes
 
     store = open_store(ctx)
-    sent = remotes.push(store, remotes.resolve(store, target), list(refs), force)
+    names = selected_refs(ctx, store, refs, plan_name, receipt, everything)
+    sent = remotes.push(store, remotes.resolve(store, target), names, force)
     _report(sent.imported, as_json, sent)
 
 
