@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 from yyb.errors import UsageError, YybError
 from yyb.store import file, transfer
-from yyb.store.bundle.exchange import Imported, Replaced
+from yyb.store.bundle.exchange import Imported, Move, Replaced
+from yyb.store.bundle.reader import Header
 from yyb.store.repo import REMOTES_FILE, Store
 
 SSH_ENV = "YYB_SSH_COMMAND"  # the ssh program and its options (shell words), as GIT_SSH_COMMAND
@@ -195,11 +196,42 @@ def push(store: Store, url: Url, names: list[str], force: bool = False) -> trans
     """
     header = transfer.header_of(store, names)
     with connect(url, "receive-pack") as channel:
-        count = transfer.send_pack(store, channel, header, transfer.asker(channel), force)
-        answer = channel.receive()
+        header, same = _unchanged(channel, header)
+        moves, replaced, count = [Move(n, v, v, "none") for n, v in same.items()], [], 0
+        if header.refs:
+            count = transfer.send_pack(store, channel, header, transfer.asker(channel), force)
+            answer = channel.receive()
+            moves += transfer.moves_of(answer)
+            replaced = _replaced(answer)
         channel.send({"done": True})
-        imported = Imported(transfer.moves_of(answer), _replaced(answer))
+        imported = Imported(sorted(moves, key=lambda m: m.ref), replaced)
         return transfer.Sent(imported, count, channel.sent, channel.received)
+
+
+LS_BATCH = 10_000  # ref names listed in one message
+
+
+def _unchanged(channel: transfer.Channel, header: Header) -> tuple[Header, dict[str, str]]:
+    """``header`` without the refs the other side holds already at the same value and log
+    head (asked with ls-refs), and those refs: nothing of theirs needs negotiating."""
+    names = sorted(header.refs)
+    shown: dict = {}
+    for start in range(0, len(names), LS_BATCH):
+        channel.send({"ls-refs": names[start : start + LS_BATCH]})
+        shown.update(transfer.expect(channel.receive(), "refs"))
+    same = {n: header.refs[n] for n in names if shown.get(n) == [header.refs[n], header.logs[n]]}
+    if not same:
+        return header, same
+    kept = [n for n in names if n not in same]
+    return (
+        Header(
+            header.capabilities,
+            {n: header.refs[n] for n in kept},
+            {n: header.logs[n] for n in kept},
+            header.version,
+        ),
+        same,
+    )
 
 
 def fetch(store: Store, url: Url, names: list[str], force: bool = False) -> transfer.Sent:
