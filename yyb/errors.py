@@ -56,8 +56,8 @@ module names it last, under ``yyb.`` (tests/test_errors.py compares the drawing 
     ├── GrantError                  exit 1  a grant not authorizing the plan  [plans.grant]
     ├── NothingToRetry              exit 1  a plan with no attempt to retry  [plans.retry]
     ├── NotExtended                 exit 1  a log not extending a checkpoint  [store.log.checkpoint]
-    ├── ProtocolError               exit 1  a transfer's peer broke off or misspoke  [store.transfer]
-    ├── RemoteRefused               exit 1  a transfer's peer refused it (its code)  [store.transfer]
+    ├── ProtocolError               exit 1  a transfer's peer hung up or misspoke  [store.transfer]
+    ├── RemoteRefused               exit 1  a transfer's peer refused it  [store.transfer]
     ├── NotInStore                  exit 1  what a page asked for is not there  [view.chain]
     └── HistoricalRefused           exit 1  no verifiable historical v1 object  [workflow.history]
 

@@ -18,7 +18,7 @@ from yyb.cli.context import (
 )
 from yyb.cli.plans import load_plan
 from yyb.cli.plans import plan_oid as plan_oid_of
-from yyb.cli.progress import MODES, Progress, json_event, mode_for
+from yyb.cli.progress import Progress, json_event, mode_for, progress_option
 from yyb.errors import UsageError
 from yyb.reports.gates import Gate
 
@@ -75,15 +75,7 @@ def _dry_run(ctx, plan_oid: str, records: dict[str, dict]) -> int:
     "gateway, by request hash, spending nothing; a call with no recorded answer is refused "
     "(docs/gateway.md).",
 )
-@click.option(
-    "--progress",
-    "progress_mode",
-    type=click.Choice(MODES),
-    default="auto",
-    show_default=True,
-    help="How progress is told on stderr: live (redrawn, a terminal), plain (a line per "
-    "event), none; auto: live on a terminal, else plain.",
-)
+@progress_option
 @click.option(
     "--json",
     "as_json",

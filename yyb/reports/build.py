@@ -21,12 +21,12 @@ from yyb.evidence.kinds.plan import ExperimentPlan
 from yyb.evidence.records import (
     COST_COMPLETENESS,
     INVALIDITY_CAUSES,
-    PAIRWISE_BOTH_ORDERS,
     VALID_CLASSES,
 )
 from yyb.evidence.terminal import gradeable
 from yyb.evidence.verdict import conclude
 from yyb.reports import family, stats
+from yyb.reports.pairwise import pairwise_figures, pairwise_table  # noqa: F401 (both its names)
 from yyb.store import fanout, heap
 
 VERDICT_OUTCOME = {"pass": "resolved", "fail": "failed", "safety": "failed", "invalid": "invalid"}
@@ -273,16 +273,16 @@ class Tally:
             "missing": self.outcomes["missing"],
             "not_graded_by_pin": self.pinned_out,
             "over_ceiling": self.over_ceiling,
-            "rate": _rate(resolved, valid),
+            "rate": stats.rate(resolved, valid),
             "interval": stats.wilson(resolved, valid),
             # Over every attempt with a terminal: an invalid attempt counts as not resolved,
             # so making failures invalid cannot raise it.
             "intent_to_treat": {
-                "rate": _rate(resolved, dispatched),
+                "rate": stats.rate(resolved, dispatched),
                 "interval": stats.wilson(resolved, dispatched),
             },
             "invalidity": {
-                "rate": _rate(invalid, dispatched),
+                "rate": stats.rate(invalid, dispatched),
                 "interval": stats.wilson(invalid, dispatched),
                 "causes": dict(self.causes),
             },
@@ -315,14 +315,6 @@ class Tally:
 
     def _repeated(self) -> bool:
         return any(valid > 1 for valid, _ in self.cells)
-
-
-def _rate(numerator: int, denominator: int) -> dict:
-    return {
-        "numerator": numerator,
-        "denominator": denominator,
-        "ppm": stats.rate_ppm(numerator, denominator),
-    }
 
 
 def summarize(group: list[Facts]) -> dict:
@@ -612,69 +604,6 @@ def _refuse(facts: list[Facts], complete: int, attempts: set[str]) -> tuple[list
             complete -= 1
         kept.append(f)
     return kept, complete
-
-
-def pairwise_table(store, plan: dict, facts: list[Facts], models: list[str]) -> list[dict]:
-    """For every pairwise judge profile (docs/grading.md) and every model but its baseline:
-    the newest pairwise evaluation of each of the model's attempts counted as a win, tie, loss
-    or invalid (no pair, or the judge gave no answer), the score over the decided ones (a tie
-    is half a win) and the win rate, each with its Wilson interval, and how many repetitions
-    were position-consistent. Attempts with no evaluation of the profile are not counted."""
-    rows = []
-    for profile, spec in sorted(plan["evaluators"]["catalog"].items()):
-        if spec.get("kind") != "llm_judge" or spec.get("mode") != "pairwise":
-            continue
-        for model in [m for m in models if m != spec["baseline"]]:
-            judged = []  # each evaluation's details.pairwise, None when invalid
-            for f in facts:
-                if f.model != model:
-                    continue
-                newest = [(oid, r) for oid, r in f.evaluations if r["profile"] == profile]
-                if not newest:
-                    continue
-                oid, receipt = newest[-1]
-                if receipt["verdict"] == "invalid":
-                    judged.append(None)
-                    continue
-                result_oid = store.objects.get_record(oid)["links"]["result"]
-                judged.append(store.objects.get_record(result_oid)["details"]["pairwise"])
-            rows.append(
-                {"profile": profile, "baseline": spec["baseline"], "model": model}
-                | pairwise_figures(judged)
-            )
-    return rows
-
-
-def pairwise_figures(judged: list[dict | None]) -> dict:
-    """The figures of one pairwise row from its evaluations' ``details.pairwise`` (None: an
-    invalid evaluation). Repetitions judged in one order only (results written before both
-    orders were shown) count in no position-consistency figure."""
-    counts = {"win": 0, "tie": 0, "loss": 0}
-    consistent = shown = 0
-    for pair in judged:
-        if pair is None:
-            continue
-        counts[pair["outcome"]] += 1
-        if pair.get("design") == PAIRWISE_BOTH_ORDERS:
-            consistent += pair["consistent_repetitions"]
-            shown += len(pair["repetitions"])
-    decided = sum(counts.values())
-    points = 2 * counts["win"] + counts["tie"]
-    return {
-        "wins": counts["win"],
-        "ties": counts["tie"],
-        "losses": counts["loss"],
-        "invalid": len(judged) - decided,
-        "win_rate": _rate(counts["win"], decided),
-        "interval": stats.wilson(counts["win"], decided),
-        "score": _rate(points, 2 * decided),
-        "score_interval": stats.wilson_halves(points, decided),
-        "position_consistency": {
-            "rate": _rate(consistent, shown),
-            "interval": stats.wilson(consistent, shown),
-            "inconsistent": 2 * consistent < shown,
-        },
-    }
 
 
 def _row(f: Facts) -> dict:

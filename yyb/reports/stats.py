@@ -57,6 +57,15 @@ def wilson_halves(half_successes: int, trials: int) -> dict | None:
     return {"method": "wilson", "confidence": "95%", "low_ppm": low_ppm, "high_ppm": high_ppm}
 
 
+def rate(numerator: int, denominator: int) -> dict:
+    """A rate as a report stores it: its numerator, denominator and parts per million."""
+    return {
+        "numerator": numerator,
+        "denominator": denominator,
+        "ppm": rate_ppm(numerator, denominator),
+    }
+
+
 def rate_ppm(numerator: int, denominator: int) -> int | None:
     """``numerator / denominator`` in parts per million, rounded half up; None for 0/0."""
     if denominator == 0:
