@@ -282,3 +282,40 @@ def test_the_page_of_a_5000_file_attempt_stays_small(tmp_path_factory):
     assert "added (5,000)" in text and "and 4,900 more" in text and "4,981 more file(s)" in text
     assert len(page) < 200_000
     assert "FAILED" not in text and "chain complete" in text
+
+
+CLOSING_CLIENTS = r"""
+import signal, socket, sys, threading, time
+from yyb.store.repo import Store
+from yyb.view import server
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # as yyb.cli.main leaves it
+store, _ = Store.init(sys.argv[1])
+for i in range(300):
+    store.refs.update(f"refs/notes/n{i:04d}", store.objects.put("blob", b"x%d" % i), reason="n")
+viewer = server.start(store, 0)
+threading.Thread(target=viewer.serve_forever, daemon=True).start()
+for _ in range(40):
+    s = socket.create_connection(("127.0.0.1", viewer.port))
+    s.sendall(b"GET /refs HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % viewer.port)
+    s.shutdown(socket.SHUT_WR)
+    s.close()  # gone before the answer is written
+time.sleep(1.0)
+s = socket.create_connection(("127.0.0.1", viewer.port))
+s.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n" % viewer.port)
+print(s.recv(64).split(b"\r\n")[0].decode())
+"""
+
+
+def test_browsers_closing_connections_mid_answer_do_not_end_a_viewer(tmp_path):
+    """``yyb.cli.main`` leaves SIGPIPE at its default: a browser gone while its page is written
+    must cost that answer only, never the viewer process (a SIGPIPE would end it)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", CLOSING_CLIENTS, str(tmp_path / "store")],
+        capture_output=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr.decode()[-2000:])
+    assert done.stdout.decode().strip() == "HTTP/1.1 200 OK"

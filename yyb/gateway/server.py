@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
-import signal
 import stat
 import threading
 import time
@@ -34,6 +33,7 @@ from yyb.gateway.providers import ANTHROPIC_VERSION, Providers
 from yyb.gateway.refusals import Reason, refusal
 from yyb.gateway.relay import Exchange, read_body, relay
 from yyb.gateway.replay import Replay, canonical_path
+from yyb.store import pipes
 
 TOKEN_PREFIX = "yyb-gw-"
 # Request headers sent on to the upstream; every other one (credentials, cookies, whatever a
@@ -98,7 +98,7 @@ class Gateway:
             OSError: the socket cannot be bound.
         """
         self._keys = {} if self.replay is not None else self.providers.credentials(self._environ)
-        _ignore_sigpipe(True)
+        pipes.ignore_sigpipe("gateway")
         if self.socket_path.exists() and stat.S_ISSOCK(self.socket_path.lstat().st_mode):
             self.socket_path.unlink()  # a stale socket of a gateway that died
         self._loop = asyncio.new_event_loop()
@@ -109,7 +109,7 @@ class Gateway:
                 self._loop.run_until_complete(self._runner.cleanup())
             self._loop.close()
             self._loop = None
-            _ignore_sigpipe(False)
+            pipes.restore_sigpipe()
             raise
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="yyb-gateway", daemon=True
@@ -151,7 +151,7 @@ class Gateway:
         for path in self._sites:
             Path(path).unlink(missing_ok=True)
         self._sites.clear()
-        _ignore_sigpipe(False)
+        pipes.restore_sigpipe()
 
     async def _close(self) -> None:
         await self._session.close()
@@ -353,43 +353,6 @@ class Gateway:
         else:
             headers["Authorization"] = f"Bearer {key}"
         return headers
-
-
-# How many gateways this process serves, and the SIGPIPE disposition found before the first.
-_serving = {"count": 0, "before": None}
-_serving_lock = threading.Lock()
-
-
-def _ignore_sigpipe(starting: bool) -> None:
-    """Ignore SIGPIPE while any gateway of this process serves, then restore what was there.
-
-    A client that goes away while its answer is written makes the write fail with EPIPE; the
-    kernel also sends SIGPIPE, which kills a process that left it at its default (as
-    ``yyb.cli.main`` does, to end quietly in ``| head``): a candidate cutting its connection
-    must never take the controller down with it.
-
-    Raises:
-        InvalidArgument: started outside the main thread of a process that does not ignore
-            SIGPIPE already (only the main thread may change a disposition).
-    """
-    main = threading.current_thread() is threading.main_thread()
-    with _serving_lock:
-        if starting:
-            _serving["count"] += 1
-            if _serving["count"] > 1:
-                return
-            if main:
-                _serving["before"] = signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-            elif signal.getsignal(signal.SIGPIPE) != signal.SIG_IGN:
-                _serving["count"] -= 1
-                raise InvalidArgument(
-                    "gateway", "started in the main thread, or in a process ignoring SIGPIPE"
-                )
-            return
-        _serving["count"] -= 1
-        if _serving["count"] == 0 and main and _serving["before"] is not None:
-            signal.signal(signal.SIGPIPE, _serving["before"])
-            _serving["before"] = None
 
 
 def _kind_by_headers(request: web.Request) -> str:

@@ -210,7 +210,16 @@ class Server(ThreadingHTTPServer):
 
     def __init__(self, viewer: Viewer, port: int, log: Callable[[str], None]):
         self.viewer, self.log = viewer, log
+        self._closed = False
         super().__init__((HOST, port), Handler)
+
+    def server_close(self) -> None:
+        super().server_close()
+        if not self._closed:  # SIGPIPE as it was before ``start`` once no server is left
+            from yyb.store import pipes
+
+            self._closed = True
+            pipes.restore_sigpipe()
 
     @property
     def port(self) -> int:
@@ -237,7 +246,14 @@ def start(store, port: int = 0, trusted: list | None = None, log=None) -> Server
     Raises:
         UsageError: the port cannot be listened on (in use, or not allowed).
     """
+    from yyb.store import pipes
+
+    pipes.ignore_sigpipe("view")  # a browser closing a connection must not end the viewer
     try:
         return Server(Viewer(store, trusted), port, log or (lambda line: None))
     except OSError as exc:
+        pipes.restore_sigpipe()
         raise UsageError(f"cannot listen on {HOST}:{port}: {exc.strerror}") from None
+    except BaseException:
+        pipes.restore_sigpipe()
+        raise
