@@ -28,6 +28,7 @@ module names it last, under ``yyb.`` (tests/test_errors.py compares the drawing 
     │   ├── GovernedConfigError     exit 2  an invalid governed configuration  [workflow.config]
     │   ├── ResourceHeld            exit 2  a resource lock another holds  [workflow.locks]
     │   ├── WorkflowFileError       exit 2  an invalid workflow or policy file  [workflow.files]
+    │   ├── NoStore                 exit 2  no store at a bucket's prefix  [store.bucket.journal]
     │   └── MissingCredential       exit 2  a boundary credential unset  [workflow.run]
     ├── NotFound                    exit 1  a named object or ref does not exist
     │   ├── ObjectMissing           exit 1  no object by that oid
@@ -35,7 +36,8 @@ module names it last, under ``yyb.`` (tests/test_errors.py compares the drawing 
     ├── CorruptObject               exit 1  stored bytes that are not a valid object
     │   ├── ChecksumMismatch        exit 1  bytes that do not hash to their name
     │   ├── NonCanonical            exit 1  a record body with more than one possible encoding
-    │   └── PackError               exit 1  a pack or index that fails a check  [store.objects.pack]
+    │   ├── PackError               exit 1  a pack or index that fails a check  [store.objects.pack]
+    │   └── BucketCorrupt           exit 1  a bucket's bad journal  [store.bucket.journal]
     ├── CorruptBundle               exit 1  a bundle whose bytes fail a check (hash, length, end)
     ├── UnsafeListing               exit 1  a file listing naming a path outside its folder
     ├── EnvironmentMismatch         exit 1  a built environment that differs from its manifest
@@ -58,6 +60,7 @@ module names it last, under ``yyb.`` (tests/test_errors.py compares the drawing 
     ├── NotExtended                 exit 1  a log not extending a checkpoint  [store.log.checkpoint]
     ├── ProtocolError               exit 1  a transfer's peer hung up or misspoke  [store.transfer]
     ├── RemoteRefused               exit 1  a transfer's peer refused it  [store.transfer]
+    ├── BucketError                 exit 1  a bucket unreachable or refusing  [store.bucket.client]
     ├── NotInStore                  exit 1  what a page asked for is not there  [view.chain]
     └── HistoricalRefused           exit 1  no verifiable historical v1 object  [workflow.history]
 

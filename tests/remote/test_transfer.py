@@ -110,7 +110,7 @@ def test_the_cli_pushes_to_a_named_remote_and_says_what_crossed(pair):
     for args, code in (
         (("remote", "add", "origin", "file:///x"), 2),
         (("remote", "add", "bad name", "file:///x"), 2),
-        (("remote", "add", "s3", "s3://bucket/prefix"), 2),
+        (("remote", "add", "s3", "s3://Not_A_Bucket/prefix"), 2),
         (("push", "nowhere", "refs/notes/a"), 2),
         (("push", "origin", "refs/notes/none"), 1),
     ):

@@ -48,10 +48,17 @@ def verify_chain(ctx, as_json, trusted, name):
     metavar="PLAN",
     help="Verify one experiment end to end (a plan file, or its oid or ref).",
 )
+@click.option(
+    "--remote",
+    "remote_name",
+    metavar="REMOTE",
+    help="Check the store in a bucket instead (a remote's name or an s3:// URL), streaming "
+    "each pack from it.",
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON array of findings.")
 @click.argument("experiment", required=False, metavar="[workflow-<PLAN OID>]")
 @click.pass_context
-def doctor(ctx, plan_name, as_json, experiment):
+def doctor(ctx, plan_name, remote_name, as_json, experiment):
     """Check the whole store, like git fsck, or one experiment with --plan.
 
     Prints one line per finding, '<level> <code> <subject>: <detail>'; exit 0 when clean, 1
@@ -60,6 +67,12 @@ def doctor(ctx, plan_name, as_json, experiment):
     complete, exactly linked evidence chain is reported incomplete. 'workflow-<plan oid>'
     verifies a governed experiment from retained evidence alone (docs/workflow.md).
     """
+    if remote_name is not None:
+        if plan_name is not None or experiment is not None:
+            from yyb.errors import UsageError
+
+            raise UsageError("--remote checks a whole store in a bucket (no --plan, no workflow)")
+        return _bucket(ctx, remote_name, as_json)
     store = open_store(ctx)
     if experiment is not None:
         return _governed(store, experiment, plan_name, as_json)
@@ -87,6 +100,35 @@ def doctor(ctx, plan_name, as_json, experiment):
         said = ", ".join(f"{n} {form}" for form, n in forms.items())
         click.echo(f"doctor: signatures: {said}", err=True)
     click.echo(f"doctor: {errors} problem(s), {infos} note(s) in {store.path}", err=True)
+    return 1 if errors else 0
+
+
+def bucket_location(ctx, given: str):
+    """The s3:// store a remote's name or URL names (a name needs this command's store).
+
+    Raises:
+        UsageError: no such remote, or one that is not in a bucket.
+    """
+    from yyb.errors import UsageError
+    from yyb.store import remotes
+
+    store = None if "://" in given else open_store(ctx)
+    url = remotes.resolve(store, given)
+    if url.kind != "s3":
+        raise UsageError(f"{given}: --remote names a store in a bucket (s3://bucket/prefix)")
+    return remotes.bucket_location(url)
+
+
+def _bucket(ctx, given: str, as_json: bool) -> int:
+    """``yyb doctor --remote``: the store in a bucket, checked where it lies."""
+    import tempfile
+
+    from yyb.readiness.doctor import bucket_findings
+
+    location = bucket_location(ctx, given)
+    with tempfile.TemporaryDirectory(prefix="yyb-doctor-") as scratch:
+        errors, infos = emit_findings(bucket_findings(location, scratch), as_json)
+    click.echo(f"doctor: {errors} problem(s), {infos} note(s) in {location.url}", err=True)
     return 1 if errors else 0
 
 

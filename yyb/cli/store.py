@@ -20,7 +20,19 @@ def store():
 @click.pass_context
 def init(ctx, directory, as_json):
     """Create a store at DIRECTORY (default: the store --store / YYB_STORE names, or the
-    per-repository default); an existing store is left as it is. Prints its path."""
+    per-repository default), or in a bucket (s3://bucket/prefix, an archive to push to and
+    fetch from); an existing store is left as it is. Prints its path."""
+    if directory and directory.startswith("s3://"):
+        from yyb.store.bucket import client, sync
+
+        location = client.parse(directory)
+        new = sync.init(location)
+        if as_json:
+            emit_json({"path": location.url, "created": new})
+        else:
+            click.echo(location.url)
+        click.echo("created a new store" if new else "store exists; nothing changed", err=True)
+        return
     created, new = Store.init(directory or store_path(ctx))
     if as_json:
         emit_json({"path": created.path, "created": new})

@@ -136,9 +136,15 @@ def consistency(ctx, old, new, as_json):
     required=True,
     help="A public key (64 hex, or a file holding it) whose signatures you trust.",
 )
+@click.option(
+    "--remote",
+    "remote_name",
+    metavar="REMOTE",
+    help="Check the store in a bucket instead (a remote's name or an s3:// URL).",
+)
 @json_option
 @click.pass_context
-def verify_log(ctx, notes, keys, as_json):
+def verify_log(ctx, notes, keys, remote_name, as_json):
     """Check, offline, that the history in this store only grew since the checkpoints held.
 
     Each FILE must carry a trusted signature. The log it is checked against is this store's
@@ -154,9 +160,13 @@ def verify_log(ctx, notes, keys, as_json):
 
     trusted = [signing.load_public(k) for k in keys]
     held = [file.read_input(path) for path in notes]
-    store = open_store(ctx)
-    with failed_check(as_json, store.path, checked=None):
-        where, findings = signing.verify_log(store, held, trusted)
+    if remote_name is not None:
+        where, findings, checked = _bucket_log(ctx, remote_name, held, trusted, as_json)
+    else:
+        store = open_store(ctx)
+        checked = store.path
+        with failed_check(as_json, checked, checked=None):
+            where, findings = signing.verify_log(store, held, trusted)
     if as_json:
         answer = verdict(findings)
         emit_json({**answer, "checked": where})
@@ -165,3 +175,20 @@ def verify_log(ctx, notes, keys, as_json):
         errors, _ = emit_findings(findings, False)
     click.echo(f"verify-log: {where}; {errors} problem(s)", err=True)
     return 1 if errors else 0
+
+
+def _bucket_log(ctx, given: str, held: list, trusted: list, as_json: bool):
+    """``verify-log --remote``: the same check, on the store in a bucket read where it lies."""
+    import tempfile
+
+    from yyb import signing
+    from yyb.cli.check import bucket_location
+    from yyb.store.bucket.view import reading
+
+    location = bucket_location(ctx, given)
+    with tempfile.TemporaryDirectory(prefix="yyb-verify-log-") as scratch:
+        with reading(location, scratch) as view:
+            with failed_check(as_json, location.url, checked=None):
+                where, findings = signing.verify_log(view, held, trusted)
+            findings = list(findings)
+    return f"{location.url}: {where}", findings, location.url

@@ -34,6 +34,25 @@ def findings(store) -> Iterator[Finding]:
     )
 
 
+def bucket_findings(location, scratch_folder: str) -> Iterator[Finding]:
+    """Every finding of ``yyb doctor --remote s3://...``: the bucket's own checks (its keys,
+    journal, packs, objects, refs; yyb/store/bucket/check.py), then the checks of doctor's
+    that read only objects and refs, on the bucket read as a store: the transparency log
+    against the refs, the carried checkpoint and the release-readiness receipts."""
+    from yyb.store.bucket.check import BucketCheck
+
+    check = BucketCheck(location, scratch_folder)
+    yield from check.findings()
+    if check.view is None:
+        return
+    try:
+        yield from itertools.chain(
+            logaudit.audit(check.view), carried_checkpoint(check.view), verify.doctor(check.view)
+        )
+    finally:
+        check.view.objects.close()
+
+
 def environments(store) -> Iterator[Finding]:
     """Every built environment a ref names, its cached tree read whole against its manifest
     (docs/environments.md): one that differs is an error; one not cached here is a note."""

@@ -1,9 +1,11 @@
 """Remotes: named URLs of other stores, and push and fetch with them (docs/remotes.md).
 
-A remote is ``file:///abs/path`` (or a plain path), or ``ssh://[user@]host[:port]/abs/path``.
-Either way the other store is served by yyb's own plumbing, run on its side (a child process,
-or ``yyb --store PATH receive-pack`` / ``upload-pack`` through ``ssh``), and the two speak
-yyb/store/transfer.py's protocol over its stdin and stdout. The names live in the store's
+A remote is ``file:///abs/path`` (or a plain path), ``ssh://[user@]host[:port]/abs/path``
+or ``s3://bucket/prefix``. The first two are served by yyb's own plumbing, run on the other
+side (a child process, or ``yyb --store PATH receive-pack`` / ``upload-pack`` through
+``ssh``), and the two speak yyb/store/transfer.py's protocol over its stdin and stdout; a
+store in a bucket has no program on its side and is written through its journal
+(yyb/store/bucket/). The names live in the store's
 ``remotes`` file (docs/format.md, "Layout").
 """
 
@@ -87,7 +89,8 @@ def remove(store: Store, name: str) -> None:
 
 @dataclass(frozen=True)
 class Url:
-    """Where a remote store is: ``kind`` file or ssh."""
+    """Where a remote store is: ``kind`` file, ssh or s3 (``host`` the bucket, ``path`` the
+    prefix)."""
 
     kind: str
     path: str
@@ -115,9 +118,14 @@ def parse(url: str) -> Url:
         if port is not None and not 0 < port < 65536:
             raise UsageError(f"{url}: port {port} is out of range")
         return Url("ssh", found["path"], found["host"], found["user"], port)
+    if url.startswith("s3://"):
+        from yyb.store.bucket.client import parse as parse_bucket
+
+        where = parse_bucket(url)
+        return Url("s3", where.prefix, where.bucket)
     if "://" in url:
         scheme = url.split("://", 1)[0]
-        raise UsageError(f"{url}: {scheme}:// remotes are not supported (file://, ssh://)")
+        raise UsageError(f"{url}: {scheme}:// remotes are not supported (file://, ssh://, s3://)")
     return Url("file", os.path.abspath(url))
 
 
@@ -141,6 +149,13 @@ def command(url: Url, service: str) -> list[str]:
     port = ["-p", str(url.port)] if url.port else []
     remote = shlex.join(["yyb", "--store", url.path, service])
     return [*ssh, *port, "--", target, remote]
+
+
+def bucket_location(url: Url):
+    """The bucket and prefix of an s3 ``Url``."""
+    from yyb.store.bucket.client import Location
+
+    return Location(url.host, url.path)
 
 
 # --- connecting -----------------------------------------------------------------------------
@@ -194,6 +209,10 @@ def push(store: Store, url: Url, names: list[str], force: bool = False) -> trans
         RemoteRefused: the other side refused (NotFastForward there, a ref moved meanwhile).
         ProtocolError: the connection was cut (nothing moved that was not whole).
     """
+    if url.kind == "s3":
+        from yyb.store.bucket import sync
+
+        return sync.push(store, bucket_location(url), names, force)
     header = transfer.header_of(store, names)
     with connect(url, "receive-pack") as channel:
         header, same = _unchanged(channel, header)
@@ -237,6 +256,10 @@ def _unchanged(channel: transfer.Channel, header: Header) -> tuple[Header, dict[
 def fetch(store: Store, url: Url, names: list[str], force: bool = False) -> transfer.Sent:
     """Receive ``names`` (refs of the other store) and the objects this one lacks; move each
     here as ``bundle unbundle`` would."""
+    if url.kind == "s3":
+        from yyb.store.bucket import sync
+
+        return sync.fetch(store, bucket_location(url), names, force)
     with connect(url, "upload-pack") as channel:
         channel.send({"fetch": names})
         while True:

@@ -157,10 +157,10 @@ class TransparencyLog(ABC):
 
 
 class MemoryLog(TransparencyLog, View):
-    def __init__(self) -> None:
+    def __init__(self, origin: str | None = None) -> None:
         self._lines: list[tuple[str, str]] = []
         self._levels: list[list[bytes]] = [[]]
-        self._origin = f"yyb/{os.urandom(16).hex()}"
+        self._origin = origin or f"yyb/{os.urandom(16).hex()}"
         self._mutex = threading.RLock()
 
     @contextlib.contextmanager

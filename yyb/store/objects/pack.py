@@ -200,12 +200,7 @@ class Pack:
             data = _map(path)
         except (OSError, ValueError) as exc:
             raise PackError(path, f"cannot be read ({exc})") from None
-        if len(index) < HEAD.size + FANOUT.size + 2 * HASH:
-            raise PackError(index_path, "too short to be an index")
-        magic, version, count = HEAD.unpack_from(index, 0)
-        expected = HEAD.size + FANOUT.size + count * (HASH + 8) + 2 * HASH
-        if magic != INDEX_MAGIC or version != VERSION or len(index) != expected:
-            raise PackError(index_path, "not a version 1 index of its length")
+        count, expected = _index_shape(index, index_path)
         if len(data) < HEAD.size + HASH or data[: len(PACK_MAGIC)] != PACK_MAGIC:
             raise PackError(path, "not a pack")
         if HEAD.unpack_from(data, 0)[2] != count:
@@ -568,3 +563,37 @@ def pack_paths(folder: str) -> list[str]:
         for name in names
         if name.startswith("pack-") and name.endswith(".pack") and name[:-5] + ".idx" in names
     )
+
+
+def index_oids(data: bytes, where: str) -> tuple[list[str], str]:
+    """The oids an index lists, ascending, and the trailer of the pack it names, from the
+    index's bytes alone (its shape and its own SHA-256 checked; a store in a bucket reads
+    the indexes before any pack).
+
+    Raises:
+        PackError: the index is malformed or its checksum does not match.
+    """
+    count, expected = _index_shape(data, where)
+    if hashlib.sha256(data[:-HASH]).digest() != data[-HASH:]:
+        raise PackError(where, "its checksum does not match its bytes")
+    start = HEAD.size + FANOUT.size
+    raw = data[start : start + count * HASH]
+    oids = [raw[i : i + HASH].hex() for i in range(0, len(raw), HASH)]
+    if any(a >= b for a, b in itertools.pairwise(oids)):
+        raise PackError(where, "its oids do not ascend")
+    return oids, data[expected - 2 * HASH : expected - HASH].hex()
+
+
+def _index_shape(index, where: str) -> tuple[int, int]:
+    """(the count an index states, the length it must then have), its shape checked.
+
+    Raises:
+        PackError: too short, of another magic or version, or of another length.
+    """
+    if len(index) < HEAD.size + FANOUT.size + 2 * HASH:
+        raise PackError(where, "too short to be an index")
+    magic, version, count = HEAD.unpack_from(index, 0)
+    expected = HEAD.size + FANOUT.size + count * (HASH + 8) + 2 * HASH
+    if magic != INDEX_MAGIC or version != VERSION or len(index) != expected:
+        raise PackError(where, "not a version 1 index of its length")
+    return count, expected

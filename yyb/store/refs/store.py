@@ -207,11 +207,11 @@ class RefStore(ABC):
             head = self.log_head_full(name)
             if head != old_head:
                 raise RefMismatch(f"logs/{name}", old_head, head)
-            log.append(self._imported(log_head, old_head))
+            log.append(self.chain_since(log_head, old_head))
             self._write_log_head(name, log_head)
             self._commit(name, new, handle)
 
-    def _imported(self, log_head: str, old_head: str | None) -> list[tuple[str, str]]:
+    def chain_since(self, log_head: str, old_head: str | None) -> list[tuple[str, str]]:
         """The updates of an imported chain that are new here, oldest first: from
         ``log_head`` back to ``old_head``, each discarded update before the one discarding it."""
         found: list[tuple[str, str]] = []
@@ -251,7 +251,7 @@ class RefStore(ABC):
         """Each ref's chain, oldest first, as (time, oid, ref): what a log that starts late
         owes, in the order a replay of it expects."""
         for name in names:
-            chain = self._imported(self.log_head_full(name), None)
+            chain = self.chain_since(self.log_head_full(name), None)
             yield [(self.objects.get_record(oid).get("time_ms", 0), oid, ref) for oid, ref in chain]
 
     def _chain_parent(self, name: str, current: str | None) -> tuple[str | None, str | None]:
@@ -363,8 +363,8 @@ def _glob(pattern: str) -> re.Pattern:
 class MemoryRefs(RefStore):
     """The memory twin of loose.DiskRefs."""
 
-    def __init__(self, objects: ObjectStore) -> None:
-        super().__init__(objects, transparency.MemoryLog())
+    def __init__(self, objects: ObjectStore, log: transparency.MemoryLog | None = None) -> None:
+        super().__init__(objects, log or transparency.MemoryLog())
         self.values: dict[str, str] = {}
         self.heads: dict[str, str] = {}
         self.locked: set[str] = set()

@@ -1,0 +1,331 @@
+"""A store kept in an S3 bucket (yyb/store/bucket/, docs/remotes.md "A store in a bucket"),
+against a real S3 server on loopback (SeaweedFS): push, fetch back and verify; only the new
+objects cross; a roll-back is refused; a push killed halfway and rerun completes with nothing
+lost or duplicated; two pushes at once leave a consistent journal; doctor against the bucket
+finds a flipped byte in a pack and a missing object, and every other tampering of the journal."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import note
+from tests.remote.s3 import s3_server_fixture
+from yyb.errors import NotFastForward, RefMismatch, UsageError
+from yyb.store import remotes
+from yyb.store.bucket import client, journal, sync
+from yyb.store.fsck import fsck
+from yyb.store.repo import Store
+
+pytest.importorskip("obstore")
+s3_server = s3_server_fixture()
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def s3_env(s3_server, monkeypatch):
+    for name, value in s3_server.env.items():
+        monkeypatch.setenv(name, value)
+    return s3_server
+
+
+_count = iter(range(10**6))
+
+
+@pytest.fixture
+def url(s3_env) -> str:
+    """A fresh store in the bucket, under a prefix of its own."""
+    made = f"s3://{s3_env.bucket}/t{os.getpid()}-{next(_count)}/evidence"
+    assert sync.init(client.parse(made)) is True
+    return made
+
+
+def _raw(s3_env):
+    """The bucket itself, bypassing yyb (to look at keys and to tamper)."""
+    from obstore.store import S3Store
+
+    return S3Store(s3_env.bucket)
+
+
+def _key(url: str, rel: str) -> str:
+    return url.removeprefix("s3://").split("/", 1)[1] + "/" + rel
+
+
+def _notes(store: Store, ref: str, *messages: str, size: int = 50) -> list[str]:
+    oids = []
+    for message in messages:
+        blob = store.objects.put("blob", message.encode() * size)
+        oid = store.objects.put_record(note(message, body=blob))
+        store.refs.update(ref, oid, reason=message)
+        oids.append(oid)
+    return oids
+
+
+def _errors(store: Store) -> list:
+    return [f for f in fsck(store) if f.level == "error"]
+
+
+def _doctor(url: str, env=None) -> tuple[int, list[dict]]:
+    run = subprocess.run(
+        [sys.executable, "-m", "yyb", "doctor", "--remote", url, "--json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+    )
+    assert run.returncode in (0, 1), run.stderr
+    return run.returncode, json.loads(run.stdout)
+
+
+def _codes(findings: list[dict], level: str = "error") -> set[str]:
+    return {f["code"] for f in findings if f["level"] == level}
+
+
+@pytest.fixture
+def here(tmp_path) -> Store:
+    return Store.init(str(tmp_path / "here"))[0]
+
+
+def test_push_fetch_back_and_verify(here, url, tmp_path):
+    _notes(here, "refs/notes/a", "one", "two")
+    _notes(here, "refs/notes/b", "three")
+    first = remotes.push(here, remotes.parse(url), ["refs/notes/a", "refs/notes/b"])
+    assert [m.how for m in first.imported.moves] == ["adopt", "adopt"]
+    assert first.objects == 9  # three notes, three blobs, three ref updates
+    code, findings = _doctor(url)
+    assert code == 0 and _codes(findings) == set(), findings
+    back = Store.init(str(tmp_path / "back"))[0]
+    got = remotes.fetch(back, remotes.parse(url), ["refs/notes/a", "refs/notes/b"])
+    assert got.objects == 9
+    for ref in ("refs/notes/a", "refs/notes/b"):
+        assert back.refs.read(ref) == here.refs.read(ref)
+        assert back.refs.log_head(ref) == here.refs.log_head(ref)
+    assert _errors(back) == []
+    assert remotes.fetch(back, remotes.parse(url), ["refs/notes/a"]).objects == 0
+
+
+def test_a_second_push_sends_only_the_new_objects(here, url):
+    _notes(here, "refs/notes/a", "one", "two", size=2000)
+    first = remotes.push(here, remotes.parse(url), ["refs/notes/a"])
+    again = remotes.push(here, remotes.parse(url), ["refs/notes/a"])
+    assert again.objects == 0 and [m.how for m in again.imported.moves] == ["none"]
+    assert again.sent == 0  # nothing written: no pack, no commit
+    _notes(here, "refs/notes/a", "six", size=2000)
+    more = remotes.push(here, remotes.parse(url), ["refs/notes/a"])
+    assert more.objects == 3
+    assert 0 < more.sent < first.sent * 0.7
+    state = journal.read_state(client.Bucket(client.parse(url)))
+    assert state.number == 2 and len(state.packs) == 2
+    assert state.refs["refs/notes/a"] == (
+        here.refs.read("refs/notes/a"),
+        here.refs.log_head("refs/notes/a"),
+    )
+    assert len(state.leaves) == 3  # each update once, oldest first
+    assert [ref for _, ref in state.leaves] == ["refs/notes/a"] * 3
+
+
+def test_a_push_that_would_roll_back_a_ref_in_the_bucket_is_refused(here, url, tmp_path):
+    _notes(here, "refs/notes/a", "one")
+    stale = tmp_path / "stale"
+    shutil.copytree(here.path, stale)
+    _notes(here, "refs/notes/a", "two")
+    remotes.push(here, remotes.parse(url), ["refs/notes/a"])
+    with pytest.raises(NotFastForward):
+        remotes.push(Store.open(str(stale)), remotes.parse(url), ["refs/notes/a"])
+    other = Store.init(str(tmp_path / "other"))[0]
+    _notes(other, "refs/notes/a", "a history of its own")
+    with pytest.raises(NotFastForward):
+        remotes.push(other, remotes.parse(url), ["refs/notes/a"])
+    with pytest.raises(UsageError):
+        remotes.push(other, remotes.parse(url), ["refs/notes/a"], force=True)
+    state = journal.read_state(client.Bucket(client.parse(url)))
+    assert state.number == 1 and state.refs["refs/notes/a"][0] == here.refs.read("refs/notes/a")
+
+
+def test_two_pushes_at_once_leave_a_consistent_journal(url, tmp_path):
+    stores = []
+    for n in range(4):
+        store = Store.init(str(tmp_path / f"s{n}"))[0]
+        _notes(store, "refs/notes/shared", f"from {n}")
+        _notes(store, f"refs/notes/own{n}", f"own {n}")
+        stores.append(store)
+    outcomes: dict[int, object] = {}
+
+    def push(n: int, names: list[str]) -> None:
+        try:
+            outcomes[n] = remotes.push(stores[n], remotes.parse(url), names)
+        except (NotFastForward, RefMismatch) as exc:
+            outcomes[n] = exc
+
+    threads = [threading.Thread(target=push, args=(n, [f"refs/notes/own{n}"])) for n in range(4)]
+    threads += [threading.Thread(target=push, args=(n, ["refs/notes/shared"])) for n in range(2, 4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    state = journal.read_state(client.Bucket(client.parse(url)))
+    for n in range(4):  # every push of a ref of its own landed, whoever won each race
+        assert state.refs[f"refs/notes/own{n}"][0] == stores[n].refs.read(f"refs/notes/own{n}")
+    shared = [n for n in (2, 3) if not isinstance(outcomes[n], Exception)]
+    assert len(shared) == 1  # of two pushes of one ref, one moved it, the other was refused
+    assert state.refs["refs/notes/shared"][0] == stores[shared[0]].refs.read("refs/notes/shared")
+    assert state.number == 5
+    code, findings = _doctor(url)
+    assert code == 0, findings
+
+
+def test_a_push_killed_halfway_and_rerun_completes(here, url, s3_env):
+    """The push is killed once its pack is in the bucket (it is large, so the kill lands
+    while it is being sent or before the commit): the store still verifies, and the rerun
+    completes with each object held once."""
+    blob = here.objects.put("blob", os.urandom(24 << 20))
+    here.refs.update("refs/notes/big", here.objects.put_record(note("big", body=blob)))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    argv = [sys.executable, "-m", "yyb", "--store", here.path, "push", url, "refs/notes/big"]
+    child = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE)
+    raw, prefix = _raw(s3_env), _key(url, "objects/pack/")
+    import obstore
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and child.poll() is None:
+        keys = [m["path"] for batch in obstore.list(raw, prefix) for m in batch]
+        if keys:
+            break
+        time.sleep(0.002)
+    child.kill()
+    child.wait()
+    code, findings = _doctor(url)
+    assert code == 0, findings  # a pack no commit names is a note, not a problem
+    if not journal.read_state(client.Bucket(client.parse(url))).number:
+        assert "unreferenced-pack" in _codes(findings, "info")  # sent, never committed
+    state = journal.read_state(client.Bucket(client.parse(url)))
+    assert state.number in (0, 1)
+    rerun = remotes.push(here, remotes.parse(url), ["refs/notes/big"])
+    assert [m.how for m in rerun.imported.moves] == ["none" if state.number else "adopt"]
+    state = journal.read_state(client.Bucket(client.parse(url)))
+    assert state.number == 1 and len(state.packs) == 1  # one pack: nothing duplicated
+    code, findings = _doctor(url)
+    assert code == 0 and _codes(findings, "info") <= {"unreferenced-pack"}, findings
+
+
+def _pushed(here: Store, url: str) -> journal.State:
+    _notes(here, "refs/notes/a", "one", "two")
+    remotes.push(here, remotes.parse(url), ["refs/notes/a"])
+    return journal.read_state(client.Bucket(client.parse(url)))
+
+
+def test_doctor_finds_a_flipped_byte_in_a_pack(here, url, s3_env):
+    import obstore
+
+    state = _pushed(here, url)
+    key = _key(url, f"objects/pack/pack-{state.packs[0]}.pack")
+    raw = _raw(s3_env)
+    data = bytearray(obstore.get(raw, key).bytes())
+    data[len(data) // 2] ^= 0x01
+    obstore.put(raw, key, bytes(data))
+    code, findings = _doctor(url)
+    assert code == 1
+    assert "bad-pack" in _codes(findings)
+    assert "ref-missing-object" in _codes(findings)  # what it held counts as missing
+
+
+def test_doctor_finds_a_missing_object(here, url, s3_env):
+    import obstore
+
+    state = _pushed(here, url)
+    _notes(here, "refs/notes/a", "three")
+    remotes.push(here, remotes.parse(url), ["refs/notes/a"])
+    # The first push's pack, gone: what the second links is missing.
+    obstore.delete(_raw(s3_env), _key(url, f"objects/pack/pack-{state.packs[0]}.pack"))
+    code, findings = _doctor(url)
+    assert code == 1
+    assert {"missing-pack", "broken-link"} <= _codes(findings), findings
+
+
+@pytest.mark.parametrize(
+    "tamper, code",
+    [
+        ("delete-commit", "bucket-journal"),
+        ("rewrite-commit", "bucket-journal"),
+        ("stray-key", "stray-file"),
+        ("bad-index", "bad-pack"),
+    ],
+)
+def test_doctor_names_each_tampering_of_the_journal(here, url, s3_env, tamper, code):
+    import obstore
+
+    state = _pushed(here, url)
+    _notes(here, "refs/notes/a", "three")
+    remotes.push(here, remotes.parse(url), ["refs/notes/a"])
+    raw = _raw(s3_env)
+    first = _key(url, journal.commit_key(1))
+    if tamper == "delete-commit":
+        obstore.delete(raw, first)
+    elif tamper == "rewrite-commit":
+        value = json.loads(bytes(obstore.get(raw, first).bytes()))
+        value["time_ms"] += 1  # still well formed: only the digest chain tells
+        obstore.put(raw, first, journal.encode(value))
+    elif tamper == "stray-key":
+        obstore.put(raw, _key(url, "objects/loose"), b"x")
+    else:
+        key = _key(url, f"objects/pack/pack-{state.packs[0]}.idx")
+        data = bytearray(obstore.get(raw, key).bytes())
+        data[30] ^= 0x01
+        obstore.put(raw, key, bytes(data))
+    status, findings = _doctor(url)
+    assert status == 1 and code in _codes(findings), findings
+
+
+def test_a_journal_that_does_not_replay_stops_a_push(here, url, s3_env):
+    import obstore
+
+    _pushed(here, url)
+    obstore.put(_raw(s3_env), _key(url, journal.commit_key(3)), b"{}")  # a gap before it
+    _notes(here, "refs/notes/a", "three")
+    with pytest.raises(journal.BucketCorrupt):
+        remotes.push(here, remotes.parse(url), ["refs/notes/a"])
+
+
+def test_cli_push_fetch_doctor_and_bad_input(tmp_path, s3_env, url):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def yyb(*args, store="here"):
+        argv = [sys.executable, "-m", "yyb", "--store", str(tmp_path / store), *args]
+        return subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path)
+
+    assert yyb("store", "init").returncode == 0
+    here = Store.open(str(tmp_path / "here"))
+    _notes(here, "refs/notes/a", "one")
+    assert yyb("remote", "add", "archive", url).returncode == 0
+    pushed = yyb("push", "archive", "refs/notes/a", "--json")
+    assert pushed.returncode == 0, pushed.stderr
+    assert json.loads(pushed.stdout)["refs"][0]["how"] == "new"
+    assert yyb("doctor", "--remote", "archive").returncode == 0
+    assert yyb("store", "init", store="back").returncode == 0
+    fetched = yyb("fetch", url, "refs/notes/a", store="back")
+    assert fetched.returncode == 0, fetched.stderr
+    empty = url.rsplit("/", 1)[0] + "/nothing-here"
+    for argv in (("push", empty, "refs/notes/a"), ("doctor", "--remote", empty)):
+        run = yyb(*argv)
+        assert run.returncode == 2 and "no store in the bucket" in run.stderr, run.stderr
+        assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
+    bad = yyb("push", "s3://No_Such/x", "refs/notes/a")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+    assert yyb("doctor", "--remote", str(tmp_path)).returncode == 2
+    down = {**env, "AWS_ENDPOINT_URL": "http://127.0.0.1:9"}
+    here_path = str(tmp_path / "here")
+    cut = subprocess.run(
+        [sys.executable, "-m", "yyb", "--store", here_path, "push", url, "refs/notes/a"],
+        capture_output=True,
+        text=True,
+        env=down,
+    )
+    assert cut.returncode == 1 and cut.stderr.count("\n") == 1, cut.stderr
