@@ -329,3 +329,53 @@ def test_cli_push_fetch_doctor_and_bad_input(tmp_path, s3_env, url):
         env=down,
     )
     assert cut.returncode == 1 and cut.stderr.count("\n") == 1, cut.stderr
+
+
+def test_a_signed_experiment_in_the_bucket_verifies_there_and_fetched_back(
+    url, tmp_path, monkeypatch
+):
+    """The example's signed run and a checkpoint, pushed with --plan: doctor and verify-log
+    pass against the bucket itself; fetched back into a new store, doctor --plan and the
+    report pass there; a second push sends nothing."""
+    from tests.conftest import Yyb
+    from yyb import signing
+
+    key = str(tmp_path / "signing.key")
+    public = signing.generate_key(key)
+    monkeypatch.setenv(signing.KEY_ENV, key)
+    root = tmp_path / "ex"
+    yyb = Yyb(str(tmp_path / "store"))
+    made = yyb("example", "--dir", str(root), "--attempts", "1", "--progress", "none")
+    assert made.exit_code == 0, made.stderr
+    held = tmp_path / "checkpoint.txt"
+    assert yyb("checkpoint", "--output", str(held)).exit_code == 0
+    plan = str(root / "plan.json")
+    pushed = yyb("push", url, "--plan", plan, "--json")
+    assert pushed.exit_code == 0, pushed.stderr
+    assert json.loads(pushed.stdout)["transfer"]["objects"] > 50
+    assert yyb("doctor", "--remote", url).exit_code == 0
+    audit = yyb("verify-log", "--remote", url, "--checkpoint", str(held), "--trusted-key", public)
+    assert audit.exit_code == 0, audit.stdout + audit.stderr
+    assert "carried checkpoint" in audit.stderr
+    other = tmp_path / "other.key"
+    stranger = yyb(
+        "verify-log",
+        "--remote",
+        url,
+        "--checkpoint",
+        str(held),
+        "--trusted-key",
+        signing.generate_key(str(other)),
+    )
+    assert stranger.exit_code == 1
+    names = sorted(journal.read_state(client.Bucket(client.parse(url))).refs)
+    back = Yyb(str(tmp_path / "back"))
+    assert back("store", "init").exit_code == 0
+    fetched = back("fetch", url, *names)
+    assert fetched.exit_code == 0, fetched.stderr
+    assert back("doctor", "--plan", plan).exit_code == 0
+    assert back("doctor").exit_code == 0
+    report = back("report", "--plan", plan, "--no-layer")
+    assert report.exit_code == 0 and "status: complete" in report.stdout
+    again = json.loads(yyb("push", url, "--plan", plan, "--json").stdout)["transfer"]
+    assert again["objects"] == 0 and again["bytes_sent"] == 0
