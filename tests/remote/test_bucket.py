@@ -30,6 +30,12 @@ s3_server = s3_server_fixture()
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _child_env() -> dict[str, str]:
+    """The environment of a yyb child process: this checkout first on its path."""
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "PYTHONPATH": path}
+
+
 @pytest.fixture
 def s3_env(s3_server, monkeypatch):
     for name, value in s3_server.env.items():
@@ -157,16 +163,16 @@ def test_two_pushes_at_once_leave_a_consistent_journal(url, tmp_path):
         _notes(store, "refs/notes/shared", f"from {n}")
         _notes(store, f"refs/notes/own{n}", f"own {n}")
         stores.append(store)
-    outcomes: dict[int, object] = {}
+    outcomes: dict[tuple[str, int], object] = {}
 
-    def push(n: int, names: list[str]) -> None:
+    def push(n: int, name: str) -> None:
         try:
-            outcomes[n] = remotes.push(stores[n], remotes.parse(url), names)
-        except (NotFastForward, RefMismatch) as exc:
-            outcomes[n] = exc
+            outcomes[name, n] = remotes.push(stores[n], remotes.parse(url), [f"refs/notes/{name}"])
+        except Exception as exc:  # each kept, so a failure of any kind is seen below
+            outcomes[name, n] = exc
 
-    threads = [threading.Thread(target=push, args=(n, [f"refs/notes/own{n}"])) for n in range(4)]
-    threads += [threading.Thread(target=push, args=(n, ["refs/notes/shared"])) for n in range(2, 4)]
+    threads = [threading.Thread(target=push, args=(n, f"own{n}")) for n in range(4)]
+    threads += [threading.Thread(target=push, args=(n, "shared")) for n in range(2, 4)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -174,8 +180,13 @@ def test_two_pushes_at_once_leave_a_consistent_journal(url, tmp_path):
     state = journal.read_state(client.Bucket(client.parse(url)))
     for n in range(4):  # every push of a ref of its own landed, whoever won each race
         assert state.refs[f"refs/notes/own{n}"][0] == stores[n].refs.read(f"refs/notes/own{n}")
-    shared = [n for n in (2, 3) if not isinstance(outcomes[n], Exception)]
-    assert len(shared) == 1  # of two pushes of one ref, one moved it, the other was refused
+    assert all(not isinstance(outcomes[f"own{n}", n], Exception) for n in range(4)), outcomes
+    shared = [n for n in (2, 3) if not isinstance(outcomes["shared", n], Exception)]
+    refused = [outcomes["shared", n] for n in (2, 3) if n not in shared]
+    assert all(isinstance(e, (NotFastForward, RefMismatch)) for e in refused), refused
+    assert len(shared) == 1, (
+        outcomes
+    )  # of two pushes of one ref, one moved it, the other was refused
     assert state.refs["refs/notes/shared"][0] == stores[shared[0]].refs.read("refs/notes/shared")
     assert state.number == 5
     code, findings = _doctor(url)
@@ -188,7 +199,7 @@ def test_a_push_killed_halfway_and_rerun_completes(here, url, s3_env):
     completes with each object held once."""
     blob = here.objects.put("blob", os.urandom(24 << 20))
     here.refs.update("refs/notes/big", here.objects.put_record(note("big", body=blob)))
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = _child_env()
     argv = [sys.executable, "-m", "yyb", "--store", here.path, "push", url, "refs/notes/big"]
     child = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE)
     raw, prefix = _raw(s3_env), _key(url, "objects/pack/")
@@ -295,7 +306,7 @@ def test_a_journal_that_does_not_replay_stops_a_push(here, url, s3_env):
 
 
 def test_cli_push_fetch_doctor_and_bad_input(tmp_path, s3_env, url):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = _child_env()
 
     def yyb(*args, store="here"):
         argv = [sys.executable, "-m", "yyb", "--store", str(tmp_path / store), *args]
