@@ -390,3 +390,43 @@ def test_a_signed_experiment_in_the_bucket_verifies_there_and_fetched_back(
     assert report.exit_code == 0 and "status: complete" in report.stdout
     again = json.loads(yyb("push", url, "--plan", plan, "--json").stdout)["transfer"]
     assert again["objects"] == 0 and again["bytes_sent"] == 0
+
+
+def test_snapshots_spare_a_writer_the_whole_journal_and_doctor_checks_them(
+    here, url, s3_env, monkeypatch
+):
+    import obstore
+
+    monkeypatch.setattr(journal, "SNAPSHOT_EVERY", 3)
+    for n in range(7):
+        _notes(here, f"refs/notes/n{n % 2}", f"note {n}")
+        remotes.push(here, remotes.parse(url), [f"refs/notes/n{n % 2}"])
+    bucket = client.Bucket(client.parse(url))
+    whole, quick = journal.read_state(bucket), journal.read_state(bucket, whole=False)
+    assert whole.number == quick.number == 7
+    assert (whole.refs, whole.packs, whole.digest) == (quick.refs, quick.packs, quick.digest)
+    assert whole.leaf_count == quick.leaf_count == 7 and len(quick.leaves) == 1
+    read: list[str] = []
+    real = client.Bucket.get
+
+    def counted(self, key):
+        read.append(key)
+        return real(self, key)
+
+    monkeypatch.setattr(client.Bucket, "get", counted)
+    journal.read_state(bucket, whole=False)
+    commits = [k for k in read if k.startswith("journal/")]
+    assert commits == [journal.commit_key(6), journal.commit_key(7)]  # the snapshot's, one after
+    monkeypatch.setattr(client.Bucket, "get", real)
+    assert _doctor(url)[0] == 0
+    raw, key = _raw(s3_env), _key(url, journal.snapshot_key(6))
+    value = json.loads(bytes(obstore.get(raw, key).bytes()))
+    value["refs"]["refs/notes/n0"] = value["refs"]["refs/notes/n1"]  # well formed, and false
+    obstore.put(raw, key, journal.encode(value))
+    status, findings = _doctor(url)
+    assert status == 1 and "bucket-snapshot" in _codes(findings), findings
+    value["digest"] = "0" * 64
+    obstore.put(raw, key, journal.encode(value))
+    _notes(here, "refs/notes/n0", "one more")
+    with pytest.raises(journal.BucketCorrupt, match="digest"):
+        remotes.push(here, remotes.parse(url), ["refs/notes/n0"])

@@ -51,17 +51,20 @@ class BucketCheck:
         if origin is None:
             raise journal.NoStore(self.bucket.location.url)
         listed: dict[str, set[str]] = {".pack": set(), ".idx": set()}
-        numbers = []
+        numbers, snapshots = [], set()
         for key, _ in self.bucket.list():
             found, commit = PACK_FILE.fullmatch(key), journal.COMMIT_KEY.fullmatch(key)
+            snapshot = journal.SNAPSHOT_KEY.fullmatch(key)
             if found:
                 listed["." + found[2]].add(found[1])
             elif commit:
                 numbers.append(int(commit[1]))
+            elif snapshot:
+                snapshots.add(int(snapshot[1]))
             elif key != journal.FORMAT_KEY:
                 yield error("stray-file", key, "not part of a store in a bucket")
         self.state = journal.State(origin)
-        yield from self._replay(sorted(numbers))
+        yield from self._replay(sorted(numbers), snapshots)
         yield from self._pack_files(listed)
         view = self.view = open_view(self.bucket, self.state, self.scratch)
         listing = Listing()
@@ -71,17 +74,27 @@ class BucketCheck:
         yield from check_refs(view, set(present), roots)
         yield from check_reachable(present, roots, listing.edges)
 
-    def _replay(self, numbers: list[int]) -> Iterator[Finding]:
-        """The journal replayed up to its first commit that does not follow (an error)."""
+    def _replay(self, numbers: list[int], snapshots: set[int]) -> Iterator[Finding]:
+        """The journal replayed up to its first commit that does not follow (an error), each
+        snapshot compared with the replay at its commit."""
         try:
             for number, data in journal.fetched(self.bucket, numbers):
                 journal.apply(self.state, number, data)
+                if number in snapshots:
+                    snapshots.discard(number)
+                    key = journal.snapshot_key(number)
+                    if self.bucket.get(key) != journal.snapshot_bytes(self.state):
+                        detail = f"is not the state the journal replays to at commit {number}"
+                        yield error("bucket-snapshot", key, detail)
         except journal.BucketCorrupt as exc:
             yield error("bucket-journal", exc.oid, exc.reason)
             if numbers and numbers[-1] > self.state.number:
                 rest = numbers[-1] - self.state.number
                 detail = f"{rest} commit(s) from here on are not replayed"
                 yield error("bucket-journal", journal.commit_key(self.state.number + 1), detail)
+        for number in sorted(n for n in snapshots if n > self.state.number):
+            detail = "a snapshot of a commit the journal does not reach"
+            yield error("bucket-snapshot", journal.snapshot_key(number), detail)
 
     def _pack_files(self, listed: dict[str, set[str]]) -> Iterator[Finding]:
         named = set(self.state.packs)

@@ -156,12 +156,15 @@ class Bucket:
         except Exception as exc:
             raise self._fail(key, exc) from None
 
-    def list(self, under: str = "") -> Iterator[tuple[str, int]]:
-        """(key, size) of every key below ``under`` (relative to the prefix), in key order."""
+    def list(self, under: str = "", after: str | None = None) -> Iterator[tuple[str, int]]:
+        """(key, size) of every key below ``under`` (relative to the prefix), in key order;
+        ``after``: only the keys that sort after it (S3's start-after)."""
         try:
             found = [
                 (meta["path"], int(meta["size"]))
-                for batch in self._obstore.list(self._store, under or None)
+                for batch in self._obstore.list(
+                    self._store, under or None, offset=after, chunk_size=1000
+                )
                 for meta in batch
             ]
         except Exception as exc:

@@ -38,6 +38,13 @@ DIGITS = 20
 COMMIT_KEY = re.compile(r"journal/([0-9]{20})")
 PACKS = "objects/pack/"
 READERS = 16  # commits read at once
+SNAPSHOTS = "snapshots/"
+SNAPSHOT_KEY = re.compile(r"snapshots/([0-9]{20})")
+SNAPSHOT_FORMAT = "yyb-bucket-snapshot 1"
+# A snapshot of the state is written after every this many commits, so that a writer reads
+# the newest one and the commits after it, never the whole journal (Delta Lake's
+# checkpoints, every 10 commits, serve the same end).
+SNAPSHOT_EVERY = 32
 
 
 class BucketCorrupt(CorruptObject):
@@ -58,10 +65,31 @@ class State:
     refs: dict[str, tuple[str, str]] = field(default_factory=dict)  # ref -> (value, log head)
     packs: list[str] = field(default_factory=list)  # trailers, in the order committed
     leaves: list[tuple[str, str]] = field(default_factory=list)  # (update oid, ref)
+    # the number of leaves in all, the ones before a snapshot read included (``leaves``
+    # then holds only those of the commits after it)
+    leaf_count: int = 0
 
 
 def commit_key(number: int) -> str:
     return f"{JOURNAL}{number:0{DIGITS}d}"
+
+
+def snapshot_key(number: int) -> str:
+    return f"{SNAPSHOTS}{number:0{DIGITS}d}"
+
+
+def snapshot_bytes(state: State) -> bytes:
+    """The snapshot of ``state``: every ref, every pack, and where the journal stands."""
+    return encode(
+        {
+            "format": SNAPSHOT_FORMAT,
+            "number": state.number,
+            "digest": state.digest,
+            "refs": {name: list(pair) for name, pair in sorted(state.refs.items())},
+            "packs": state.packs,
+            "leaves": state.leaf_count,
+        }
+    )
 
 
 def format_text(origin: str) -> bytes:
@@ -92,7 +120,7 @@ def commits(bucket: Bucket, after: int = 0) -> list[int]:
         BucketCorrupt: a key in ``journal/`` that is no commit.
     """
     numbers = []
-    for key, _ in bucket.list(JOURNAL):
+    for key, _ in bucket.list(JOURNAL, commit_key(after) if after else None):
         found = COMMIT_KEY.fullmatch(key)
         if found is None:
             raise BucketCorrupt(key, "not a commit of the journal")
@@ -117,16 +145,63 @@ def replay(bucket: Bucket, state: State, numbers: list[int]) -> State:
     return state
 
 
-def read_state(bucket: Bucket) -> State:
-    """The store's state: every commit replayed.
+def read_state(bucket: Bucket, whole: bool = True) -> State:
+    """The store's state: every commit replayed (``whole`` false: from the newest snapshot
+    on, so that ``leaves`` holds only the leaves of the commits after it).
 
     Raises:
-        BucketError, BucketCorrupt; UsageError-like ``NoStore`` when nothing is there.
+        BucketError, BucketCorrupt; ``NoStore`` when nothing is there.
     """
     origin = read_origin(bucket)
     if origin is None:
         raise NoStore(bucket.location.url)
-    return replay(bucket, State(origin), commits(bucket))
+    state = State(origin) if whole else _from_snapshot(bucket, State(origin))
+    return replay(bucket, state, commits(bucket, state.number))
+
+
+def _from_snapshot(bucket: Bucket, state: State) -> State:
+    """``state`` as the newest snapshot has it (unchanged when there is none), the snapshot
+    checked against the digest of the commit it names."""
+    numbers = []
+    for key, _ in bucket.list(SNAPSHOTS):
+        found = SNAPSHOT_KEY.fullmatch(key)
+        if found is None:
+            raise BucketCorrupt(key, "not a snapshot of the journal")
+        numbers.append(int(found[1]))
+    if not numbers:
+        return state
+    number = max(numbers)
+    key = snapshot_key(number)
+    value = _snapshot(key, bucket.get(key), number)
+    data = bucket.get(commit_key(number))
+    if data is None or hashlib.sha256(data).hexdigest() != value["digest"]:
+        raise BucketCorrupt(key, f"does not name the digest of commit {number}")
+    state.number, state.digest = number, value["digest"]
+    state.refs = {name: tuple(pair) for name, pair in value["refs"].items()}
+    state.packs, state.leaf_count = list(value["packs"]), value["leaves"]
+    return state
+
+
+def _snapshot(key: str, data: bytes | None, number: int) -> dict:
+    try:
+        value = json.loads(data) if data is not None else None
+    except ValueError:
+        value = None
+    ok = (
+        isinstance(value, dict)
+        and value.get("format") == SNAPSHOT_FORMAT
+        and value.get("number") == number
+        and is_oid(value.get("digest"))
+        and isinstance(value.get("refs"), dict)
+        and all(_pair(pair) for pair in value["refs"].values())
+        and isinstance(value.get("packs"), list)
+        and all(is_oid(p) for p in value["packs"])
+        and isinstance(value.get("leaves"), int)
+        and data == encode(value)
+    )
+    if not ok:
+        raise BucketCorrupt(key, f"not a canonical {SNAPSHOT_FORMAT} object of commit {number}")
+    return value
 
 
 class NoStore(UsageError):
@@ -158,6 +233,7 @@ def apply(state: State, number: int, data: bytes | None) -> None:
         state.refs[ref] = tuple(move["new"])
     state.packs += [p for p in value["packs"] if p not in state.packs]
     state.leaves += [tuple(leaf) for leaf in value["leaves"]]
+    state.leaf_count += len(value["leaves"])
     state.number, state.digest = number, hashlib.sha256(data).hexdigest()
 
 
@@ -243,6 +319,8 @@ def commit(bucket: Bucket, state: State, change: Change) -> State:
         data = encode(value)
         if bucket.create(commit_key(state.number + 1), data):
             apply(state, state.number + 1, data)
+            if state.number % SNAPSHOT_EVERY == 0:  # a cache for the next writers' reading
+                bucket.create(snapshot_key(state.number), snapshot_bytes(state))
             return state
         replay(bucket, state, commits(bucket, state.number))
         for ref, (old, _) in sorted(change.refs.items()):

@@ -68,7 +68,7 @@ def push(store: Store, location: Location, names: list[str], force: bool = False
             f"{location.url}: refs in a bucket move only as fast-forwards (no --force)"
         )
     bucket = Bucket(location)
-    state = journal.read_state(bucket)
+    state = journal.read_state(bucket, whole=False)
     header = transfer.header_of(store, names)
     tips = {n: (header.refs[n], header.logs[n]) for n in header.refs}
     same = [
@@ -148,7 +148,7 @@ def fetch(store: Store, location: Location, names: list[str], force: bool = Fals
         CorruptBundle: what the bucket holds does not verify. BucketError, BucketCorrupt.
     """
     bucket = Bucket(location)
-    state = journal.read_state(bucket)
+    state = journal.read_state(bucket, whole=False)
     refs, logs = {}, {}
     for name in names:
         full = check_ref_name(name)
