@@ -416,7 +416,7 @@ def test_snapshots_spare_a_writer_the_whole_journal_and_doctor_checks_them(
     monkeypatch.setattr(client.Bucket, "get", counted)
     journal.read_state(bucket, whole=False)
     commits = [k for k in read if k.startswith("journal/")]
-    assert commits == [journal.commit_key(6), journal.commit_key(7)]  # the snapshot's, one after
+    assert commits == [journal.commit_key(7)]  # only the one after the snapshot
     monkeypatch.setattr(client.Bucket, "get", real)
     assert _doctor(url)[0] == 0
     raw, key = _raw(s3_env), _key(url, journal.snapshot_key(6))
@@ -428,5 +428,23 @@ def test_snapshots_spare_a_writer_the_whole_journal_and_doctor_checks_them(
     value["digest"] = "0" * 64
     obstore.put(raw, key, journal.encode(value))
     _notes(here, "refs/notes/n0", "one more")
-    with pytest.raises(journal.BucketCorrupt, match="digest"):
+    with pytest.raises(journal.BucketCorrupt, match="digest"):  # commit 7 names another
         remotes.push(here, remotes.parse(url), ["refs/notes/n0"])
+
+
+def test_a_push_of_many_refs_leaves_a_snapshot_the_next_push_reads_instead(here, url, monkeypatch):
+    monkeypatch.setattr(journal, "SNAPSHOT_REFS", 3)
+    names = [f"refs/notes/many{n}" for n in range(3)]
+    for name in names:
+        _notes(here, name, name)
+    remotes.push(here, remotes.parse(url), names)
+    bucket = client.Bucket(client.parse(url))
+    assert [k for k, _ in bucket.list(journal.SNAPSHOTS)] == [journal.snapshot_key(1)]
+    read: list[str] = []
+    real = client.Bucket.get
+    monkeypatch.setattr(client.Bucket, "get", lambda self, key: read.append(key) or real(self, key))
+    _notes(here, names[0], "one more")
+    remotes.push(here, remotes.parse(url), names[:1])
+    assert not [k for k in read if k.startswith("journal/")]  # commit 1 itself is never read
+    monkeypatch.setattr(client.Bucket, "get", real)
+    assert _doctor(url)[0] == 0

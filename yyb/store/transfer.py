@@ -212,7 +212,7 @@ def send_pack(store: Store, channel: Channel, header: Header, ask, force: bool =
         file.ensure_dir(folder)
     with tempfile.TemporaryDirectory(dir=folder, prefix=file.TEMP_PREFIX) as scratch:
         path = os.path.join(scratch, "thin.bundle")
-        exchange.create(store, path, header, oids)
+        exchange.create(store, path, header, oids, durable=False)
         channel.send_file(path, {"objects": len(oids), "force": force})
     return len(oids)
 

@@ -162,7 +162,7 @@ def fetch(store: Store, location: Location, names: list[str], force: bool = Fals
             roots = sorted(set(refs.values()) | set(logs.values()))
             oids = transfer.lacking(view, roots, lambda part: transfer.lacks(store, part))
             path = os.path.join(folder, "thin.bundle")
-            exchange.create(view, path, header, oids)
+            exchange.create(view, path, header, oids, durable=False)
         finally:
             view.objects.close()
         imported = exchange.unbundle(store, path, force, thin=True)

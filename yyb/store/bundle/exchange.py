@@ -125,10 +125,17 @@ class _HashingWriter:
         self.handle.write(data)
 
 
-def create(store: Store, path: str, header: Header, oids: list[str] | None = None) -> int:
+def create(
+    store: Store,
+    path: str,
+    header: Header,
+    oids: list[str] | None = None,
+    durable: bool = True,
+) -> int:
     """Write a bundle of ``header``'s refs to ``path`` (which must not exist), in the form of
     ``header.version``: every object they reach, or only ``oids`` (a thin bundle, for a
-    store that holds the rest: yyb/store/transfer.py).
+    store that holds the rest: yyb/store/transfer.py). ``durable`` false: a scratch file,
+    read once and removed (a transfer's), which is not fsynced.
 
     Returns the number of objects written. A failure leaves no file at ``path``.
 
@@ -150,12 +157,14 @@ def create(store: Store, path: str, header: Header, oids: list[str] | None = Non
                 pack_form.write(store, handle, render_header(header), oids)
             handle.flush()
             os.fchmod(handle.fileno(), 0o644)
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         try:
             os.link(tmp, path)  # never replaces an existing file, unlike rename
         except FileExistsError:
             raise UsageError(f"refusing to overwrite {path}") from None
-        file.fsync_dir(folder)
+        if durable:
+            file.fsync_dir(folder)
     except OSError as exc:
         raise file.io_error(path, exc) from exc
     finally:
