@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import note
 from tests.remote.s3 import s3_server_fixture
-from yyb.errors import NotFastForward, RefMismatch, UsageError
+from yyb.errors import NotFastForward, ObjectMissing, RefMismatch, UsageError
 from yyb.store import remotes
 from yyb.store.bucket import client, journal, sync
 from yyb.store.fsck import fsck
@@ -448,3 +448,52 @@ def test_a_push_of_many_refs_leaves_a_snapshot_the_next_push_reads_instead(here,
     assert not [k for k in read if k.startswith("journal/")]  # commit 1 itself is never read
     monkeypatch.setattr(client.Bucket, "get", real)
     assert _doctor(url)[0] == 0
+
+
+def test_a_fetch_from_a_bucket_with_a_damaged_pack_writes_nothing(here, url, s3_env, tmp_path):
+    """A bucket that lies (a pack byte flipped after the push, its index left as it was)
+    serves nothing that does not hash: the fetch fails in one line and the store it would
+    have written to holds no object and no ref."""
+    import obstore
+
+    state = _pushed(here, url)
+    key = _key(url, f"objects/pack/pack-{state.packs[0]}.pack")
+    raw = _raw(s3_env)
+    data = bytearray(obstore.get(raw, key).bytes())
+    data[-40] ^= 0x01  # inside the last object's bytes
+    obstore.put(raw, key, bytes(data))
+    back = Store.init(str(tmp_path / "back"))[0]
+    run = subprocess.run(
+        [sys.executable, "-m", "yyb", "--store", back.path, "fetch", url, "refs/notes/a"],
+        capture_output=True,
+        text=True,
+        env=_child_env(),
+    )
+    assert run.returncode == 1 and run.stderr.count("\n") == 1, run.stderr
+    assert "Traceback" not in run.stderr
+    assert back.refs.names() == [] and list(back.objects.iter_oids()) == []
+
+
+def test_a_forged_commit_naming_an_object_no_pack_holds_is_refused_by_fetch_and_doctor(
+    here, url, s3_env, tmp_path
+):
+    """A commit written by hand that moves a ref to an oid the bucket does not hold."""
+    import obstore
+
+    state = _pushed(here, url)
+    forged = {
+        "format": journal.COMMIT_FORMAT,
+        "number": 2,
+        "previous": state.digest,
+        "time_ms": 0,
+        "packs": [],
+        "refs": {"refs/notes/forged": {"old": None, "new": ["ab" * 32, "cd" * 32]}},
+        "leaves": [["cd" * 32, "refs/notes/forged"]],
+    }
+    obstore.put(_raw(s3_env), _key(url, journal.commit_key(2)), journal.encode(forged))
+    back = Store.init(str(tmp_path / "back"))[0]
+    with pytest.raises(ObjectMissing):
+        remotes.fetch(back, remotes.parse(url), ["refs/notes/forged"])
+    assert back.refs.names() == []
+    status, findings = _doctor(url)
+    assert status == 1 and "ref-missing-object" in _codes(findings), findings
