@@ -30,9 +30,10 @@ from typing import BinaryIO
 
 from yyb.errors import UsageError, YybError
 from yyb.store import file
-from yyb.store.bundle import exchange
+from yyb.store.bundle import exchange, pack_form
 from yyb.store.bundle.exchange import Imported, Move
-from yyb.store.bundle.reader import CAPABILITIES, VERSION, Header
+from yyb.store.bundle.reader import CAPABILITIES, VERSION, Header, render_header
+from yyb.store.objects.pack import HASH, HEAD
 from yyb.store.refs.names import check_ref_name
 from yyb.store.repo import Store
 
@@ -86,15 +87,6 @@ class Channel:
             raise RemoteRefused(str(message["error"]), _code(message.get("exit")))
         return message
 
-    def send_file(self, path: str, extra: dict | None = None) -> None:
-        """``{"pack": N}`` (with ``extra``) and the N bytes of the file at ``path``."""
-        size = os.path.getsize(path)
-        self.send({"pack": size, **(extra or {})})
-        with open(path, "rb") as handle:
-            while chunk := handle.read(COPY):
-                self._write(chunk, flush=False)
-        self.outgoing.flush()
-
     def receive_file(self, size: int, folder: str | None) -> str:
         """The next ``size`` bytes into a new temporary file in ``folder``; its path."""
         fd, path = tempfile.mkstemp(dir=folder, prefix=file.TEMP_PREFIX, suffix=".bundle")
@@ -112,6 +104,16 @@ class Channel:
             file.discard(path)
             raise
         return path
+
+    def write_raw(self, data: bytes) -> None:
+        """Bytes of a pack whose size was stated, unframed and not yet flushed."""
+        self._write(data, flush=False)
+
+    def flush(self) -> None:
+        try:
+            self.outgoing.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            raise ProtocolError("the connection was cut") from None
 
     def _write(self, data: bytes, flush: bool = True) -> None:
         try:
@@ -143,10 +145,15 @@ def expect(message: dict, key: str):
 # --- what the other side lacks --------------------------------------------------------------
 
 
-def lacking(store: Store, roots: list[str], ask: Callable[[list[str]], list[str]]) -> list[str]:
+def lacking(
+    store: Store,
+    roots: list[str],
+    ask: Callable[[list[str]], list[str]],
+    sizes: dict[str, int] | None = None,
+) -> list[str]:
     """The objects reachable from ``roots`` that the other side lacks, each checked as fsck
     checks it: asked about one level at a time (``ask``: oids -> those it lacks), only the
-    links of what it lacks followed.
+    links of what it lacks followed (``sizes``: filled with each one's stored length).
 
     Raises:
         ObjectMissing, CorruptObject: this store cannot supply an intact object.
@@ -165,7 +172,10 @@ def lacking(store: Store, roots: list[str], ask: Callable[[list[str]], list[str]
             wanted += said
         frontier = []
         for oid in sorted(set(wanted)):
-            links = exchange.checked_links(store, oid)
+            if sizes is None:
+                links = exchange.checked_links(store, oid)
+            else:
+                links, sizes[oid] = exchange.checked_and_sized(store, oid)
             found.append(oid)
             for target in links:
                 if target not in seen:
@@ -181,7 +191,8 @@ def lacks(store: Store, oids: list) -> list[str]:
 
     if not isinstance(oids, list) or not all(isinstance(o, str) and is_oid(o) for o in oids):
         raise ProtocolError("lacks: expected a list of oids")
-    return [oid for oid in oids if not store.objects.contains(oid)]
+    held = store.objects.held_of(oids)
+    return [oid for oid in oids if oid not in held]
 
 
 # --- refs -----------------------------------------------------------------------------------
@@ -204,17 +215,38 @@ def listed(store: Store, names: list) -> dict[str, list | None]:
 
 def send_pack(store: Store, channel: Channel, header: Header, ask, force: bool = False) -> int:
     """Send a thin bundle of ``header``'s refs: the objects the other side lacks (``force``:
-    ask it to move refs that are no fast-forward). Returns how many objects it holds."""
-    roots = sorted(set(header.refs.values()) | set(header.logs.values()))
-    oids = lacking(store, roots, ask)
-    folder = os.path.join(store.path, "tmp") if store.path else None
-    if folder:
-        file.ensure_dir(folder)
-    with tempfile.TemporaryDirectory(dir=folder, prefix=file.TEMP_PREFIX) as scratch:
-        path = os.path.join(scratch, "thin.bundle")
-        exchange.create(store, path, header, oids, durable=False)
-        channel.send_file(path, {"objects": len(oids), "force": force})
+    ask it to move refs that are no fast-forward). Returns how many objects it holds.
+
+    The bundle is written straight into the channel as it is made, its size stated first
+    (computed from the stored lengths the walk found), so that the other side receives while
+    this side reads and hashes the objects.
+    """
+    sizes: dict[str, int] = {}
+    oids = lacking(store, roots_of(header), ask, sizes)
+    head = render_header(header)
+    total = len(head) + HEAD.size + sum(sizes.values()) + HASH
+    channel.send({"pack": total, "objects": len(oids), "force": force})
+    out = _Counted(channel)
+    pack_form.write(store, out, head, oids)
+    channel.flush()
+    if out.count != total:  # the stream is out of step: the other side's check refuses it
+        raise ProtocolError(f"the pack was {out.count} bytes, not the {total} stated")
     return len(oids)
+
+
+def roots_of(header: Header) -> list[str]:
+    return sorted(set(header.refs.values()) | set(header.logs.values()))
+
+
+class _Counted:
+    """A file-like writer into a channel that counts the bytes written."""
+
+    def __init__(self, channel: Channel) -> None:
+        self.channel, self.count = channel, 0
+
+    def write(self, data: bytes) -> None:
+        self.channel.write_raw(data)
+        self.count += len(data)
 
 
 def asker(channel: Channel) -> Callable[[list[str]], list[str]]:

@@ -15,7 +15,7 @@ import os
 import tempfile
 import zlib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from yyb.errors import (
@@ -43,7 +43,8 @@ from yyb.store.fsck.objects import check_body, inspect
 from yyb.store.fsck.update_chain import walk_ref_chain
 from yyb.store.log import checkpoint
 from yyb.store.objects import pack
-from yyb.store.objects.format import loose_path
+from yyb.store.objects.format import header as stored_header
+from yyb.store.objects.format import loose_path, split
 from yyb.store.objects.loose import DiskObjects
 from yyb.store.refs.names import check_ref_name
 from yyb.store.refs.store import REF_UPDATE
@@ -58,6 +59,7 @@ class Summary:
     objects: int
     # ref -> the update records of its bundled chain, newest first (discarded heads included)
     chains: dict[str, list[str]]
+    oids: list[str] = field(default_factory=list)  # every object it holds
 
 
 # --- writing --------------------------------------------------------------------------------
@@ -113,6 +115,26 @@ def checked_links(store: Store, oid: str) -> tuple[str, ...]:
             raise ObjectMissing(oid)
         raise CorruptObject(oid, finding.detail, finding.code)
     return found.links
+
+
+def checked_and_sized(store: Store, oid: str) -> tuple[tuple[str, ...], int]:
+    """``checked_links`` of ``oid`` and the length of its stored bytes (header and body), for
+    a transfer that states a bundle's size before writing it. A small object whose first copy
+    proves clean is checked on that copy alone; anything else is checked as fsck checks it.
+
+    Raises:
+        ObjectMissing, CorruptObject: the store cannot supply it intact.
+    """
+    small = store.objects.read_small(oid)
+    if small:
+        kind, body = split(small, oid)
+        found = check_body(oid, kind, body)
+        if not found.findings:
+            return found.links, len(small)
+    links = checked_links(store, oid)
+    kind, size, stream = store.objects.open_body(oid)
+    stream.close()
+    return links, len(stored_header(kind, size)) + size
 
 
 class _HashingWriter:
@@ -278,7 +300,7 @@ def verify(path: str, held: Store | None = None) -> Summary:
             unreached[0],
             "unreachable",
         )
-    return Summary(header, len(present), chains)
+    return Summary(header, len(present), chains, sorted(present))
 
 
 def _check_links(
@@ -401,7 +423,8 @@ def unbundle(store: Store, path: str, force: bool = False, thin: bool = False) -
     with Reader(path) as reader:
         if reader.header() != summary.header:
             raise reader.fail("the file changed while it was being imported")
-        _land(store, _fresh(store, reader, reader.objects(private=True), replaced))
+        held = store.objects.held_of(summary.oids)
+        _land(store, _fresh(store, reader, reader.objects(private=True), replaced, held))
     incoming = summary.header.refs.get(checkpoint.REF)
     if incoming is not None:
         checkpoint.guard(store, incoming)  # before any ref moves
@@ -431,14 +454,19 @@ class _Fresh:
 
 
 def _fresh(
-    store: Store, reader: Reader, entries: Iterator[Entry], replaced: list[Replaced]
+    store: Store,
+    reader: Reader,
+    entries: Iterator[Entry],
+    replaced: list[Replaced],
+    held: set[str],
 ) -> Iterator[_Fresh]:
     """The objects of the bundle that the store lacks, ascending by oid; a large blob is
     streamed into the store loose here instead (it is one file whatever the form), and so is
-    an object that has a local copy that does not verify, over it (``replaced`` says which)."""
+    an object that has a local copy that does not verify, over it (``replaced`` says which;
+    ``held``: the bundle's oids the store held before the import)."""
     objects = store.objects
     for entry in entries:
-        bad = _bad_copies(objects, entry) if objects.contains(entry.oid) else None
+        bad = _bad_copies(objects, entry) if entry.oid in held else None
         if bad == []:
             continue  # every local copy holds the bundle's bytes
         if entry.spill is not None and entry.kind == "blob":

@@ -14,7 +14,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, BinaryIO
 
 from yyb.errors import CorruptObject, ObjectMissing, StoreIOError
@@ -290,6 +290,30 @@ class DiskObjects(ObjectStore):
         except OSError:
             pass
         return self._in_pack(oid)
+
+    def held_of(self, oids: Iterable[str]) -> set[str]:
+        """``contains`` of many oids at once: the packs listed once, each fan-out folder
+        looked at once (a link there holds nothing), then one ``lstat`` per loose candidate."""
+        packs = self.packs(rescan=True)
+        folders: dict[str, bool] = {}
+        held = set()
+        for oid in oids:
+            if any(found.find(oid) is not None for found in packs):
+                held.add(oid)
+                continue
+            prefix = oid[:2]
+            if prefix not in folders:
+                try:
+                    folders[prefix] = stat.S_ISDIR(os.lstat(f"{self.folder}/{prefix}").st_mode)
+                except OSError:
+                    folders[prefix] = False
+            if folders[prefix]:
+                try:
+                    if stat.S_ISREG(os.lstat(self.path(oid)).st_mode):
+                        held.add(oid)
+                except OSError:
+                    pass
+        return held
 
     def _ensure_folder(self, prefix: str) -> None:
         """Create the fan-out folder ``objects/<prefix>`` if missing; refuse a link there.

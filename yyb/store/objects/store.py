@@ -8,7 +8,7 @@ import io
 import os
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
 from yyb.errors import (
@@ -180,6 +180,10 @@ class ObjectStore(ABC):
         """Whole stored bytes when small and well-formed; b"" when absent; None otherwise."""
         data = self._read(oid)
         return b"" if data is None else small_and_well_formed(data, oid, limit)
+
+    def held_of(self, oids: Iterable[str]) -> set[str]:
+        """Those of ``oids`` the store holds (``contains`` of each, in one pass)."""
+        return {oid for oid in oids if self.contains(oid)}
 
     @abstractmethod
     def iter_oids(self) -> Iterator[str]: ...
