@@ -263,3 +263,36 @@ def test_loose_objects_land_each_after_what_it_links(pair):
                 for t in (ts if isinstance(ts, list) else [ts])
             }
             assert linked & set(wanted) <= set(order[:at]), oid
+
+
+def test_a_sender_that_cannot_finish_its_pack_ends_the_session_and_nothing_lands(pair, monkeypatch):
+    """The pack streams as it is written; an object that stops verifying halfway (here a
+    stand-in writer that fails after half the bytes) ends the session: the receiver, waiting
+    for bytes that never come, sees the connection cut and keeps nothing."""
+    from yyb.errors import CorruptObject
+    from yyb.store.bundle import pack_form
+
+    here, there = pair
+    _notes(here, "refs/notes/a", "one", "two", "three")
+    real = pack_form.write
+
+    def half(store, handle, head, oids):
+        class Stop:
+            def __init__(self):
+                self.written = 0
+
+            def write(self, data):
+                if self.written > 200:
+                    raise CorruptObject(oids[-1], "changed while it was being bundled")
+                handle.write(data)
+                self.written += len(data)
+
+        real(store, Stop(), head, oids)
+
+    monkeypatch.setattr(transfer.pack_form, "write", half)
+    with pytest.raises(transfer.ProtocolError, match="stopped sending the pack"):
+        push(here, there, "refs/notes/a")
+    assert there.refs.read("refs/notes/a") is None
+    assert list(there.objects.iter_oids()) == []
+    monkeypatch.setattr(transfer.pack_form, "write", real)
+    assert [m.how for m in push(here, there, "refs/notes/a").imported.moves] == ["adopt"]

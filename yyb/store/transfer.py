@@ -227,7 +227,12 @@ def send_pack(store: Store, channel: Channel, header: Header, ask, force: bool =
     total = len(head) + HEAD.size + sum(sizes.values()) + HASH
     channel.send({"pack": total, "objects": len(oids), "force": force})
     out = _Counted(channel)
-    pack_form.write(store, out, head, oids)
+    try:
+        pack_form.write(store, out, head, oids)
+    except ProtocolError:
+        raise
+    except YybError as exc:  # the pack is cut short: only ending the session says so
+        raise ProtocolError(f"stopped sending the pack: {exc.message}") from None
     channel.flush()
     if out.count != total:  # the stream is out of step: the other side's check refuses it
         raise ProtocolError(f"the pack was {out.count} bytes, not the {total} stated")
