@@ -13,7 +13,7 @@ from yyb.cli.output import emit_json, json_option
 
 @click.group("remote")
 def remote():
-    """The store's remotes: names for other stores' URLs (file://, ssh://)."""
+    """The store's remotes: names for other stores' URLs (file://, ssh://, s3://)."""
 
 
 @remote.command("add")
@@ -21,7 +21,8 @@ def remote():
 @click.argument("url")
 @click.pass_context
 def add(ctx, name, url):
-    """Name URL (file:///path, ssh://[user@]host[:port]/path, or a path) as remote NAME."""
+    """Name URL (file:///path, ssh://[user@]host[:port]/path, s3://bucket/prefix, or a path)
+    as remote NAME."""
     from yyb.store import remotes
 
     remotes.add(open_store(ctx), name, url)
