@@ -53,6 +53,7 @@ from bench_remote import (  # noqa: E402
     loose_oids,
     median,
     no_fsync,
+    remote_parser,
     top_functions,
 )
 from bench_store import bench_env, describe_machine, find_yyb, small_blobs, warm_tree  # noqa: E402
@@ -335,17 +336,7 @@ def table(rows: list[Row]) -> list[str]:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--blobs", type=int, default=10_000, help="throughput blobs (10,000)")
-    parser.add_argument("--attempts", type=int, default=5_000, help="attempts (5,000)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs of each figure (median)")
-    parser.add_argument("--profile", action="store_true", help="cProfile two pushes and a fetch")
-    parser.add_argument("--only", choices=("throughput", "incremental"), help="one part")
-    parser.add_argument("--yyb", help="the yyb executable (default: next to this Python)")
-    parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
-    return parser.parse_args(argv)
+    return remote_parser(__doc__, "cProfile two pushes and a fetch").parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -484,20 +484,25 @@ def table(rows: list[Row]) -> list[str]:
     return lines
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+def remote_parser(doc: str, profile_help: str) -> argparse.ArgumentParser:
+    """The options this bench and tools/bench_bucket.py share (``doc``: the script's)."""
     parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+        description=doc.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--blobs", type=int, default=10_000, help="throughput blobs (10,000)")
     parser.add_argument(
         "--attempts", type=int, default=5_000, help="attempts in the store (5,000; see docs)"
     )
     parser.add_argument("--repeat", type=int, default=3, help="runs of each figure (median)")
-    parser.add_argument("--profile", action="store_true", help="cProfile both sides of pushes")
+    parser.add_argument("--profile", action="store_true", help=profile_help)
     parser.add_argument("--only", choices=("throughput", "incremental"), help="one part")
     parser.add_argument("--yyb", help="the yyb executable (default: next to this Python)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
-    return parser.parse_args(argv)
+    return parser
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    return remote_parser(__doc__, "cProfile both sides of pushes").parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import note
+from tests.remote.checks import fetched_back_verifies
 from tests.remote.s3 import s3_server_fixture
 from yyb.errors import NotFastForward, ObjectMissing, RefMismatch, UsageError
 from yyb.store import remotes
@@ -380,15 +381,9 @@ def test_a_signed_experiment_in_the_bucket_verifies_there_and_fetched_back(
     )
     assert stranger.exit_code == 1
     names = sorted(journal.read_state(client.Bucket(client.parse(url))).refs)
-    back = Yyb(str(tmp_path / "back"))
-    assert back("store", "init").exit_code == 0
-    fetched = back("fetch", url, *names)
-    assert fetched.exit_code == 0, fetched.stderr
-    assert back("doctor", "--plan", plan).exit_code == 0
-    assert back("doctor").exit_code == 0
+    back, again = fetched_back_verifies(yyb, url, names, tmp_path / "back", plan)
     report = back("report", "--plan", plan, "--no-layer")
     assert report.exit_code == 0 and "status: complete" in report.stdout
-    again = json.loads(yyb("push", url, "--plan", plan, "--json").stdout)["transfer"]
     assert again["objects"] == 0 and again["bytes_sent"] == 0
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Yyb
+from tests.remote.checks import fetched_back_verifies
 from tests.remote.test_transfer import _errors, _notes
 from yyb.store import remotes, transfer
 from yyb.store.repo import Store
@@ -86,11 +87,5 @@ def test_an_experiment_pushed_over_ssh_verifies_there_and_fetched_back_verifies_
     report = far("report", "--plan", plan, "--no-layer")
     assert report.exit_code == 0 and "status: complete" in report.stdout
     names = [line.split()[1] for line in far("show-ref").lines]
-    back = Yyb(str(tmp_path / "back"))
-    assert back("store", "init").exit_code == 0
-    fetched = back("fetch", url, *names)
-    assert fetched.exit_code == 0, fetched.stderr
-    assert back("doctor", "--plan", plan).exit_code == 0
-    assert back("doctor").exit_code == 0
-    again = json.loads(yyb("push", url, "--plan", plan, "--json").stdout)["transfer"]
+    _, again = fetched_back_verifies(yyb, url, names, tmp_path / "back", plan)
     assert again["objects"] == 0 and first > 50

@@ -161,11 +161,10 @@ def verify_log(ctx, notes, keys, remote_name, as_json):
     trusted = [signing.load_public(k) for k in keys]
     held = [file.read_input(path) for path in notes]
     if remote_name is not None:
-        where, findings, checked = _bucket_log(ctx, remote_name, held, trusted, as_json)
+        where, findings = _bucket_log(ctx, remote_name, held, trusted, as_json)
     else:
         store = open_store(ctx)
-        checked = store.path
-        with failed_check(as_json, checked, checked=None):
+        with failed_check(as_json, store.path, checked=None):
             where, findings = signing.verify_log(store, held, trusted)
     if as_json:
         answer = verdict(findings)
@@ -191,4 +190,4 @@ def _bucket_log(ctx, given: str, held: list, trusted: list, as_json: bool):
             with failed_check(as_json, location.url, checked=None):
                 where, findings = signing.verify_log(view, held, trusted)
             findings = list(findings)
-    return f"{location.url}: {where}", findings, location.url
+    return f"{location.url}: {where}", findings

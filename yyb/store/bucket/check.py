@@ -68,7 +68,7 @@ class BucketCheck:
         yield from self._pack_files(listed)
         view = self.view = open_view(self.bucket, self.state, self.scratch)
         listing = Listing()
-        yield from self._stream_packs(view, listing)
+        yield from self._stream_packs(view, listing, listed)
         yield from check_objects(view, listing)
         present, roots = sorted(listing.copies), []
         yield from check_refs(view, set(present), roots)
@@ -109,23 +109,25 @@ class BucketCheck:
                 "no commit names it (a push that stopped before its commit): not in the store",
             )
 
-    def _stream_packs(self, view: Store, listing: Listing) -> Iterator[Finding]:
+    def _stream_packs(
+        self, view: Store, listing: Listing, listed: dict[str, set[str]]
+    ) -> Iterator[Finding]:
         """Each pack the journal names, streamed, verified whole and dropped: its oids and
-        blobs to ``listing``, its records kept. A pack that does not verify holds nothing."""
+        blobs to ``listing``, its records kept. A pack that does not verify holds nothing;
+        one not in the bucket (``listed``) was said as missing-pack."""
         objects = view.objects
         for trailer, reason in sorted(objects.unreadable.items()):
-            if reason != "its index is not in the bucket":  # said as missing-pack
+            if trailer in listed[".idx"]:
                 yield error("bad-pack", pack_key(trailer, ".idx"), reason)
         where: dict[str, str] = {}  # oid -> a pack that verified and holds it
         for trailer in self.state.packs:
-            if trailer in objects.unreadable:
+            if trailer in objects.unreadable or trailer not in listed[".pack"]:
                 continue
             try:
                 held = objects.opened(trailer)
                 blobs = held.verify()
             except pack.PackError as exc:
-                if "it is not in the bucket" not in exc.reason:
-                    yield error("bad-pack", pack_key(trailer), exc.reason)
+                yield error("bad-pack", pack_key(trailer), exc.reason)
                 objects.drop(trailer)
                 continue
             oids = list(held.oids())
