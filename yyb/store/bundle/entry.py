@@ -20,6 +20,7 @@ class Source(Protocol):
     offset: int  # where its objects begin
     handle: BinaryIO
     digest: Any  # a hashlib.sha256() of every byte read so far
+    spans: list[tuple[bytes, int, int]] | None  # filled with each object's place as it is read
 
     def fail(self, reason: str, oid: str | None = None, code: str = "corrupt") -> CorruptBundle:
         """The error for a bundle that is not what it must be."""

@@ -47,7 +47,16 @@ def write(store: Store, handle: BinaryIO, head: bytes, oids: list[str]) -> None:
     pack_head = HEAD.pack(PACK_MAGIC, PACK_VERSION, len(oids))
     trailer.update(pack_head)
     handle.write(pack_head)
+    read_small = store.objects.read_small
     for oid in oids:
+        small = read_small(oid)
+        if small:  # the common case, in one read: a small object, well-formed
+            raw = hashlib.sha256(small).digest()
+            if raw.hex() != oid:
+                raise CorruptObject(oid, "changed while it was being bundled")
+            handle.write(small)
+            trailer.update(raw)
+            continue
         kind, size, stream = store.objects.open_body(oid)
         with stream:
             stored_head = header(kind, size)
@@ -111,6 +120,7 @@ def _objects(
     reader.digest.update(view[start : start + HEAD.size])
     spans = _spans(reader, mapped, start + HEAD.size, end, count)
     oids: list[bytes] = []
+    reader.spans = placed = []
     previous = b""
     position = start + HEAD.size
     with contextlib.ExitStack() as stack:
@@ -125,6 +135,7 @@ def _objects(
                 )
             previous = raw
             oids.append(raw)
+            placed.append((raw, position, body + length))
             if data is None and spill is None:
                 yield Entry(oid, kind, length, mapped, None, body)
             else:

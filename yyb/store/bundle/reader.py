@@ -80,6 +80,9 @@ class Reader:
         self.digest = hashlib.sha256()
         self.offset = 0
         self.version = 0  # known once the header is read
+        # the pack form's objects as they lie in the file once read: (raw oid, where the
+        # stored bytes start, where they stop), in order; None for the frame form
+        self.spans: list[tuple[bytes, int, int]] | None = None
 
     def close(self) -> None:
         self.handle.close()

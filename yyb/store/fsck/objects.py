@@ -11,8 +11,7 @@ from yyb.store import schema
 from yyb.store.fsck.findings import Finding, error
 from yyb.store.fsck.packs import Listing
 from yyb.store.objects import codec
-from yyb.store.objects.format import MAX_RECORD, check_record, hash_object, split
-from yyb.store.objects.format import check_links as record_links
+from yyb.store.objects.format import MAX_RECORD, checked_record, hash_object, split
 from yyb.store.objects.store import hash_stream
 from yyb.store.repo import Store
 
@@ -121,8 +120,8 @@ def check_body(oid: str, kind: str, body: bytes, got: str | None = None) -> Insp
     found: list[Finding] = []
     links: tuple[str, ...] = ()
     try:
-        version = check_record(value)
-        links = tuple(t for targets in record_links(value).values() for t in targets)
+        version, linked = checked_record(value)
+        links = tuple(t for targets in linked.values() for t in targets)
     except InvalidRecord as exc:
         return Inspection(
             [error("bad-record", oid, f"{exc.path}: {exc.reason}")], kind, proved=True

@@ -19,6 +19,7 @@ MAX_HEADER = 32
 MAX_RECORD = 64 << 20
 
 _OID_RE = re.compile(r"[0-9a-f]{64}")
+_HEX_RE = re.compile(r"[0-9a-f]*")
 _PREFIX_RE = re.compile(r"[0-9a-f]{4,64}")
 # The stored header: kind, space, decimal length without sign or leading zeros, NUL. Readers
 # that match it in a mapped file (packs, bundles) use this pattern too: one grammar.
@@ -111,17 +112,38 @@ def check_links(value: dict, oid: str | None = None) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for role, target in links.items():
         targets = target if type(target) is list else [target]
-        for item in targets:
-            if not is_oid(item):
-                raise InvalidRecord(
-                    codec.json_path(("links", role)), f"{where}{item!r} is not a full object id"
-                )
+        if not _all_oids(targets):
+            for item in targets:
+                if not is_oid(item):
+                    raise InvalidRecord(
+                        codec.json_path(("links", role)),
+                        f"{where}{item!r} is not a full object id",
+                    )
         out[role] = targets
     return out
 
 
+def _all_oids(items: list) -> bool:
+    """Whether every item is an oid, tested in a few passes of C over the whole list (a
+    record may link thousands): each a string of 64 characters, all of them hexadecimal."""
+    if not items:
+        return True
+    try:
+        joined = "".join(items)
+    except TypeError:  # not every item is a string
+        return False
+    return (
+        min(map(len, items)) == max(map(len, items)) == 64 and _HEX_RE.fullmatch(joined) is not None
+    )
+
+
 def check_record(value: dict) -> str:
     """Check what every record must have whatever its schema; return its schema_version."""
+    return checked_record(value)[0]
+
+
+def checked_record(value: dict) -> tuple[str, dict[str, list[str]]]:
+    """``check_record``, and the record's links (``check_links``) found on the way."""
     version = value.get("schema_version")
     if version is None:
         raise InvalidRecord("$.schema_version", "missing: every record names its schema_version")
@@ -129,8 +151,7 @@ def check_record(value: dict) -> str:
         raise InvalidRecord(
             "$.schema_version", f"{version!r} is not a schema version like 'name.v1'"
         )
-    check_links(value)
-    return version
+    return version, check_links(value)
 
 
 class StoredObject:

@@ -60,46 +60,120 @@ def write(folder: str, items: Iterable[tuple[str, bytes]]) -> str | None:
     Raises:
         ValueError: the items are not ascending.
     """
-    oids: list[bytes] = []
-    offsets: list[int] = []
-    tmp_pack = tmp_index = None
+    return _written(folder, lambda out: _fill(out, items))
+
+
+COPY_PIECE = 1 << 20  # bytes of whole objects copied, proved and written at a time
+
+
+def write_copy(folder: str, view: memoryview, spans: list[tuple[bytes, int, int]]) -> str:
+    """Write a pack of objects that lie one after another in ``view`` (each span its raw oid
+    and where its stored bytes start and stop; strictly ascending by oid, each starting where
+    the one before stops), as ``write`` does, copying them in pieces of about COPY_PIECE.
+    Every object is hashed on the copy that is written, so what lands is exactly what was
+    proved, whatever happens to ``view`` meanwhile; the pack's trailer is hashed on the way.
+
+    Raises:
+        CorruptObject: an object of the copy does not hash to its oid.
+        ValueError: the spans are empty, out of order or not one after another.
+    """
+    if not spans:
+        raise ValueError("a pack needs at least one object")
+    return _written(folder, lambda out: _fill_copy(out, view, spans))
+
+
+Filled = tuple[list[bytes], list[int], bytes]  # a pack's oids, their offsets, its trailer
+
+
+def _written(folder: str, fill) -> str | None:
+    """Make a pack in ``folder``: ``fill`` writes a new temporary file's objects and returns
+    what they are (``Filled``; None: there were none, and nothing is kept); the file is then
+    sealed with the trailer, indexed and placed (``_place``)."""
+    tmp_pack = None
     try:
         fd, tmp_pack = _temp(folder)
         with os.fdopen(fd, "w+b") as out:
-            out.write(HEAD.pack(PACK_MAGIC, VERSION, 0))  # the count is known at the end
-            position = HEAD.size
-            for oid, data in items:
-                key = bytes.fromhex(oid)
-                if oids and key <= oids[-1]:
-                    raise ValueError("pack items must be strictly ascending by oid")
-                oids.append(key)
-                offsets.append(position)
-                out.write(data)
-                position += len(data)
-            if not oids:
+            filled = fill(out)
+            if filled is None:
                 return None
-            out.seek(0)
-            out.write(HEAD.pack(PACK_MAGIC, VERSION, len(oids)))
-            out.flush()
-            digest = hashlib.sha256()
-            out.seek(0)
-            while chunk := out.read(1 << 20):
-                digest.update(chunk)
-            trailer = digest.digest()
+            oids, offsets, trailer = filled
             out.write(trailer)
             out.flush()
             os.fsync(out.fileno())
-        name = os.path.join(folder, f"pack-{trailer.hex()}")
-        index = _index(oids, offsets, trailer)
+        placed = _place(folder, tmp_pack, oids, offsets, trailer)
+        tmp_pack = None
+        return placed
+    except OSError as exc:
+        raise file.io_error(folder, exc) from exc
+    finally:
+        file.discard(tmp_pack)
+
+
+def _fill(out, items: Iterable[tuple[str, bytes]]) -> Filled | None:
+    oids: list[bytes] = []
+    offsets: list[int] = []
+    out.write(HEAD.pack(PACK_MAGIC, VERSION, 0))  # the count is known at the end
+    position = HEAD.size
+    for oid, data in items:
+        key = bytes.fromhex(oid)
+        if oids and key <= oids[-1]:
+            raise ValueError("pack items must be strictly ascending by oid")
+        oids.append(key)
+        offsets.append(position)
+        out.write(data)
+        position += len(data)
+    if not oids:
+        return None
+    out.seek(0)
+    out.write(HEAD.pack(PACK_MAGIC, VERSION, len(oids)))
+    out.flush()
+    digest = hashlib.sha256()
+    out.seek(0)
+    while chunk := out.read(1 << 20):
+        digest.update(chunk)
+    return oids, offsets, digest.digest()
+
+
+def _fill_copy(out, view: memoryview, spans: list[tuple[bytes, int, int]]) -> Filled:
+    sha256 = hashlib.sha256
+    head = HEAD.pack(PACK_MAGIC, VERSION, len(spans))
+    digest = sha256(head)
+    out.write(head)
+    previous, at, i = b"", spans[0][1], 0
+    while i < len(spans):
+        j, stop = i, at  # the whole objects of the next piece: i .. j
+        while j < len(spans) and (j == i or spans[j][2] - at <= COPY_PIECE):
+            raw, start, stop = spans[j]
+            if start != (spans[j - 1][2] if j else at) or raw <= previous:
+                raise ValueError("spans must be ascending and one after another")
+            previous, j = raw, j + 1
+        piece = bytes(view[at:stop])
+        with memoryview(piece) as copy:
+            for raw, start, end in spans[i:j]:
+                if sha256(copy[start - at : end - at]).digest() != raw:
+                    raise CorruptObject(raw.hex(), "its bytes changed while copied")
+        digest.update(piece)
+        out.write(piece)
+        i, at = j, stop
+    base = spans[0][1] - HEAD.size
+    return [raw for raw, _, _ in spans], [start - base for _, start, _ in spans], digest.digest()
+
+
+def _place(folder: str, tmp_pack: str, oids: list[bytes], offsets: list[int], trailer: bytes):
+    """Write the index of the sealed pack at ``tmp_pack`` and rename both into place (the pack
+    first), the folder fsynced after each; the pack's path. On failure the temporary index is
+    removed (the temporary pack is the caller's)."""
+    name = os.path.join(folder, f"pack-{trailer.hex()}")
+    tmp_index = None
+    try:
         fd, tmp_index = _temp(folder)
         with os.fdopen(fd, "wb") as out:
-            out.write(index)
+            out.write(_index(oids, offsets, trailer))
             out.flush()
             os.fsync(out.fileno())
         os.chmod(tmp_pack, 0o444)
         os.chmod(tmp_index, 0o444)
         os.rename(tmp_pack, name + ".pack")
-        tmp_pack = None
         file.fsync_dir(folder)
         file.durable_point()
         os.rename(tmp_index, name + ".idx")  # the pack is part of the store from here
@@ -107,10 +181,7 @@ def write(folder: str, items: Iterable[tuple[str, bytes]]) -> str | None:
         file.fsync_dir(folder)
         file.durable_point()
         return name + ".pack"
-    except OSError as exc:
-        raise file.io_error(folder, exc) from exc
     finally:
-        file.discard(tmp_pack)
         file.discard(tmp_index)
 
 
