@@ -47,6 +47,7 @@ TARGET_WRITE_RATIO = 1.5  # hash-object -w vs cp + hash of the copy
 TARGET_BATCH_RATIO = 1.5  # cat-object --batch vs git cat-file --batch
 TARGET_DOCTOR_RATIO = 1.5  # doctor vs git fsck
 TARGET_STARTUP_MS = 50.0  # median wall time of `yyb cat-object -t OID`
+TARGET_STARTUP_OVER_MS = 15.0  # ... beyond `python -c pass` run the same way (issue 37)
 
 
 # --- results -----------------------------------------------------------------------------
@@ -207,9 +208,11 @@ def bench_env(work: Path, bytecode_cache: bool = True) -> dict[str, str]:
     if bytecode_cache:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
-    else:
+    else:  # no cache is found (an empty prefix: the source tree's __pycache__ is not read)
         env["PYTHONDONTWRITEBYTECODE"] = "1"
-        env.pop("PYTHONPYCACHEPREFIX", None)
+        empty = work / "no-pycache"
+        empty.mkdir(exist_ok=True)
+        env["PYTHONPYCACHEPREFIX"] = str(empty)
     return env
 
 
@@ -619,15 +622,19 @@ def bench_startup(report: Report, yyb: str, runs: int, work: Path,
     report.add(Row(
         f"start-up: `cat-object -t OID`, median of {runs}",
         f"{cat_ms:.1f} ms", f"`python -c pass`: {python_ms:.1f} ms",
-        f"+{cat_ms - python_ms:.1f} ms", f"< {TARGET_STARTUP_MS:.0f} ms",
-        cat_ms < TARGET_STARTUP_MS))
-    # The same without bytecode caches: a source checkout run with PYTHONDONTWRITEBYTECODE=1
-    # (or an unwritable tree) recompiles yyb on every command.
-    cold_ms = _median_ms(cat, runs, bench_env(work, bytecode_cache=False))
+        f"+{cat_ms - python_ms:.1f} ms",
+        f"< {TARGET_STARTUP_MS:.0f} ms, +{TARGET_STARTUP_OVER_MS:.0f} ms",
+        cat_ms < TARGET_STARTUP_MS and cat_ms - python_ms <= TARGET_STARTUP_OVER_MS))
+    # The same with no bytecode cache at all (a checkout run with PYTHONDONTWRITEBYTECODE=1,
+    # or an unwritable tree, compiles every module on every command): both sides compile.
+    cold = bench_env(work, bytecode_cache=False)
+    cold_python_ms = _median_ms([sys.executable, "-c", "pass"], runs, cold)
+    cold_ms = _median_ms(cat, runs, cold)
     report.add(Row(
-        "start-up: `cat-object -t OID`, no bytecode cache for yyb (info)",
-        f"{cold_ms:.1f} ms", f"`python -c pass`: {python_ms:.1f} ms",
-        f"+{cold_ms - python_ms:.1f} ms", "—", None))
+        "start-up: `cat-object -t OID`, no bytecode cache for anything",
+        f"{cold_ms:.1f} ms", f"`python -c pass`, no cache either: {cold_python_ms:.1f} ms",
+        f"+{cold_ms - cold_python_ms:.1f} ms", f"+{TARGET_STARTUP_OVER_MS:.0f} ms",
+        cold_ms - cold_python_ms <= TARGET_STARTUP_OVER_MS))
 
     sample = work / "startup-sample"
     sample.write_bytes(b"x" * 1000)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 
@@ -64,6 +63,8 @@ def template(source_name: str, yylo_version: str = "INSTALLED_YYLO_VERSION") -> 
 
 
 def render(config: dict) -> str:
+    import json  # here: plumbing reads a configuration through codec alone
+
     return json.dumps(config, indent=2) + "\n"
 
 

@@ -187,6 +187,11 @@ HEAVY = (
     "pygit2",
     "cryptography",
     "yyb.store.refs.store",
+    # and what start-up was trimmed of (docs/performance.md, "Plumbing start-up")
+    "typing",
+    "json",
+    "threading",
+    "base64",
 )
 
 

@@ -4,12 +4,10 @@ calls, so a command line means the same whichever path runs it."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
 from collections.abc import Callable, Iterator
-from typing import BinaryIO, Literal
 
 from yyb.cli.failure import fail
 from yyb.errors import CorruptObject, NotFound, UsageError, YybError
@@ -19,8 +17,12 @@ from yyb.store.objects.format import OID_HEX
 from yyb.store.objects.format import hash_object as oid_of
 from yyb.store.objects.store import STREAM_THRESHOLD, hash_stream, record_body, spool
 
-HashKind = Literal["blob", "record"]
-CatMode = Literal["type", "size", "exists", "pretty", "json", "raw", "batch", "batch-check"]
+TYPE_CHECKING = False  # typing is not imported at run time (docs/performance.md)
+if TYPE_CHECKING:
+    from typing import BinaryIO, Literal
+
+    HashKind = Literal["blob", "record"]
+    CatMode = Literal["type", "size", "exists", "pretty", "json", "raw", "batch", "batch-check"]
 CAT_MODES: tuple[CatMode, ...] = (
     "type",
     "size",
@@ -118,6 +120,8 @@ def cat_object(store, mode: CatMode, name: str | None, buffer: bool = False) -> 
     if mode == "json":
         if obj.kind != "record":
             raise UsageError(f"{oid} is a blob; --json shows records (use -p or --raw)")
+        import json
+
         sys.stdout.write(
             json.dumps(codec.to_json(obj.value()), ensure_ascii=False, separators=(",", ":")) + "\n"
         )
@@ -130,6 +134,8 @@ def cat_object(store, mode: CatMode, name: str | None, buffer: bool = False) -> 
 def _pretty(kind: str, body: bytes, oid: str) -> bytes:
     if kind == "blob":
         return body
+    import json
+
     value = codec.decode(body, oid)
     return (json.dumps(codec.to_json(value), indent=2, ensure_ascii=False) + "\n").encode()
 

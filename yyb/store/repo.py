@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from yyb.errors import RefNotFound, StoreNotFound, UsageError
 from yyb.store import file
@@ -14,6 +13,7 @@ from yyb.store.objects.format import OID_HEX, check_prefix, is_oid
 from yyb.store.objects.loose import DiskObjects
 from yyb.store.objects.store import MemoryObjects, ObjectStore
 
+TYPE_CHECKING = False  # typing is not imported at run time (docs/performance.md)
 if TYPE_CHECKING:
     from yyb.store.refs.store import RefStore
 

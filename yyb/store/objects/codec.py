@@ -12,12 +12,13 @@ map whose only key is ``$bin`` is not allowed inside a record.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
-from typing import Any
-
+# json and base64 are imported where they are used: reading an object needs neither
+# (plumbing start-up, docs/performance.md).
 from yyb.errors import InvalidRecord, NonCanonical
+
+TYPE_CHECKING = False  # typing is not imported at run time (docs/performance.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 # msgpack is imported by the functions that use it: plumbing that shows blobs never pays for it.
 
@@ -38,6 +39,8 @@ def json_path(path: tuple) -> str:
         elif part.isidentifier():
             out.append(f".{part}")
         else:
+            import json
+
             out.append(f"[{json.dumps(part)}]")
     return "".join(out)
 
@@ -342,6 +345,9 @@ def _from_json(value: Any, path: tuple) -> Any:
             text = value[0][1]
             if type(text) is not str:
                 raise _Fault(path, f'"{BIN_KEY}" must hold a base64 string')
+            import base64
+            import binascii
+
             try:
                 return base64.b64decode(text, validate=True)
             except (binascii.Error, ValueError):
@@ -373,6 +379,8 @@ def from_json(text: str | bytes) -> dict:
     Raises:
         InvalidRecord: the text is not JSON, or holds what a record cannot.
     """
+    import json
+
     try:
         raw = json.loads(
             text, object_pairs_hook=_Pairs, parse_float=_Float, parse_constant=_no_constant
@@ -400,6 +408,8 @@ def from_json(text: str | bytes) -> dict:
 def loads_strict(text: str) -> Any:
     """JSON another program wrote, read strictly but not as a record: any number, but no key
     twice in an object and no NaN or Infinity. Raises ValueError (json's, or saying which)."""
+    import json
+
     return json.loads(text, object_pairs_hook=_unique_pairs, parse_constant=_not_json)
 
 
@@ -422,5 +432,7 @@ def to_json(value: Any) -> Any:
     if t is list:
         return [to_json(v) for v in value]
     if t is bytes:
+        import base64
+
         return {BIN_KEY: base64.b64encode(value).decode("ascii")}
     return value

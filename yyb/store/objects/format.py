@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any
 
 from yyb.errors import ChecksumMismatch, CorruptObject, InvalidOid, InvalidRecord
 from yyb.store.objects import codec
+
+TYPE_CHECKING = False  # typing is not imported at run time (docs/performance.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 KINDS = ("blob", "record")
 OID_HEX = 64

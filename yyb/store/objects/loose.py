@@ -8,14 +8,13 @@ object belongs is reported as a corrupt object, never followed to bytes that liv
 
 from __future__ import annotations
 
+import _thread
 import errno
 import io
 import os
 import stat
-import threading
 import time
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, BinaryIO
 
 from yyb.errors import CorruptObject, ObjectMissing, StoreIOError
 from yyb.store import file
@@ -34,7 +33,10 @@ from yyb.store.objects.store import (
     small_and_well_formed,
 )
 
+TYPE_CHECKING = False  # typing is not imported at run time (docs/performance.md)
 if TYPE_CHECKING:
+    from typing import BinaryIO
+
     from yyb.store.objects import pack
 
 
@@ -55,7 +57,7 @@ class DiskObjects(ObjectStore):
         self.folder = os.path.join(root, "objects")
         self.pack_folder = os.path.join(self.folder, "pack")
         self._packs: dict[str, pack.Pack] = {}
-        self._packs_lock = threading.Lock()
+        self._packs_lock = _thread.allocate_lock()  # threading.Lock
         self._pack_listing: tuple[int, int] | None = None  # (inode, mtime) of a settled listing
 
     # --- packs ---------------------------------------------------------------------------

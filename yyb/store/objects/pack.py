@@ -20,6 +20,7 @@ from __future__ import annotations
 import array
 import binascii
 import bisect
+import collections
 import hashlib
 import itertools
 import mmap
@@ -28,7 +29,6 @@ import os
 import struct
 import sys
 from collections.abc import Iterable, Iterator
-from typing import NamedTuple
 
 from yyb.errors import CorruptObject
 from yyb.store import file
@@ -225,16 +225,12 @@ SHARE_STEP = 0.05  # how fast the helper's share of a bulk read follows which si
 _DIGEST = operator.methodcaller("digest")
 
 
-class Begun(NamedTuple):
-    """A bulk read begun (``Pack.begin_bodies``): the oids wanted (joined, 32 bytes each),
-    where they go in the caller's list (None: everywhere), how many of their bytes the helper
-    has (the first), and the spans proved here for the rest."""
-
-    keys: bytes
-    where: list[int] | None
-    split: int
-    starts: list[int]
-    stops: list[int]
+# A bulk read begun (``Pack.begin_bodies``): the oids wanted (``keys``, joined, 32 bytes
+# each), where they go in the caller's list (``where``; None: everywhere), how many of their
+# bytes the helper has (``split``, the first), and the spans proved here for the rest
+# (``starts``, ``stops``). collections' namedtuple, not typing's: plumbing does not import
+# typing (docs/performance.md).
+Begun = collections.namedtuple("Begun", ["keys", "where", "split", "starts", "stops"])
 
 
 class Pack:

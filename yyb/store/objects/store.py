@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
+import _thread
 import hashlib
 import io
 import os
-import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
-from typing import Any, BinaryIO
 
 from yyb.errors import (
     AmbiguousOid,
@@ -31,6 +30,10 @@ from yyb.store.objects.format import (
     parse_header,
     split,
 )
+
+TYPE_CHECKING = False  # typing is not imported at run time (docs/performance.md)
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
 
 # 64 KiB reads: small enough to come from the heap, large enough that the loop costs nothing.
 CHUNK = 64 << 10
@@ -405,7 +408,7 @@ class MemoryObjects(ObjectStore):
 
     def __init__(self) -> None:
         self.raw: dict[str, bytes] = {}
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()  # threading.Lock, without importing threading
 
     def _read(self, oid: str) -> bytes | None:
         return self.raw.get(oid)
