@@ -16,7 +16,6 @@ from collections.abc import Iterator
 
 from yyb.errors import YybError
 from yyb.harness import scratch
-from yyb.readiness import verify
 from yyb.store.fsck import Finding, error, fsck, info
 from yyb.store.log import audit as logaudit
 from yyb.store.log import checkpoint
@@ -29,7 +28,7 @@ def findings(store) -> Iterator[Finding]:
         leftovers(store),
         logaudit.audit(store),
         carried_checkpoint(store),
-        verify.doctor(store),
+        readiness(store),
         environments(store),
     )
 
@@ -47,10 +46,22 @@ def bucket_findings(location, scratch_folder: str) -> Iterator[Finding]:
         return
     try:
         yield from itertools.chain(
-            logaudit.audit(check.view), carried_checkpoint(check.view), verify.doctor(check.view)
+            logaudit.audit(check.view), carried_checkpoint(check.view), readiness(check.view)
         )
     finally:
         check.view.objects.close()
+
+
+def readiness(store) -> Iterator[Finding]:
+    """The release-readiness receipts' findings (``verify.doctor``); the modules that check
+    them (every record kind) are imported only for a store with a ref under
+    ``refs/release-readiness/``: a doctor of objects alone does not pay for them."""
+    from yyb.evidence import names
+
+    if store.refs.names(under=names.READINESS):
+        from yyb.readiness import verify
+
+        yield from verify.doctor(store)
 
 
 def environments(store) -> Iterator[Finding]:
