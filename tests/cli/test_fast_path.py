@@ -329,3 +329,40 @@ def test_gathered_answers_survive_writes_cut_short(tmp_path, monkeypatch, most):
         objects._write_parts(out, parts)
     assert (tmp_path / "out").read_bytes() == b"buffered first " + b"".join(parts)
     assert len(calls) > len(parts) // 5
+
+
+def _doctor_both_ways(path: str, *flags: str) -> tuple[tuple, tuple, str]:
+    """``doctor`` of ``path`` on the fast path and through click: (code, stdout, stderr)
+    each, and which modules the fast one left out."""
+    runs = []
+    for way in ("fast", "app"):
+        script = (
+            "import sys\n"
+            f"from yyb.cli import {way}\n"
+            f"code = {way}.run(['--store', {path!r}, 'doctor', *{list(flags)!r}])\n"
+            "sys.stdout.flush()\n"
+            "print('click' in sys.modules, file=sys.stderr)\n"
+            "sys.exit(code)\n"
+        )
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
+        runs.append((done.returncode, done.stdout, done.stderr))
+    return runs[0], runs[1], runs[0][2].decode().splitlines()[-1]
+
+
+@pytest.mark.parametrize("flags", [(), ("--json",)])
+def test_doctor_on_the_fast_path_says_what_click_says(packed_many, flags):
+    """A damaged pack and a dangling record: the same findings, summary and exit code, and
+    the fast one never loads click."""
+    path = packed_many[0]
+    fast_run, click_run, fast_loaded_click = _doctor_both_ways(path, *flags)
+    assert fast_run[0] == click_run[0] == 1
+    assert fast_run[1] == click_run[1] and b"bad-pack" in fast_run[1]
+    assert fast_run[2].splitlines()[:-1] == click_run[2].splitlines()[:-1]
+    assert fast_loaded_click == "False"
+
+
+def test_doctor_of_no_store_says_so_the_same_way(tmp_path):
+    fast_run, click_run, _ = _doctor_both_ways(str(tmp_path / "none"))
+    assert fast_run[0] == click_run[0] == 2
+    assert fast_run[2].splitlines()[:-1] == click_run[2].splitlines()[:-1]
+    assert b"not a yyb store" in fast_run[2]

@@ -90,21 +90,9 @@ def doctor(ctx, plan_name, remote_name, as_json, experiment):
             err=True,
         )
         return 1 if errors or summary["status"] != "complete" else 0
-    from yyb.evidence import names
-    from yyb.readiness import doctor as checks
+    from yyb.cli.findings import store_doctor
 
-    findings = checks.findings(store)
-    errors, infos = emit_findings(findings, as_json)
-    forms = {}
-    if store.refs.names(under=names.SIGNATURES):  # signing is imported only when it counts
-        from yyb import signing
-
-        forms = signing.signature_forms(store)
-    if forms:  # which form each signed object's newest signature is (docs/audit.md)
-        said = ", ".join(f"{n} {form}" for form, n in forms.items())
-        click.echo(f"doctor: signatures: {said}", err=True)
-    click.echo(f"doctor: {errors} problem(s), {infos} note(s) in {store.path}", err=True)
-    return 1 if errors else 0
+    return store_doctor(store, as_json)
 
 
 def bucket_location(ctx, given: str):

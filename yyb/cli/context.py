@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import json
-import sys
-from collections.abc import Iterable
-
 import click
 
 from yyb.cli import locate
+from yyb.cli.findings import emit_findings  # noqa: F401 - re-exported
 from yyb.store.repo import Store
 
 
@@ -32,26 +29,6 @@ def load_config(ctx: click.Context):
     from yyb import config
 
     return config.load(config_path(ctx))
-
-
-def emit_findings(findings: Iterable, as_json: bool) -> tuple[int, int]:
-    """Print findings (one per line, or one JSON array); return (errors, infos)."""
-    errors = infos = 0
-    collected = []
-    out = sys.stdout
-    for finding in findings:
-        if finding.level == "error":
-            errors += 1
-        else:
-            infos += 1
-        if as_json:
-            collected.append(finding.as_dict())
-        else:
-            out.write(finding.line() + "\n")
-    if as_json:
-        json.dump(collected, out, indent=2)
-        out.write("\n")
-    return errors, infos
 
 
 # The --plan option every experiment command takes.

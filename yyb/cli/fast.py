@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from yyb.cli.failure import fail
+from yyb.cli.failure import fail, worded
 from yyb.cli.locate import OPTION_ENV
 from yyb.cli.objects import CAT_MODES
 from yyb.errors import YybError
@@ -33,13 +33,13 @@ def run(args: list[str]) -> int | None:
     if parsed is None:
         return None
     options, command, rest = parsed
-    call = {"cat-object": _cat_object, "hash-object": _hash_object}.get(command)
+    call = {"cat-object": _cat_object, "hash-object": _hash_object, "doctor": _doctor}.get(command)
     if call is None:
         return None
     try:
         return call(options, rest)
     except YybError as exc:
-        return fail(exc.message, exc.exit_code)
+        return fail(worded(exc), exc.exit_code)
     except KeyboardInterrupt:
         return fail("interrupted", 130)
 
@@ -119,3 +119,13 @@ def _hash_object(options: dict, rest: list[str]) -> int | None:
     return objects.hash_objects(
         lambda: locate.open_store(options), write, kind, from_stdin, stdin_paths, nul, files
     )
+
+
+def _doctor(options: dict, rest: list[str]) -> int | None:
+    """``doctor`` of the whole store, with or without ``--json`` (anything else: click)."""
+    if rest not in ([], ["--json"]):
+        return None
+    from yyb.cli import locate
+    from yyb.cli.findings import store_doctor
+
+    return store_doctor(locate.open_store(options), rest == ["--json"])
