@@ -46,4 +46,5 @@ def store_doctor(store, as_json: bool) -> int:
         said = ", ".join(f"{n} {form}" for form, n in forms.items())
         sys.stderr.write(f"doctor: signatures: {said}\n")
     sys.stderr.write(f"doctor: {errors} problem(s), {infos} note(s) in {store.path}\n")
+    sys.stderr.flush()  # a captured stderr (click's test runner) is not line-buffered
     return 1 if errors else 0
