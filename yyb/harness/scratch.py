@@ -17,7 +17,6 @@ import stat
 import tempfile
 import threading
 
-from yyb.harness import worktree
 from yyb.store import file
 
 PREFIX = "yyb-run-"
@@ -35,6 +34,8 @@ def run_folder(store_path: str | None = None) -> str:
         if made is not None and os.path.isdir(made[0]):
             return made[0]
         folder = tempfile.mkdtemp(prefix=PREFIX)
+        from yyb.harness import worktree  # not for leftovers, which doctor runs
+
         worktree.spread(folder)  # each attempt's and grading's folder in a block group of its own
         fd, _ = file.acquire_lock(os.path.join(folder, LOCK), 0)
         if store_path:
@@ -56,6 +57,8 @@ def _remove(pid: int) -> None:
         return
     made = _run.pop(pid, None)
     if made is not None:
+        from yyb.harness import worktree
+
         worktree.remove(made[0])
         os.close(made[1])
 
@@ -100,6 +103,8 @@ def leftovers(store_path: str | None = None) -> list[str]:
 
 def sweep() -> list[str]:
     """Remove every run folder whose process is gone; return what was removed."""
+    from yyb.harness import worktree
+
     removed = []
     for path in leftovers():
         worktree.remove(path)  # a candidate chose how deep it goes

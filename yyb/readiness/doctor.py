@@ -66,7 +66,12 @@ def readiness(store) -> Iterator[Finding]:
 
 def environments(store) -> Iterator[Finding]:
     """Every built environment a ref names, its cached tree read whole against its manifest
-    (docs/environments.md): one that differs is an error; one not cached here is a note."""
+    (docs/environments.md): one that differs is an error; one not cached here is a note. The
+    registry is imported only for a store with a ref under ``refs/environments/``."""
+    from yyb.harness.environments import REFS
+
+    if not store.refs.names(under=REFS.rstrip("/")):
+        return
     from yyb.harness.environments import registry
 
     for entry in registry.entries(store):

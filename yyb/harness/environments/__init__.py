@@ -11,4 +11,5 @@ SPEC = "yyb_environment_spec.v1"  # what a case declares (schemas/yyb_environmen
 ENVIRONMENT = "yyb_environment.v1"  # what was built from it (schemas/yyb_environment.v1)
 KINDS = ("python", "rootfs", "oci")
 WORKSPACE = "/testbed"  # where a case's workspace is shown inside an environment, by default
+REFS = "refs/environments/"  # refs/environments/<spec oid> -> the environment last built
 PYTHON_MOUNT = "/yyb/python"  # where a ``python`` environment's virtual environment is shown

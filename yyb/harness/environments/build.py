@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from yyb.errors import EnvironmentBuildFailed, EnvironmentMismatch, EnvironmentSpecError
-from yyb.harness.environments import ENVIRONMENT, PYTHON_MOUNT, WORKSPACE, tree
+from yyb.harness.environments import ENVIRONMENT, PYTHON_MOUNT, REFS, WORKSPACE, tree
 from yyb.harness.environments.cache import Cache, remove
 
 # Mount points an environment's root must hold: what bubblewrap makes or yyb binds there.
@@ -85,7 +85,6 @@ class Ready:
 
 
 Progress = Callable[[str], None]
-REFS = "refs/environments/"  # refs/environments/<spec oid> -> the environment last built
 
 
 def ref(spec_oid: str) -> str:
