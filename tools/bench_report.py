@@ -5,7 +5,10 @@ Fabricates one experiment (cases x models x attempts) straight through the store
 record shapes the runner writes (tests/reports/fabricate.py: no sandbox, no agent; fsync is
 skipped while fabricating only), then times the per-experiment report in this process (build
 with its gate, storing the layer, rendering text) and as the `yyb report --plan` command a user
-runs, warm (the default) or with the store evicted from the page cache before each run (--cold).
+runs, warm (the default) or with the store evicted from the page cache before each run (--cold);
+then times the floor on the same store the same number of times (tools/floor_read_hash.py, a
+child process that reads and hashes every object, ref and log) and prints the report against
+it (target: the report at most 1.5x the floor).
 
 Eviction (--evict): "drop" writes /proc/sys/vm/drop_caches (root only; also empties the dentry
 and inode caches and evicts everything else, Python's own files included); "fadvise" (the
@@ -118,10 +121,12 @@ def main() -> None:
     # Alternate the grader pin so that each run stores a new layer (the report after new
     # evidence), then repeat the last one, which reuses the layer it stored.
     pin: list[str] = []
+    new_layer: list[float] = []
     for round_ in range(args.repeat):
         cold = args.cold and evict(store_path, args.evict)
         pin = ["--grader-version", "1"] if round_ % 2 else []
         seconds = time_cli(store_path, ["report", "--plan", plan_oid, *pin])[0]
+        new_layer.append(seconds)
         print(
             f"yyb report --plan{' --grader-version 1' if pin else ''} "
             f"({'cold' if cold else 'warm'} cache, a new layer): {seconds:.2f} s"
@@ -129,6 +134,7 @@ def main() -> None:
     cold = args.cold and evict(store_path, args.evict)
     seconds = time_cli(store_path, ["report", "--plan", plan_oid, *pin])[0]
     print(f"the same again ({'cold' if cold else 'warm'} cache, layer reused): {seconds:.2f} s")
+    floor_vs_report(store_path, new_layer, seconds, args.repeat, args.cold, args.evict)
     if args.verify_objects:
         seconds = time_cli(store_path, ["report", "--plan", plan_oid, "--verify-objects"])[0]
         print(f"yyb report --plan --verify-objects (warm cache): {seconds:.2f} s")
@@ -142,6 +148,46 @@ def main() -> None:
         )
         seconds = time_cli(store_path, ["report", "--longitudinal"])[0]
         print(f"yyb report --longitudinal (warm cache): {seconds:.2f} s")
+
+
+FLOOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "floor_read_hash.py")
+FLOOR_TARGET = 1.5  # the report at most this many times the floor
+
+
+def floor_vs_report(
+    store_path: str, new_layer: list[float], reused: float, repeat: int, cold: bool, how: str
+) -> None:
+    """Time the floor (tools/floor_read_hash.py: one process reading and hashing every object,
+    ref and log of the store) as a child process, spawn to exit as the report is, ``repeat``
+    times on the same store and cache state, and set the report's times against its median."""
+    walls, summary = [], ""
+    for _ in range(repeat):
+        evicted = cold and evict(store_path, how)
+        started = time.perf_counter()
+        done = subprocess.run([sys.executable, FLOOR, store_path], capture_output=True)
+        walls.append(time.perf_counter() - started)
+        if done.returncode != 0:
+            sys.exit(f"floor failed: {done.stderr.decode(errors='replace').strip()}")
+        summary = done.stdout.decode().strip()
+        print(f"floor_read_hash ({'cold' if evicted else 'warm'} cache): {walls[-1]:.2f} s")
+    print(summary)
+    base = statistics.median(walls)
+    each = ", ".join(f"{w:.2f}" for w in walls)
+    print(f"floor runs: {each} s")
+    print(
+        f"\n| `yyb report --plan P` ({'cold' if cold else 'warm'}) | report | "
+        f"floor, median of {len(walls)} | report / floor | target | met |"
+    )
+    print("|---|---|---|---|---|---|")
+    rows = [(f"a new layer, median of {len(new_layer)}", statistics.median(new_layer))]
+    rows.append(("layer reused, 1 run", reused))
+    for label, seconds in rows:
+        ratio = seconds / base
+        met = "yes" if ratio <= FLOOR_TARGET else "no"
+        print(
+            f"| {label} | {seconds:.2f} s | {base:.2f} s | {ratio:.2f}x | <= {FLOOR_TARGET}x "
+            f"| {met} |"
+        )
 
 
 def side_by_side(root: str, store_path: str, plan_oid: str, repeat: int, how: str) -> None:
