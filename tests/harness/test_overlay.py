@@ -245,3 +245,136 @@ def test_without_an_overlay_the_workspace_is_rebuilt_whole(disk_store, monkeypat
             assert os.access(os.path.join(target, "c"), os.X_OK)
     finally:
         worktree.remove(root)
+
+
+def _counting_builds(monkeypatch, gate=None):
+    """Count pristine builds (``manifest.write_entries`` into a ``lower`` folder); each waits
+    for ``gate`` when one is given."""
+    real, built = manifest.write_entries, []
+
+    def write_entries(store, proved, dest, listing=None):
+        if "yyb-lower-" in dest:
+            built.append(dest)
+            if gate is not None:
+                assert gate.wait(20)
+        return real(store, proved, dest, listing)
+
+    monkeypatch.setattr(manifest, "write_entries", write_entries)
+    return built
+
+
+def test_two_callers_wanting_one_base_build_it_once(disk_store, monkeypatch):
+    import threading
+
+    monkeypatch.setattr(overlay, "_kept", type(overlay._kept)())
+    gate = threading.Event()
+    built = _counting_builds(monkeypatch, gate)
+    base = {"f": (FILE, disk_store.objects.put("blob", b"one\n"))}
+    key = disk_store.objects.put_record(manifest.listing_of(base))
+    got = []
+    threads = [
+        threading.Thread(target=lambda: got.append(overlay._acquire(disk_store, key, base, False)))
+        for _ in range(2)
+    ]
+    for thread in threads:
+        thread.start()
+    for _ in range(2000):  # the first caller is building; the second must wait for it
+        if built:
+            break
+        threading.Event().wait(0.01)
+    gate.set()
+    for thread in threads:
+        thread.join(20)
+    assert len(built) == 1 and len(got) == 2 and got[0] is got[1] and got[0].users == 2
+    assert overlay._building == {}
+    for pristine in got:
+        overlay._release(pristine)
+
+
+def test_a_build_of_one_base_keeps_no_other_waiting(disk_store, monkeypatch):
+    import threading
+
+    monkeypatch.setattr(overlay, "_kept", type(overlay._kept)())
+    gate = threading.Event()
+    built = _counting_builds(monkeypatch, gate)
+    put = lambda data: disk_store.objects.put("blob", data)  # noqa: E731
+    bases = [{"f": (FILE, put(bytes([n])))} for n in range(2)]
+    keys = [disk_store.objects.put_record(manifest.listing_of(b)) for b in bases]
+    slow = threading.Thread(target=overlay._acquire, args=(disk_store, keys[0], bases[0], False))
+    slow.start()
+    for _ in range(2000):
+        if built:
+            break
+        threading.Event().wait(0.01)
+    other = []
+    fast = threading.Thread(
+        target=lambda: other.append(overlay._acquire(disk_store, keys[1], bases[1], False))
+    )
+    gate_for_fast = threading.Timer(0.5, gate.set)  # lets the slow build go after a while
+    fast.start()
+    # The second base's build waits on the gate too; it must be under way while the first
+    # is still held (both builds run at once, neither under the lock).
+    for _ in range(500):
+        if len(built) == 2:
+            break
+        threading.Event().wait(0.01)
+    assert len(built) == 2 and slow.is_alive()
+    gate_for_fast.start()
+    slow.join(20)
+    fast.join(20)
+    assert other and os.path.isdir(other[0].folder)
+
+
+def test_a_failed_warm_build_is_built_again_by_the_evaluation(disk_store, monkeypatch):
+    monkeypatch.setattr(overlay, "_kept", type(overlay._kept)())
+    monkeypatch.setattr(overlay, "usable", lambda: True)
+    real, calls = manifest.write_entries, []
+
+    def write_entries(store, proved, dest, listing=None):
+        calls.append(dest)
+        if len(calls) == 1:
+            raise OSError(28, "No space left on device")
+        return real(store, proved, dest, listing)
+
+    monkeypatch.setattr(manifest, "write_entries", write_entries)
+    base = {"f": (FILE, disk_store.objects.put("blob", b"x\n"))}
+    key = disk_store.objects.put_record(manifest.listing_of(base))
+    overlay.warm(disk_store, key, [False]).join(20)
+    assert len(calls) == 1 and overlay._building == {} and not overlay._kept
+    pristine = overlay._acquire(disk_store, key, base, False)
+    assert len(calls) == 2 and os.path.isfile(os.path.join(pristine.folder, "f"))
+    overlay._release(pristine)
+
+
+@mounts
+def test_the_evaluation_mounts_the_base_the_run_warmed(disk_store, monkeypatch):
+    from yyb.harness import baserepo
+
+    monkeypatch.setattr(overlay, "_kept", type(overlay._kept)())
+    built = _counting_builds(monkeypatch)
+    real, repositories = baserepo.write_repository, []
+    monkeypatch.setattr(
+        baserepo,
+        "write_repository",
+        lambda *args: repositories.append(args[-1]) or real(*args),
+    )
+    put = lambda data: disk_store.objects.put("blob", data)  # noqa: E731
+    base = {"calc.sh": (EXEC, put(b"minus\n")), "keep/x.txt": (FILE, put(b"x\n"))}
+    key = disk_store.objects.put_record(manifest.listing_of(base))
+    assert overlay.warm(disk_store, key, []) is None
+    overlay.warm(disk_store, key, [False, True]).join(20)
+    # The base's files once, and its repository once, as a layer of its own: none in use.
+    assert len(built) == 1 and len(repositories) == 1
+    root = scratch.folder("test")
+    try:
+        for git in (False, True):
+            target = os.path.join(root, str(git), "workspace")
+            os.makedirs(os.path.dirname(target))
+            with overlay.workspace(disk_store, key, base, base, target, git=git) as mount:
+                assert mount.lower in built
+                assert mount.repository == (repositories[0] if git else None)
+                if not git:
+                    assert shown(mount) == expected(disk_store, base)
+        assert len(built) == 1 and len(repositories) == 1  # nothing was built again
+    finally:
+        worktree.remove(root)

@@ -81,6 +81,7 @@ class RunContext:
     secrets: dict[str, str] = field(default_factory=dict)
     environ: dict[str, str] = field(default_factory=dict)  # for judge harness secrets
     signer: Any = None
+    grades: bool = True  # this process grades what it runs (a worker's controller grades)
     offline: bool = False  # nothing it starts can spend: it needs no grant (``authorize``)
     # Where candidates run (a receipt's ``executor``) and what the sandbox probe verified there.
     executor: dict = field(default_factory=lambda: local_executor())

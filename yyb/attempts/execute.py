@@ -31,6 +31,7 @@ from yyb.evidence.kinds.attempt import (
 )
 from yyb.evidence.kinds.harness import PostExecutionManifest, PostExecutionManifestLinks
 from yyb.evidence.terminal import Facts
+from yyb.grading import evaluate
 from yyb.harness import (
     adapters,
     disk,
@@ -187,6 +188,8 @@ def _run(ctx, attempt_oid, intent_oid, folders, mine, held, snap, bounds) -> tup
         if ready is not None:
             box = ready.place(box, folders.workspace)
         box = candidate.sealed(box, adapters.Places(shown, folders.control, "", mine.control))
+        if ctx.grades:  # the evaluators' pristine bases are built while the candidate runs
+            evaluate.warm_workspaces(store, ctx.plan, case, base_listing)
         outcome, resources = box.run(
             argv, env, ctx.plan["timeout_ms"], ctx.cancel, mine.root, pass_fds=(channel.fd,)
         )

@@ -144,6 +144,7 @@ def run(shipment: Shipment, worker: Worker, cancel) -> Returned:
             secrets=dict(worker.secrets),
             executor=worker.executor(),
             sandbox_verified=list(worker.verified),
+            grades=False,
         )
         folders = Folders(os.path.join(root, "attempt"))
         executed = execute(

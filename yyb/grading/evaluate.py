@@ -31,6 +31,7 @@ from yyb.evidence.terminal import identities as terminal_identities
 from yyb.grading import command, judge, pairwise, testsuite
 from yyb.grading.invocation import Controls, Invocation
 from yyb.grading.outcome import Outcome
+from yyb.harness import overlay
 from yyb.store.objects import codec
 
 
@@ -54,6 +55,25 @@ def profile_spec(plan: dict, profile: str) -> dict:
             f"({', '.join(sorted(catalog)) or 'empty'})"
         )
     return catalog[profile]
+
+
+# Each evaluator kind that grades on a workspace mounted over the base, and whether that
+# workspace carries the base's Git repository (yyb/harness/overlay.py).
+WORKSPACE_FORMS = {"tests": False, "command": True}
+
+
+def warm_workspaces(store, plan: dict, case: dict | None, base_listing: str):
+    """Begin building, in the background, the pristine bases that the first generation's
+    evaluators of an attempt on ``case`` will mount their workspaces over (``base_listing``:
+    the workspace the candidate starts from). A run calls this as the candidate starts: the
+    build overlaps the candidate's run instead of adding to its grading. Returns the
+    building thread, or None (no evaluator of those kinds, or no overlay here)."""
+    kinds = [
+        profile_spec(plan, p).get("kind") for p in planned.first_generation_profiles(plan, case)
+    ]
+    # In the order the evaluations come (conclude grades in this order), each form once.
+    forms = list(dict.fromkeys(WORKSPACE_FORMS[k] for k in kinds if k in WORKSPACE_FORMS))
+    return overlay.warm(store, base_listing, forms)
 
 
 @dataclass

@@ -70,7 +70,10 @@ def _build(store, base: dict[str, tuple[int, str]]) -> _Built:
     folder = scratch.folder("base")
     oids = sorted({oid for _, oid in base.values()})
     folders = {""} | {p[:i] for p in base for i, c in enumerate(p) if c == "/"}
-    pack = gitfiles.PackWriter(os.path.join(folder, "base.pack"), len(oids) + len(folders) + 1)
+    # Stored, not deflated (zlib level 0): the pack lives in this process's run folder and
+    # is built while a candidate runs, where level 1 took 1.6x the time for 0.6x the bytes.
+    count = len(oids) + len(folders) + 1
+    pack = gitfiles.PackWriter(os.path.join(folder, "base.pack"), count, level=0)
     ids = {}
     for oid in oids:
         data = store.objects.get(oid).body

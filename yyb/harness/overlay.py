@@ -7,8 +7,10 @@ to two seconds on ext4, almost all of it creating inodes). So when the host allo
 workspace is an overlay mount:
 
 - the **lower** layer is the base, rebuilt from the store once per process for each base
-  listing (and, for a command evaluator, the base's Git repository, ``baserepo``) and never
-  written again; it lies in the process's run folder, never inside a sandbox's view;
+  listing and never written again; for a command evaluator, a second lower layer above it
+  holds only the base's Git repository (``baserepo``), built once too. Both lie in the
+  process's run folder, never inside a sandbox's view. A run begins building them as each
+  candidate starts (``warm``), so an evaluation after it finds them built;
 - the **upper** layer is made for each evaluation and holds only what differs: the files the
   graded listing adds or changes, and a whiteout (a 0/0 character device, the overlay's mark
   for "gone") for the topmost base path under which the graded listing has nothing left.
@@ -60,16 +62,20 @@ _SCRIPT = (
 
 @dataclass(frozen=True)
 class Mount:
-    """One evaluation's overlay: ``lower`` (shared, read-only by use) under ``upper`` (its own,
-    with ``work``, the overlay's scratch folder on the same file system), shown at ``target``."""
+    """One evaluation's overlay: ``lower`` (the base's files, shared, read-only by use) under
+    ``upper`` (its own, with ``work``, the overlay's scratch folder on the same file system),
+    shown at ``target``; for a command evaluator, ``repository`` (a folder holding only the
+    base's ``.git``, shared as ``lower`` is) lies between the two."""
 
     lower: str
     upper: str
     work: str
     target: str
+    repository: str | None = None
 
     def options(self) -> str:
-        return f"{OPTIONS},lowerdir={self.lower},upperdir={self.upper},workdir={self.work}"
+        lowers = self.lower if self.repository is None else f"{self.repository}:{self.lower}"
+        return f"{OPTIONS},lowerdir={lowers},upperdir={self.upper},workdir={self.work}"
 
     def prefix(self, mark_fd: int) -> list[str]:
         """The argv that mounts this overlay in a new private mount namespace, writes one
@@ -161,33 +167,83 @@ class _Pristine:
 
 _lock = threading.Lock()
 _kept: OrderedDict[tuple[int, str, bool], _Pristine] = OrderedDict()
+# Pristine bases being built, each with the event set when its build ends (built or not):
+# one build per base and form, and no other base waits for it.
+_building: dict[tuple[int, str, bool], threading.Event] = {}
 
 
 def _acquire(store, key: str, base: dict, git: bool) -> _Pristine:
-    """The pristine copy of base ``key`` (with its Git repository when ``git``), built on
-    first use and counted as in use until ``_release``."""
+    """The pristine copy of base ``key`` (``git``: a folder holding only the base's Git
+    repository, which a command evaluator's workspace stacks over the files), built on first
+    use and counted as in use until ``_release``. Built outside the lock: a caller that wants
+    a base another thread is building waits for that build, and for nothing else."""
     name = (os.getpid(), key, git)
-    with _lock:
-        found = _kept.get(name)
-        if found is not None and os.path.isdir(found.folder):
-            _kept.move_to_end(name)
+    while True:
+        with _lock:
+            found = _kept.get(name)
+            if found is not None and os.path.isdir(found.folder):
+                _kept.move_to_end(name)
+                return _take(found)
+            building = _building.get(name)
+            if building is None:
+                building = _building[name] = threading.Event()
+                break
+        building.wait()  # then look again: built, or failed and this caller builds it
+    try:
+        folder = os.path.join(scratch.folder("lower"), "repository" if git else "base")
+        if git:
+            os.mkdir(folder)
+            baserepo.write_repository(store, key, base, folder)
         else:
-            folder = os.path.join(scratch.folder("lower"), "base")
             manifest.write_entries(store, base, folder, lambda: key)
-            if git:
-                baserepo.write_repository(store, key, base, folder)
-            sandbox.hand_over(folder)  # the sandbox's uid owns what it sees, as in a rebuild
+        sandbox.hand_over(folder)  # the sandbox's uid owns what it sees, as in a rebuild
+        with _lock:
             found = _kept[name] = _Pristine(folder)
-        found.users += 1
-        unused = [n for n, p in _kept.items() if p.users == 0 and n[0] == os.getpid()]
-        while len(_kept) > MAX_KEPT and unused:
-            shutil.rmtree(os.path.dirname(_kept.pop(unused.pop(0)).folder), ignore_errors=True)
-        return found
+            return _take(found)
+    finally:
+        with _lock:
+            del _building[name]
+        building.set()
+
+
+def _take(found: _Pristine) -> _Pristine:
+    """Count ``found`` in use and drop the unused bases beyond MAX_KEPT (``_lock`` held)."""
+    found.users += 1
+    unused = [n for n, p in _kept.items() if p.users == 0 and n[0] == os.getpid()]
+    while len(_kept) > MAX_KEPT and unused:
+        shutil.rmtree(os.path.dirname(_kept.pop(unused.pop(0)).folder), ignore_errors=True)
+    return found
 
 
 def _release(pristine: _Pristine) -> None:
     with _lock:
         pristine.users -= 1
+
+
+def warm(store, key: str, forms: list[bool]) -> threading.Thread | None:
+    """Build the pristine copies of base ``key`` that evaluations to come will mount their
+    workspaces on (``forms``: with its Git repository or not), in a thread of their own, and
+    return it (None where no overlay is used). A run calls this as its candidate starts, so
+    that the first evaluation finds its base built; one that comes before the build ends
+    waits for it. What fails here is left for the evaluation, which builds the base again
+    and reports why it cannot."""
+    if not forms:
+        return None
+
+    def build() -> None:
+        try:
+            if not usable():
+                return
+            base = manifest.entries_at(store, key)
+            _release(_acquire(store, key, base, False))  # the files, which every form needs
+            if True in forms:
+                _release(_acquire(store, key, base, True))
+        except Exception:  # noqa: BLE001 - the evaluation meets it again, and says so
+            return
+
+    thread = threading.Thread(target=build, name="yyb-pristine-base", daemon=True)
+    thread.start()
+    return thread
 
 
 @contextmanager
@@ -207,18 +263,25 @@ def workspace(
             baserepo.write(store, key, base, graded, folder)
         yield None
         return
-    pristine = _acquire(store, key, base, git)
+    pristine = _acquire(store, key, base, False)
+    try:
+        repository = _acquire(store, key, base, True) if git else None
+    except BaseException:
+        _release(pristine)
+        raise
     try:
         os.makedirs(work)
         os.mkdir(folder)
         write_upper(store, base, graded, upper)
-        if git:
+        if repository is not None:
             baserepo.write_index(
                 store, key, base, graded, pristine.folder, os.path.join(upper, ".git")
             )
-        yield Mount(pristine.folder, upper, work, folder)
+        yield Mount(pristine.folder, upper, work, folder, repository and repository.folder)
     finally:
         _release(pristine)
+        if repository is not None:
+            _release(repository)
 
 
 def write_upper(store, base: dict, graded: dict, upper: str) -> None:
