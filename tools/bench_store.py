@@ -567,6 +567,18 @@ def runs_note(what: str, ours: list[ChildRun], baseline: str, theirs: list[Child
             + f"; {baseline} " + ", ".join(f"{r.seconds:.2f}" for r in theirs))
 
 
+def interpreter_of(script: str) -> str:
+    """The Python a console script runs on (its ``#!`` line), else this one."""
+    try:
+        with open(script, "rb") as handle:
+            first = handle.readline().decode(errors="replace").strip()
+    except OSError:
+        return sys.executable
+    if first.startswith("#!") and "python" in first and " " not in first[2:].strip():
+        return first[2:].strip()
+    return sys.executable
+
+
 def _median_ms(argv: list[str], runs: int, env: dict[str, str]) -> float:
     run_child(argv, env=env, rss=False)  # warm-up, untimed (and fills the bytecode cache)
     times = [run_child(argv, env=env, rss=False).seconds for _ in range(runs)]
@@ -617,7 +629,8 @@ def bench_startup(report: Report, yyb: str, runs: int, work: Path,
     store, _ = Store.init(str(store_dir))
     oid = store.objects.put("blob", b"hello\n")
     cat = [yyb, "--store", str(store_dir), "cat-object", "-t", oid]
-    python_ms = _median_ms([sys.executable, "-c", "pass"], runs, env)
+    python = interpreter_of(yyb)  # the baseline is the interpreter yyb runs on, site and all
+    python_ms = _median_ms([python, "-c", "pass"], runs, env)
     cat_ms = _median_ms(cat, runs, env)
     report.add(Row(
         f"start-up: `cat-object -t OID`, median of {runs}",
@@ -628,7 +641,7 @@ def bench_startup(report: Report, yyb: str, runs: int, work: Path,
     # The same with no bytecode cache at all (a checkout run with PYTHONDONTWRITEBYTECODE=1,
     # or an unwritable tree, compiles every module on every command): both sides compile.
     cold = bench_env(work, bytecode_cache=False)
-    cold_python_ms = _median_ms([sys.executable, "-c", "pass"], runs, cold)
+    cold_python_ms = _median_ms([python, "-c", "pass"], runs, cold)
     cold_ms = _median_ms(cat, runs, cold)
     report.add(Row(
         "start-up: `cat-object -t OID`, no bytecode cache for anything",
