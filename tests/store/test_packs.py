@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import struct
 import threading
 import time
@@ -120,11 +121,17 @@ def test_the_pack_format_is_what_the_docs_say(tmp_path):
     assert os.path.basename(done.pack) == f"pack-{open(done.pack, 'rb').read()[-32:].hex()}.pack"
 
 
-def test_every_damaged_byte_of_a_pack_or_its_index_is_refused(tmp_path):
+@pytest.mark.parametrize("threaded", [False, True], ids=["hashed-inline", "hashed-in-a-thread"])
+def test_every_damaged_byte_of_a_pack_or_its_index_is_refused(tmp_path, monkeypatch, threaded):
+    """Also with the whole pack's hash in a thread of its own beside the object checks (as
+    verify does for a pack of a mebibyte or more), the message naming the same first fault."""
+    if threaded:
+        monkeypatch.setattr(pack._Digest, "WHOLE_IN_THREAD", 0)
     store, _ = Store.init(str(tmp_path / "s"))
     for i in range(3):
         store.objects.put("blob", f"object {i}".encode())
     path = gc.gc(store).pack
+    said: dict = {}
     for name in (path, path[:-5] + ".idx"):
         original = open(name, "rb").read()
         os.chmod(name, 0o644)
@@ -134,16 +141,35 @@ def test_every_damaged_byte_of_a_pack_or_its_index_is_refused(tmp_path):
                 damaged[at] ^= 0x01
                 with open(name, "wb") as handle:
                     handle.write(damaged)
-                with pytest.raises(CorruptObject):
+                with pytest.raises(CorruptObject) as refused:
                     held = pack.Pack.open(path)
                     try:
                         held.verify()
                     finally:
                         held.close()
+                said.setdefault((name, at), str(refused.value))
         finally:
             with open(name, "wb") as handle:
                 handle.write(original)
     assert errors(Store.open(store.path)) == []
+    if threaded:  # the same words for every damaged byte as when hashed inline
+        monkeypatch.setattr(pack._Digest, "WHOLE_IN_THREAD", 1 << 20)
+        for (name, at), message in said.items():
+            original = open(name, "rb").read()
+            damaged = bytearray(original)
+            damaged[at] ^= 0x01
+            with open(name, "wb") as handle:
+                handle.write(damaged)
+            try:
+                with pytest.raises(CorruptObject, match="^" + re.escape(message) + "$"):
+                    held = pack.Pack.open(path)
+                    try:
+                        held.verify()
+                    finally:
+                        held.close()
+            finally:
+                with open(name, "wb") as handle:
+                    handle.write(original)
 
 
 def test_doctor_reports_a_damaged_pack(tmp_path):

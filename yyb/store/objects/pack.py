@@ -539,14 +539,24 @@ class Pack:
         body = len(self.index) - HASH
         if hashlib.sha256(self.index[:body]).digest() != self.index[body:]:
             raise PackError(self.path, "its index does not hash to its trailer")
-        if hashlib.sha256(self.data[:-HASH]).digest() != self.data[-HASH:]:
+        # The whole pack is hashed on another CPU while its objects are checked here (hashlib
+        # lets go of the interpreter for so large a buffer); what is found is raised in the
+        # order of the checks, the trailer first.
+        whole = _Digest(self._view[:-HASH])
+        found = None
+        try:
+            oids, order, starts, stops = self._layout()
+            kinds = self._headers(oids, order, starts, stops)
+            if digests(self._view, starts, stops) != b"".join(map(oids.__getitem__, order)):
+                for i, start, stop in zip(order, starts, stops, strict=True):
+                    if hashlib.sha256(self._view[start:stop]).digest() != oids[i]:
+                        raise PackError(self.path, f"{oids[i].hex()}: its bytes do not hash to it")
+        except PackError as exc:
+            found = exc
+        if whole.digest() != self.data[-HASH:]:
             raise PackError(self.path, "it does not hash to its trailer")
-        oids, order, starts, stops = self._layout()
-        kinds = self._headers(oids, order, starts, stops)
-        if digests(self._view, starts, stops) != b"".join(map(oids.__getitem__, order)):
-            for i, start, stop in zip(order, starts, stops, strict=True):
-                if hashlib.sha256(self._view[start:stop]).digest() != oids[i]:
-                    raise PackError(self.path, f"{oids[i].hex()}: its bytes do not hash to it")
+        if found is not None:
+            raise found
         return {oids[i].hex() for i, kind in zip(order, kinds, strict=True) if kind == b"blob"}
 
     # ``verify`` works a pass at a time over the whole index with the interpreter's C loops
@@ -604,6 +614,34 @@ class Pack:
             self.data.close()
         except BufferError:
             pass  # a body handed out (blob_bodies) is still in use: unmapped when it is freed
+
+
+class _Digest:
+    """The SHA-256 of ``data``, computed by a thread of its own (``digest`` waits for it):
+    hashlib releases the interpreter while it hashes a large buffer, so the thread runs on
+    another CPU beside the caller. A buffer below WHOLE_IN_THREAD is hashed at once."""
+
+    WHOLE_IN_THREAD = 1 << 20
+
+    def __init__(self, data) -> None:
+        self._digest: bytes | None = None
+        self._thread = None
+        if len(data) < self.WHOLE_IN_THREAD:
+            self._digest = hashlib.sha256(data).digest()
+            return
+        import threading
+
+        self._thread = threading.Thread(target=self._run, args=(data,), daemon=True)
+        self._thread.start()
+
+    def _run(self, data) -> None:
+        self._digest = hashlib.sha256(data).digest()
+
+    def digest(self) -> bytes:
+        if self._thread is not None:
+            self._thread.join()
+        assert self._digest is not None
+        return self._digest
 
 
 def _split(keys: bytes) -> list[bytes]:
