@@ -85,7 +85,7 @@ def test_a_dask_run_matches_a_local_run(dask_bench, cluster, starts, tmp_path):
     assert "dispatch_count: 4" in done.stdout
     assert "dask worker w1" in done.stderr and "dask worker w2" in done.stderr
     dask_terminals = terminals(bench, plan)
-    assert starts.count == 2  # the reporter's two attempts, each started once
+    assert starts.count == 2, starts.lines  # the reporter's two attempts, each started once
 
     env = dict(os.environ)
     argv = bench.subprocess_argv("run", "--plan", plan)
@@ -161,6 +161,9 @@ def started_run(bench, address: str, plan: str, starts, count: int = 1, env=None
     if not wait_for(started, timeout=120):
         proc.kill()
         raise AssertionError("no candidate started")
+    # A candidate seen by its process has sent its report already (the report comes before
+    # the sleep); give the listener's reader threads time to count it before any kill.
+    wait_for(lambda: starts.count >= count or proc.poll() is not None, timeout=30)
     assert proc.poll() is None, proc.communicate()
     return proc
 
@@ -203,7 +206,7 @@ def test_killing_a_worker_mid_attempt(dask_bench, cluster, starts):
     assert closed(record), record
     assert "claim was taken already" in record["reason"], record["reason"]
     time.sleep(1)
-    assert starts.count == 1
+    assert starts.count == 1, starts.lines
     assert "dispatch_count: 1" in out
     doctor_clean(bench, plan)
 
@@ -233,7 +236,7 @@ def test_killing_the_scheduler_mid_attempt(dask_bench, cluster, starts, tmp_path
     finally:
         second.stop()
     assert {k: final[k] for k in first} == first  # nothing retained was rewritten
-    assert starts.count == 3  # each attempt's candidate started once
+    assert starts.count == 3, starts.lines  # each attempt's candidate started once
     doctor_clean(bench, plan)
 
 
@@ -256,7 +259,7 @@ def test_sigkill_of_the_controller_mid_run(dask_bench, cluster, starts):
 
     rerun_the_rest(bench, cluster.address, plan)
     time.sleep(1)
-    assert starts.count == 3
+    assert starts.count == 3, starts.lines
     doctor_clean(bench, plan)
 
 
@@ -302,7 +305,7 @@ def test_losing_every_worker_does_not_hang_the_controller(dask_bench, cluster, s
     first = terminals(bench, plan)
     assert len(first) == 2 and all(closed(r) for r in first.values()), first
     assert wait_for(lambda: not bench.alive(), timeout=10) is True
-    assert starts.count == 2
+    assert starts.count == 2, starts.lines
     doctor_clean(bench, plan, undispatched=1)
 
 
