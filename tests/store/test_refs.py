@@ -355,3 +355,39 @@ def test_a_ref_file_that_is_a_symlink_is_refused_not_followed(disk_store):
     with pytest.raises(CorruptRef, match="symbolic link"):
         disk_store.refs.read("notes/alias")
     assert disk_store.refs.read("notes/real") == oid
+
+
+def test_memoized_reads_each_ref_once_and_an_update_forgets(disk_store):
+    """Within ``memoized`` a ref's value and log head are read from disk once (a file changed
+    behind the store's back is not seen again); an update through the store forgets them,
+    and outside the context every read goes to disk."""
+    refs_ = disk_store.refs
+    a = disk_store.objects.put("blob", b"a")
+    b = disk_store.objects.put("blob", b"b")
+    refs_.update("notes/x", a, old=None)
+    path = os.path.join(disk_store.path, "refs", "notes", "x")
+    with refs_.memoized():
+        head = refs_.log_head("notes/x")
+        assert refs_.read("notes/x") == a and refs_.read("notes/y") is None
+        with open(path, "w") as handle:
+            handle.write(b + "\n")  # behind the store's back
+        assert refs_.read("notes/x") == a  # remembered
+        refs_.update("notes/y", b, old=None)
+        assert refs_.read("notes/x") == b and refs_.read("notes/y") == b  # forgotten
+        assert refs_.log_head("notes/x") == head
+    with open(path, "w") as handle:
+        handle.write(a + "\n")
+    assert refs_.read("notes/x") == a
+
+
+def test_memoized_records_are_those_of_the_named_schemas(disk_store):
+    objects = disk_store.objects
+    a = objects.put("blob", b"a")
+    disk_store.refs.update("notes/x", a, old=None)
+    update = disk_store.refs.log_head("notes/x")
+    other = objects.put_record(note("n"))
+    with objects.memoized([REF_UPDATE]):
+        assert objects.read_record(update) is objects.read_record(update)
+        assert objects.read_record(other) is not objects.read_record(other)
+        assert objects.read_record(other) == objects.read_record(other)
+    assert objects.read_record(update) is not objects.read_record(update)

@@ -9,6 +9,8 @@ complete.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from yyb.errors import YybError
 from yyb.evidence import names, retries
 from yyb.evidence.check import check_attempt
@@ -18,6 +20,7 @@ from yyb.store import fanout, heap
 from yyb.store.fsck import Finding, error
 from yyb.store.fsck.verify_chain import verify_many
 from yyb.store.log import audit as logaudit
+from yyb.store.refs.store import REF_UPDATE
 
 
 def check_plan(store, plan_oid: str, plan: dict | None = None) -> tuple[dict | None, list[Finding]]:
@@ -43,6 +46,36 @@ def check_log(store, plan_oid: str) -> list[Finding]:
     are the newest logged ones, every update of their chains is logged (logaudit.audit_refs).
     One search of the log, whatever else it holds."""
     return logaudit.audit_refs(store, [names.plan(plan_oid), names.runs(plan_oid)])
+
+
+def checked_with_log(
+    store, plan_oid: str, attempts: list[str], function: Callable, args: tuple
+) -> tuple[list, list[Finding]]:
+    """``[function(*args, part) for part in parts of attempts]`` (fanout.map_chunks), each
+    part's run refs held to the log by the same process right after, with the refs and
+    update records the part read remembered; and the findings of ``check_log``, the same
+    as it would make. ``function`` must only read."""
+    found = logaudit.scope(store, [names.plan(plan_oid), names.runs(plan_oid)])
+    folder = names.runs(plan_oid) + "/"
+    wanted = set(attempts)
+    mine: dict[str, list[str]] = {}
+    rest: list[str] = []  # the plan ref, and run refs of no attempt of the plan
+    for ref in found.refs:
+        attempt = ref[len(folder) :].split("/", 1)[0] if ref.startswith(folder) else None
+        if attempt in wanted:
+            mine.setdefault(attempt, []).append(ref)
+        else:
+            rest.append(ref)
+    parts = fanout.map_chunks(_with_log, (store, found, mine, function, args), attempts)
+    logged = [finding for _, part in parts for finding in part]
+    logged += logaudit.audit_scoped(store, found, rest)
+    return [result for result, _ in parts], list(dict.fromkeys(logged))
+
+
+def _with_log(store, found, mine: dict, function: Callable, args: tuple, attempts: list):
+    refs = list(dict.fromkeys(ref for oid in attempts for ref in mine.get(oid, ())))
+    with store.refs.memoized(), store.objects.memoized([REF_UPDATE]):
+        return function(*args, attempts), logaudit.audit_scoped(store, found, refs)
 
 
 def refused(plan_oid: str, findings: list[Finding]) -> set[str]:
@@ -81,10 +114,12 @@ def verify_experiment(store, plan_oid: str) -> tuple[list[Finding], dict]:
     findings += retries.check_links(store, plan_oid, plan)
     attempts = plan["links"]["attempts"]
     complete: list[str] = []
-    for part, done in fanout.map_chunks(_check_chunk, (store, plan_oid, plan), attempts):
+    parts, logged = checked_with_log(
+        store, plan_oid, attempts, _check_chunk, (store, plan_oid, plan)
+    )
+    for part, done in parts:
         findings += part
         complete += done
-    logged = check_log(store, plan_oid)
     faulted = refused(plan_oid, logged)
     findings += logged + verify_objects(store, plan_oid)
     count = sum(1 for oid in complete if oid not in faulted)

@@ -27,7 +27,7 @@ from yyb.evidence.terminal import gradeable
 from yyb.evidence.verdict import conclude
 from yyb.reports import family, stats
 from yyb.reports.pairwise import pairwise_figures, pairwise_table  # noqa: F401 (both its names)
-from yyb.store import fanout, heap
+from yyb.store import heap
 
 VERDICT_OUTCOME = {"pass": "resolved", "fail": "failed", "safety": "failed", "invalid": "invalid"}
 
@@ -466,15 +466,22 @@ def shape_problem(facts: Facts) -> str | None:
 def gather(
     store, plan_oid: str, plan: dict, version: str | None, thorough: bool = False
 ) -> tuple[list[Facts], list, int]:
-    """Gate and read every attempt of the plan: (facts, findings, complete chains)."""
+    """Gate and read every attempt of the plan, its run refs held to the log: (facts,
+    findings, complete chains), the attempts the log refutes not counted complete."""
     facts, findings, complete = [], [], 0
-    for part in fanout.map_chunks(
-        _gather_chunk, (store, plan_oid, plan, version, thorough), plan["links"]["attempts"]
-    ):
+    parts, logged = experiment.checked_with_log(
+        store,
+        plan_oid,
+        plan["links"]["attempts"],
+        _gather_chunk,
+        (store, plan_oid, plan, version, thorough),
+    )
+    for part in parts:
         facts += part[0]
         findings += part[1]
         complete += part[2]
-    return facts, findings, complete
+    facts, complete = _refuse(facts, complete, experiment.refused(plan_oid, logged))
+    return facts, findings + logged, complete
 
 
 @heap.without_gc
@@ -554,9 +561,6 @@ def _member(
     """One plan's gated facts in ordinal order, the findings about its chains and log (and,
     ``thorough``, its objects), and its complete chains."""
     facts, findings, complete = gather(store, plan_oid, plan, version, thorough=thorough)
-    logged = experiment.check_log(store, plan_oid)
-    facts, complete = _refuse(facts, complete, experiment.refused(plan_oid, logged))
-    findings += logged
     if thorough:
         findings += list(experiment.verify_objects(store, plan_oid))
     facts.sort(key=lambda f: f.ordinal)

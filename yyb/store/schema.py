@@ -58,10 +58,55 @@ def _validator(schema_version: str) -> Any:
 
 @cache
 def _compiled(schema_version: str) -> Any:
-    """fastjsonschema's compiled check: the one that decides valid or not, everywhere."""
+    """fastjsonschema's compiled check: the one that decides valid or not, everywhere. It
+    checks a schema ``_branchless`` made equivalent: its "null or X" choices are one schema
+    of X's keywords admitting null as well (fastjsonschema tries each branch of a choice by
+    raising and catching an exception, which was most of the time of checking a report
+    layer). jsonschema, which explains, reads the schema as written."""
     import fastjsonschema
 
-    return fastjsonschema.compile(load_schema(schema_version))
+    schema = load_schema(schema_version)
+    return fastjsonschema.compile(_branchless(schema, schema.get("$defs", {})))
+
+
+# Keywords that constrain only values of one JSON type: a null passes each of them.
+_TYPED_ONLY = frozenset(
+    "type properties required additionalProperties patternProperties propertyNames"
+    " minProperties maxProperties items minItems maxItems uniqueItems pattern minLength"
+    " maxLength format minimum maximum exclusiveMinimum exclusiveMaximum multipleOf"
+    " description title $comment default examples".split()
+)
+_NULL = {"type": "null"}
+
+
+def _branchless(node: Any, defs: dict) -> Any:
+    """``node`` with each ``oneOf``/``anyOf`` of ``{"type": "null"}`` and one schema X
+    whose keywords all constrain one non-null type only (a ``#/$defs/`` reference followed)
+    replaced by X admitting null: a null passes X's keywords, and anything else passes
+    the choice exactly when it passes X."""
+    if isinstance(node, list):
+        return [_branchless(item, defs) for item in node]
+    if not isinstance(node, dict):
+        return node
+    node = {key: _branchless(value, defs) for key, value in node.items()}
+    for word in ("oneOf", "anyOf"):
+        choice = node.get(word)
+        if not (isinstance(choice, list) and len(choice) == 2 and _NULL in choice):
+            continue
+        other = choice[1] if choice[0] == _NULL else choice[0]
+        ref = other.get("$ref", "") if isinstance(other, dict) else ""
+        if ref.startswith("#/$defs/") and len(other) == 1:
+            other = defs.get(ref[len("#/$defs/") :])
+        if not isinstance(other, dict) or not set(other) <= _TYPED_ONLY:
+            continue
+        kind = other.get("type")
+        if not isinstance(kind, str) or kind == "null":
+            continue
+        rest = {key: value for key, value in node.items() if key != word}
+        if set(rest) & set(other):
+            continue
+        node = {**rest, **_branchless(other, defs), "type": [kind, "null"]}
+    return node
 
 
 def _fast_problem(value: Any, schema_version: str) -> tuple[tuple, str] | None:

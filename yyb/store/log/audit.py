@@ -54,11 +54,20 @@ def audit(store) -> list[Finding]:
     return findings + audit_leaves(store, entries, own=True)
 
 
-def audit_refs(store, folders: Iterable[str]) -> list[Finding]:
-    """The refs that are one of ``folders`` or lie below one, held to the store's own log:
-    the leaves that name them replayed, their log heads and values checked against those
-    leaves, their chains' updates required to be leaves. The log's other leaves are only
-    searched, never parsed."""
+@dataclass
+class Scope:
+    """What auditing some refs against the store's own log needs, read once: ``refs``, the
+    refs that are one of the folders or lie below one (and those the log names there);
+    ``by_ref``, each one's leaves in log order; ``last``, the log's last leaf."""
+
+    refs: list[str]
+    by_ref: dict[str, list[tuple[str, str]]]
+    last: tuple[str, str] | None
+
+
+def scope(store, folders: Iterable[str]) -> Scope:
+    """The ``Scope`` of the refs that are one of ``folders`` or lie below one: one search of
+    the log; its other leaves are only searched, never parsed."""
     tops = list(dict.fromkeys(folders))
     with store.refs.transparency.reading() as log:
         entries = list(log.under(tops))
@@ -69,16 +78,24 @@ def audit_refs(store, folders: Iterable[str]) -> list[Finding]:
     by_ref: dict[str, list[tuple[str, str]]] = {}
     for oid, ref in entries:
         by_ref.setdefault(ref, []).append((oid, ref))
-    refs = sorted(names | set(by_ref))
-    parts = fanout.map_chunks(_audit_part, (store, by_ref, last), refs, scale=5)
+    return Scope(sorted(names | set(by_ref)), by_ref, last)
+
+
+def audit_refs(store, folders: Iterable[str]) -> list[Finding]:
+    """The refs that are one of ``folders`` or lie below one, held to the store's own log:
+    the leaves that name them replayed, their log heads and values checked against those
+    leaves, their chains' updates required to be leaves (in parts, by worker processes for
+    many refs)."""
+    found = scope(store, folders)
+    parts = fanout.map_chunks(audit_scoped, (store, found), found.refs, scale=5)
     return [finding for part in parts for finding in part]
 
 
-def _audit_part(store, by_ref: dict, last, refs: list[str]) -> list[Finding]:
-    """``audit_leaves`` for some refs (each ref's replay needs only its own leaves), so that
-    a large experiment's refs are audited by worker processes."""
-    entries = [entry for ref in refs for entry in by_ref.get(ref, ())]
-    return audit_leaves(store, entries, own=True, names=refs, last=last)
+def audit_scoped(store, found: Scope, refs: list[str]) -> list[Finding]:
+    """``audit_leaves`` for some of a scope's refs (each ref's replay needs only its own
+    leaves), so that the refs of a large experiment are audited in parts."""
+    entries = [entry for ref in refs for entry in found.by_ref.get(ref, ())]
+    return audit_leaves(store, entries, own=True, names=refs, last=found.last)
 
 
 def _levels(log: transparency.View) -> list[Finding]:

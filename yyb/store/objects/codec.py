@@ -148,13 +148,14 @@ def _quick(value: Any, depth: int) -> Any:
         if keys and set(map(type, keys)) != _STR:
             raise _Slow
         if set(map(type, value.values())) <= _QUICK_LEAVES:
-            return {key: value[key] for key in keys}
+            # A map of leaves already in order is packed as it is (no copy).
+            return value if keys == list(value) else {key: value[key] for key in keys}
         return {key: _quick(value[key], depth + 1) for key in keys}
     if t is list or t is tuple:
         if depth >= MAX_DEPTH:
             raise _Slow
         if set(map(type, value)) <= _QUICK_LEAVES:
-            return list(value)
+            return value if t is list else list(value)  # strict_types packs no tuple
         return [_quick(item, depth + 1) for item in value]
     if t in _QUICK_LEAVES:
         return value

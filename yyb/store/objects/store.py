@@ -165,6 +165,19 @@ def small_and_well_formed(data: bytes, oid: str, limit: int) -> bytes | None:
     return data if len(data) - start == size else None
 
 
+class _Memoized:
+    """``ObjectStore.memoized``'s context (contextlib is not imported by plumbing)."""
+
+    def __init__(self, objects: ObjectStore, memo: tuple) -> None:
+        self.objects, self.memo, self.outer = objects, memo, None
+
+    def __enter__(self) -> None:
+        self.outer, self.objects._memo = self.objects._memo, self.memo
+
+    def __exit__(self, *exc: object) -> None:
+        self.objects._memo = self.outer
+
+
 class ObjectStore(ABC):
     """Common behaviour of every object store; subclasses provide the raw byte primitives."""
 
@@ -354,6 +367,16 @@ class ObjectStore(ABC):
             raise CorruptObject(oid, f"expected a record, found a {obj.kind}")
         return obj.value()
 
+    # While ``memoized``: the schemas whose records are remembered, and oid -> value.
+    _memo: tuple[frozenset[str], dict[str, dict]] | None = None
+
+    def memoized(self, schemas: Iterable[str]) -> _Memoized:
+        """A context within which ``read_record`` of a record of one of ``schemas`` answers
+        from memory the second time, for a pass that only reads and reads some records
+        twice. An object never changes, so nothing goes stale; the values are shared, so the
+        pass must not change them."""
+        return _Memoized(self, (frozenset(schemas), {}))
+
     def read_record(self, oid: str) -> dict:
         """A record's value, its bytes proved by their hash but their encoding not proved
         canonical: for readers of many records that need only the values, beside a check
@@ -363,6 +386,18 @@ class ObjectStore(ABC):
         Raises:
             ObjectMissing, CorruptObject (ChecksumMismatch, or not a decodable record).
         """
+        memo = self._memo
+        if memo is None:
+            return self._read_record(oid)
+        schemas, values = memo
+        value = values.get(oid)
+        if value is None:
+            value = self._read_record(oid)
+            if value.get("schema_version") in schemas:
+                values[oid] = value
+        return value
+
+    def _read_record(self, oid: str) -> dict:
         try:
             data = self.read_raw(oid)
             kind, body = split(data, oid)

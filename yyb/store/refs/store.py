@@ -102,13 +102,42 @@ class RefStore(ABC):
 
     # --- behaviour --------------------------------------------------------------------------
 
+    # (what, name) -> value, while ``memoized``; None otherwise.
+    _memo: dict[tuple[bool, str], str | None] | None = None
+
+    @contextlib.contextmanager
+    def memoized(self) -> Iterator[None]:
+        """Within: ``read`` and ``log_head`` read each ref once and answer from memory after,
+        for a pass that only reads and asks twice (a plan's chain checks, then its log's
+        audit). An update or adoption through this store forgets what was read."""
+        outer = self._memo
+        self._memo = {} if outer is None else outer
+        try:
+            yield
+        finally:
+            self._memo = outer
+
     def read(self, name: str) -> str | None:
         """The oid ``name`` points at, or None if the ref does not exist."""
-        return self.read_full(check_ref_name(name))
+        return self._remembered(False, check_ref_name(name))
 
     def log_head(self, name: str) -> str | None:
         """The oid of the latest ``yyb_ref_update.v1`` record of ``name``, or None."""
-        return self.log_head_full(check_ref_name(name))
+        return self._remembered(True, check_ref_name(name))
+
+    def _remembered(self, head: bool, name: str) -> str | None:
+        memo = self._memo
+        if memo is None:
+            return self.log_head_full(name) if head else self.read_full(name)
+        try:
+            return memo[head, name]
+        except KeyError:
+            value = memo[head, name] = self.log_head_full(name) if head else self.read_full(name)
+            return value
+
+    def _forget(self) -> None:
+        if self._memo is not None:
+            self._memo.clear()
 
     def update(
         self,
@@ -147,6 +176,7 @@ class RefStore(ABC):
         if any(ord(c) < 0x20 or ord(c) == 0x7F for c in reason):
             raise UsageError("a ref update reason is one line without control characters")
         deleting = self._deleting(name) if new is None else contextlib.nullcontext()
+        self._forget()
         with self._lock(name) as handle, deleting:
             with self.transparency.locked() as log:
                 self.complete(log)
@@ -181,6 +211,7 @@ class RefStore(ABC):
             if before_move is not None:
                 before_move()
             self._commit(name, new, handle)
+        self._forget()
         return oid
 
     def adopt(self, name: str, log_head: str, old: str | None, old_head: str | None) -> None:
@@ -199,6 +230,7 @@ class RefStore(ABC):
         new = record.get("new")
         if record.get("schema_version") != REF_UPDATE or record.get("ref") != name or not new:
             raise CorruptRef(name, f"{log_head} is not an update that sets this ref")
+        self._forget()
         with self._lock(name) as handle, self.transparency.locked() as log:
             self.complete(log)
             current = self.read_full(name)
@@ -210,6 +242,7 @@ class RefStore(ABC):
             log.append(self.chain_since(log_head, old_head))
             self._write_log_head(name, log_head)
             self._commit(name, new, handle)
+        self._forget()
 
     def chain_since(self, log_head: str, old_head: str | None) -> list[tuple[str, str]]:
         """The updates of an imported chain that are new here, oldest first: from
