@@ -391,3 +391,32 @@ def test_memoized_records_are_those_of_the_named_schemas(disk_store):
         assert objects.read_record(other) is not objects.read_record(other)
         assert objects.read_record(other) == objects.read_record(other)
     assert objects.read_record(update) is not objects.read_record(update)
+
+
+def test_a_reading_pass_finds_objects_in_a_fan_out_folder_made_again(disk_store):
+    """While memoized, fan-out folders are held open as first looked in; one that gc drops
+    and another writer makes again is looked in afresh, and a folder that is a symbolic link
+    is refused as it is outside a pass."""
+    import shutil
+
+    from yyb.errors import CorruptObject
+
+    objects = disk_store.objects
+    first = objects.put_record(note("first"))
+    other = next(
+        oid
+        for oid in (objects.put_record(note(f"n{i}")) for i in range(50))
+        if oid[:2] != first[:2]
+    )
+    root = os.path.join(disk_store.path, "objects")
+    with objects.memoized([REF_UPDATE]):
+        assert objects.read_record(first)["message"] == "first"
+        saved = os.path.join(disk_store.path, "saved")
+        shutil.move(os.path.join(root, first[:2]), saved)  # gone, as gc drops an emptied one
+        os.makedirs(os.path.join(root, first[:2]))  # made again by the next writer
+        os.rename(os.path.join(saved, first[2:]), os.path.join(root, first[:2], first[2:]))
+        assert objects.read_record(first)["message"] == "first"
+        shutil.move(os.path.join(root, other[:2]), saved + "2")
+        os.symlink(saved + "2", os.path.join(root, other[:2]))
+        with pytest.raises(CorruptObject, match="symbolic link"):
+            objects.read_record(other)

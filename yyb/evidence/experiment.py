@@ -74,7 +74,7 @@ def checked_with_log(
 
 def _with_log(store, found, mine: dict, function: Callable, args: tuple, attempts: list):
     refs = list(dict.fromkeys(ref for oid in attempts for ref in mine.get(oid, ())))
-    with store.refs.memoized(), store.objects.memoized([REF_UPDATE]):
+    with store.refs.memoized(found.listed), store.objects.memoized([REF_UPDATE]):
         return function(*args, attempts), logaudit.audit_scoped(store, found, refs)
 
 

@@ -63,6 +63,7 @@ class Scope:
     refs: list[str]
     by_ref: dict[str, list[tuple[str, str]]]
     last: tuple[str, str] | None
+    listed: dict[str, list[str]]  # each folder's ref names (refs.names)
 
 
 def scope(store, folders: Iterable[str]) -> Scope:
@@ -72,13 +73,14 @@ def scope(store, folders: Iterable[str]) -> Scope:
     with store.refs.transparency.reading() as log:
         entries = list(log.under(tops))
         last = log.last()
+    listed = {top: store.refs.names(under=top) for top in tops}
     names: set[str] = set(tops)  # a top that is no ref has no head: nothing to walk
-    for top in tops:
-        names.update(store.refs.names(under=top))
+    for below in listed.values():
+        names.update(below)
     by_ref: dict[str, list[tuple[str, str]]] = {}
     for oid, ref in entries:
         by_ref.setdefault(ref, []).append((oid, ref))
-    return Scope(sorted(names | set(by_ref)), by_ref, last)
+    return Scope(sorted(names | set(by_ref)), by_ref, last, listed)
 
 
 def audit_refs(store, folders: Iterable[str]) -> list[Finding]:

@@ -59,6 +59,7 @@ class DiskObjects(ObjectStore):
         self._packs: dict[str, pack.Pack] = {}
         self._packs_lock = _thread.allocate_lock()  # threading.Lock
         self._pack_listing: tuple[int, int] | None = None  # (inode, mtime) of a settled listing
+        self._folders: dict[str, int] | None = None  # fan-out folders held open (_passing)
 
     # --- packs ---------------------------------------------------------------------------
 
@@ -181,9 +182,38 @@ class DiskObjects(ObjectStore):
         Raises:
             CorruptObject: a link (code ``symlink``), or no regular file (``malformed``).
         """
+        opened = self._open_regular(oid)
+        return None if opened is None else opened[0]
+
+    def _passing(self, begins: bool) -> None:
+        """Hold each fan-out folder open while a reading pass lasts (one open less a read)."""
+        for fd in (self._folders or {}).values():
+            os.close(fd)
+        self._folders = {} if begins else None
+
+    def _open_regular(self, oid: str) -> tuple[int, int] | None:
+        """``open_fd``, and the file's size: (descriptor, size), or None."""
+        folders = self._folders
+        if folders is not None and oid[:2] in folders:
+            # A folder held open for a reading pass may have been dropped (by gc) and made
+            # again since: what is not found through it is looked for again afresh.
+            found = self._open_in(folders[oid[:2]], oid)
+            if found is not None:
+                return found
+            os.close(folders.pop(oid[:2]))
         folder = self._folder_fd(oid[:2], oid)
         if folder is None:
             return None
+        try:
+            found = self._open_in(folder, oid)
+        finally:
+            if folders is None:
+                os.close(folder)
+            else:
+                folders[oid[:2]] = folder
+        return found
+
+    def _open_in(self, folder: int, oid: str) -> tuple[int, int] | None:
         try:
             fd = os.open(oid[2:], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
         except FileNotFoundError:
@@ -192,11 +222,10 @@ class DiskObjects(ObjectStore):
             if exc.errno == errno.ELOOP:
                 raise _linked(oid, f"objects/{oid[:2]}/{oid[2:]}") from None
             raise
-        finally:
-            os.close(folder)
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISREG(mode):
-            return fd
+        info = os.fstat(fd)
+        if stat.S_ISREG(info.st_mode):
+            return fd, info.st_size
+        mode = info.st_mode
         os.close(fd)
         if stat.S_ISDIR(mode):
             raise CorruptObject(oid, "a folder stands where the object file should be", "malformed")
@@ -263,16 +292,16 @@ class DiskObjects(ObjectStore):
             if packed is not None:
                 return packed if len(packed) <= limit else None
         try:
-            fd = self.open_fd(oid)
+            opened = self._open_regular(oid)
         except (CorruptObject, OSError):
             return None
-        if fd is None:
+        if opened is None:
             packed = self._packed(oid)
             if packed is None:
                 return b""
             return packed if len(packed) <= limit else None
+        fd, size = opened
         try:
-            size = os.fstat(fd).st_size
             if size > limit:
                 return None
             # Ask for exactly the file's size (plus one byte to notice growth): a larger

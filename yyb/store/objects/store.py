@@ -173,9 +173,13 @@ class _Memoized:
 
     def __enter__(self) -> None:
         self.outer, self.objects._memo = self.objects._memo, self.memo
+        if self.outer is None:
+            self.objects._passing(True)
 
     def __exit__(self, *exc: object) -> None:
         self.objects._memo = self.outer
+        if self.outer is None:
+            self.objects._passing(False)
 
 
 class ObjectStore(ABC):
@@ -376,6 +380,10 @@ class ObjectStore(ABC):
         twice. An object never changes, so nothing goes stale; the values are shared, so the
         pass must not change them."""
         return _Memoized(self, (frozenset(schemas), {}))
+
+    def _passing(self, begins: bool) -> None:  # noqa: B027 - a hook; most stores hold nothing
+        """A reading pass (``memoized``, outermost) begins or ends: a store may hold what
+        every read would otherwise open again."""
 
     def read_record(self, oid: str) -> dict:
         """A record's value, its bytes proved by their hash but their encoding not proved

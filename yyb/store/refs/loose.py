@@ -241,7 +241,7 @@ class DiskRefs(RefStore):
         """The names of the loose log-head files, sorted."""
         return self._walk(self.log_path("refs"), "refs")
 
-    def names(self, under: str | None = None) -> list[str]:
+    def _names(self, under: str | None) -> list[str]:
         top = "refs" if under is None else check_ref_name(under)
         loose = self._walk(self.path(top), top)
         table = self.packed.table()

@@ -15,6 +15,7 @@ ref learns from the log head what was being published, finishes that work and th
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import re
 import threading
@@ -41,6 +42,7 @@ REF_UPDATE = "yyb_ref_update.v1"
 
 # Marks "no expectation" in update(); None means "the ref must not exist".
 ANY = object()
+_LISTED = "listed"  # the key of a memo's listings (every other key is a tuple)
 
 
 @dataclass
@@ -90,10 +92,24 @@ class RefStore(ABC):
         ...
 
     @abstractmethod
+    def _names(self, under: str | None) -> list[str]:
+        """``names``, looked up."""
+
     def names(self, under: str | None = None) -> list[str]:
         """Every ref name, sorted; with ``under`` (a folder such as ``refs/runs/<plan>``),
-        only the names inside that folder, found without looking anywhere else."""
-        ...
+        only the names inside that folder, found without looking anywhere else (while
+        ``memoized`` with that folder or one above it listed, found in that listing)."""
+        memo = self._memo
+        if memo is None or under is None:
+            return self._names(under)
+        folder = check_ref_name(under)
+        for top, listed in memo.get(_LISTED, {}).items():
+            if folder == top or folder.startswith(top + "/"):
+                prefix = folder + "/"
+                start = bisect.bisect_left(listed, prefix)
+                end = bisect.bisect_left(listed, folder + "0")  # "0" follows "/"
+                return listed[start:end]
+        return self._names(under)
 
     @abstractmethod
     def log_names(self) -> list[str]:
@@ -102,16 +118,19 @@ class RefStore(ABC):
 
     # --- behaviour --------------------------------------------------------------------------
 
-    # (what, name) -> value, while ``memoized``; None otherwise.
-    _memo: dict[tuple[bool, str], str | None] | None = None
+    # (is a log head, name) -> value, and _LISTED -> {folder: its names}, while
+    # ``memoized``; None otherwise.
+    _memo: dict | None = None
 
     @contextlib.contextmanager
-    def memoized(self) -> Iterator[None]:
+    def memoized(self, listed: dict[str, list[str]] | None = None) -> Iterator[None]:
         """Within: ``read`` and ``log_head`` read each ref once and answer from memory after,
         for a pass that only reads and asks twice (a plan's chain checks, then its log's
-        audit). An update or adoption through this store forgets what was read."""
+        audit); ``listed`` maps folders to their ``names``, which then answer ``names`` of
+        them and of the folders below them. An update or adoption through this store forgets
+        all of it."""
         outer = self._memo
-        self._memo = {} if outer is None else outer
+        self._memo = {_LISTED: dict(listed or {})} if outer is None else outer
         try:
             yield
         finally:
@@ -433,7 +452,7 @@ class MemoryRefs(RefStore):
         else:
             self.values[name] = new
 
-    def names(self, under: str | None = None) -> list[str]:
+    def _names(self, under: str | None) -> list[str]:
         if under is None:
             return sorted(self.values)
         prefix = check_ref_name(under) + "/"
