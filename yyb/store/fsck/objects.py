@@ -4,7 +4,6 @@ schema), and each link to an object the store lacks."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 
 from yyb.errors import CorruptObject, InvalidRecord, ObjectMissing
 from yyb.store import schema
@@ -31,15 +30,22 @@ def check_objects(store: Store, listing: Listing) -> Iterator[Finding]:
                     yield error("broken-link", oid, f"links {target}, which is missing")
 
 
-@dataclass
 class Inspection:
-    """What reading one object found: its problems, and the oids it links (if decodable)."""
+    """What reading one object found: its problems, and the oids it links (if decodable);
+    ``proved``: the bytes read hash to the oid."""
 
-    findings: list[Finding]
-    kind: str | None = None
-    links: tuple[str, ...] = ()
-    value: dict | None = None
-    proved: bool = False  # the bytes read hash to the oid
+    __slots__ = ("findings", "kind", "links", "value", "proved")
+
+    def __init__(
+        self,
+        findings: list[Finding],
+        kind: str | None = None,
+        links: tuple[str, ...] = (),
+        value: dict | None = None,
+        proved: bool = False,
+    ) -> None:
+        self.findings, self.kind, self.links = findings, kind, links
+        self.value, self.proved = value, proved
 
 
 def inspect(store: Store, oid: str, every_copy: bool = True) -> Inspection:

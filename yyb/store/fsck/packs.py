@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 
 from yyb.store.fsck.findings import Finding, error
 from yyb.store.objects import pack
@@ -14,17 +13,17 @@ from yyb.store.objects import pack
 RELIST = 3  # times the packs are listed again when a repack removed one being checked
 
 
-@dataclass
 class Listing:
     """What the phases learn of the store's objects, for the phases after them."""
 
-    present: list[str] = field(default_factory=list)  # an oid twice: two copies of it
-    loose: set[str] = field(default_factory=set)
-    checked_blobs: set[str] = field(default_factory=set)  # of packs verified: nothing more to do
-    verified: set[str] = field(default_factory=set)  # the paths of the packs taken
-    vanished: bool = False  # a pack listed, then removed by a repack that wrote its own first
-    edges: dict[str, tuple[str, ...]] = field(default_factory=dict)  # oid -> the oids it links
-    copies: Counter = field(default_factory=Counter)  # set by ``oids``
+    def __init__(self, present: list[str] | None = None, loose: set[str] | None = None) -> None:
+        self.present = [] if present is None else present  # an oid twice: two copies of it
+        self.loose = set() if loose is None else loose
+        self.checked_blobs: set[str] = set()  # of packs verified: nothing more to do
+        self.verified: set[str] = set()  # the paths of the packs taken
+        self.vanished = False  # a pack listed, then removed by a repack that wrote its own first
+        self.edges: dict[str, tuple[str, ...]] = {}  # oid -> the oids it links
+        self.copies: Counter = Counter()  # set by ``oids``
 
     def oids(self) -> list[str]:
         """Every oid listed, sorted once; ``copies`` then says how many copies of each."""

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections import namedtuple
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 
 from yyb.errors import YybError
 from yyb.store import fanout, file
@@ -54,16 +54,13 @@ def audit(store) -> list[Finding]:
     return findings + audit_leaves(store, entries, own=True)
 
 
-@dataclass
-class Scope:
+class Scope(namedtuple("Scope", "refs by_ref last listed")):
     """What auditing some refs against the store's own log needs, read once: ``refs``, the
     refs that are one of the folders or lie below one (and those the log names there);
-    ``by_ref``, each one's leaves in log order; ``last``, the log's last leaf."""
+    ``by_ref``, each one's leaves in log order; ``last``, the log's last leaf; ``listed``,
+    each folder's ref names (``refs.names``)."""
 
-    refs: list[str]
-    by_ref: dict[str, list[tuple[str, str]]]
-    last: tuple[str, str] | None
-    listed: dict[str, list[str]]  # each folder's ref names (refs.names)
+    __slots__ = ()
 
 
 def scope(store, folders: Iterable[str]) -> Scope:
@@ -145,13 +142,9 @@ def _layout(store) -> list[Finding]:
     return findings
 
 
-@dataclass
-class _Logged:
-    """What the replay knows of one ref: its newest logged update and that update's record
-    (None when the record cannot be read, or is no update of the ref)."""
-
-    oid: str
-    record: dict | None
+# What the replay knows of one ref: its newest logged update ``oid`` and that update's
+# ``record`` (None when the record cannot be read, or is no update of the ref).
+_Logged = namedtuple("_Logged", "oid record")
 
 
 def replay(store, entries: Iterable[tuple[str, str]], own: bool) -> tuple[list, dict, set]:

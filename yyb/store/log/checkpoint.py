@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from dataclasses import dataclass
+from collections import namedtuple
 
 from yyb.errors import UsageError, YybError
 from yyb.store.log import merkle, transparency
@@ -34,11 +34,10 @@ CHUNK = 4096
 REF = "refs/transparency/checkpoint"
 
 
-@dataclass(frozen=True)
-class Note:
-    origin: str
-    size: int
-    root: bytes
+class Note(namedtuple("Note", "origin size root")):
+    """A checkpoint: the log's ``origin``, its ``size`` in leaves and its ``root`` hash."""
+
+    __slots__ = ()
 
     def body(self) -> bytes:
         encoded = base64.b64encode(self.root).decode("ascii")

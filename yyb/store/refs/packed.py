@@ -30,7 +30,7 @@ import itertools
 import os
 import re
 import threading
-from dataclasses import dataclass
+from collections import namedtuple
 
 from yyb.errors import CorruptRef
 from yyb.store import file
@@ -260,13 +260,9 @@ class PackedRefs:
         self.write(body)
 
 
-@dataclass
-class Packed:
-    """What pack_refs did."""
-
-    refs: int  # refs (with a value) in the packed file now
-    log_heads: int  # log heads in it
-    removed: int  # loose ref and log-head files removed
+# What pack_refs did: the refs (with a value) in the packed file now, the log heads in it, and
+# the loose ref and log-head files removed.
+Packed = namedtuple("Packed", "refs log_heads removed")
 
 
 PACKED_LOCK_TIMEOUT = 10.0

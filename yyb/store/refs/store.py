@@ -22,7 +22,6 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 
 from yyb.errors import (
     CorruptRef,
@@ -45,13 +44,15 @@ ANY = object()
 _LISTED = "listed"  # the key of a memo's listings (every other key is a tuple)
 
 
-@dataclass
 class LockHandle:
     """A held ref lock: its file descriptor, and the crashed holder it replaced, if any."""
 
-    fd: int | None = None
-    broken: dict | None = None
-    renamed: bool = False  # the lock file became the ref: its path is no longer ours
+    __slots__ = ("fd", "broken", "renamed")
+
+    def __init__(self, fd: int | None = None, broken: dict | None = None) -> None:
+        self.fd = fd
+        self.broken = broken
+        self.renamed = False  # the lock file became the ref: its path is no longer ours
 
 
 def now_ms() -> int:
