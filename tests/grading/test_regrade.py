@@ -317,3 +317,47 @@ def test_the_first_regrade_of_a_two_case_plan_appends_generation_2(bench):
     assert generations(bench, plan, second_case, "other") == [(1, "pass")]
     rows = bench.reevaluate(plan, "tests")
     assert (rows[0].action, rows[0].generation) == ("evaluated", 2), rows[0].reason
+
+
+def test_a_regrade_builds_each_attempts_base_before_its_turn(bench, monkeypatch):
+    """A regrade begins building the first attempt's pristine base as soon as it knows it,
+    and each next attempt's while the one before it is evaluated: every warm of an attempt's
+    base comes before that attempt's evaluation and after the previous one's began, and a
+    dry run builds nothing."""
+    from yyb.evidence import names
+    from yyb.harness import overlay
+
+    bench.configure()
+    plan, _ = bench.run(["zz/fixer", "zz/idler"])
+    events: list[tuple] = []
+    real_warm, real_evaluate = overlay.warm, evaluate.evaluate
+
+    def warm(store, key, forms):
+        events.append(("warm", key, tuple(forms)))
+        return real_warm(store, key, forms)
+
+    def evaluating(store, handle, *args, **kwargs):
+        events.append(("evaluate", handle.oid))
+        return real_evaluate(store, handle, *args, **kwargs)
+
+    monkeypatch.setattr(overlay, "warm", warm)
+    monkeypatch.setattr(evaluate, "evaluate", evaluating)
+    bench.reevaluate(plan, "tests", dry_run=True)
+    assert events == []
+    rows = bench.reevaluate(plan, "tests")
+    assert [r.action for r in rows] == ["evaluated", "evaluated"]
+    store = bench.store
+
+    def base(attempt: str) -> str:  # the listing the candidate started from
+        execution = store.objects.get_record(
+            store.refs.read(names.attempt(plan.oid, attempt, "execution"))
+        )
+        return store.objects.get_record(execution["links"]["receipt"])["links"]["listing"]
+
+    bases = [base(r.attempt) for r in rows]
+    assert events == [
+        ("warm", bases[0], (True,)),
+        ("warm", bases[1], (True,)),
+        ("evaluate", rows[0].attempt),
+        ("evaluate", rows[1].attempt),
+    ]

@@ -76,6 +76,18 @@ def warm_workspaces(store, plan: dict, case: dict | None, base_listing: str):
     return overlay.warm(store, base_listing, forms)
 
 
+def warm_profile(store, plan: dict, profile: str, handle: AttemptHandle):
+    """``warm_workspaces`` for one evaluator over a retained attempt (``handle``, whose
+    terminal and evidence are retained): begin building the pristine base ``profile`` will
+    mount its workspace over, in the background. A regrade calls this for the attempt after
+    the one it is evaluating. Returns the building thread, or None."""
+    form = WORKSPACE_FORMS.get(profile_spec(plan, profile).get("kind"))
+    if form is None or handle.terminal is None:
+        return None
+    base = Truth.retained(store, handle).base_listing(store)
+    return None if base is None else overlay.warm(store, base, [form])
+
+
 @dataclass
 class Truth:
     """The retained candidate result an evaluation judges (from the terminal's links)."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from yyb import signing
-from yyb.errors import UsageError
+from yyb.errors import UsageError, YybError
 from yyb.evidence import names
 from yyb.evidence.attempt import AttemptHandle
 from yyb.evidence.check import AttemptCheck, check_attempt
@@ -92,12 +92,21 @@ def reevaluate(
             if store.refs.read(names.attempt(plan_oid, oid, "evidence")) is not None
         }
         goals, pass_oid = _goals(store, plan_oid, checks, request)
-        for attempt_oid in sorted(attempts, key=lambda a: attempts[a]["ordinal"]):
+        order = sorted(attempts, key=lambda a: attempts[a]["ordinal"])
+        # The bases of the attempts to evaluate, in order: each is built while the one
+        # before it is evaluated (the first as soon as it is known), not at its own turn.
+        upcoming = [] if request.dry_run else [a for a in order if a in goals and a in checks]
+        after = dict(zip(upcoming, upcoming[1:], strict=False))
+        if upcoming:
+            _warm(store, plan, request.profile, checks[upcoming[0]])
+        for attempt_oid in order:
             check = checks.get(attempt_oid)
             if check is None:
                 planned = AttemptHandle(plan_oid, plan, attempt_oid, attempts[attempt_oid])
                 row = _row(planned, "skipped", reason="no retained evidence (not run yet)")
             else:
+                if attempt_oid in after:
+                    _warm(store, plan, request.profile, checks[after[attempt_oid]])
                 row = _one(store, check, request, goals.get(attempt_oid), controls)
             rows.append(row)
             if progress:
@@ -106,6 +115,15 @@ def reevaluate(
             ref = names.reevaluation_pass(plan_oid, profile)
             store.refs.update(ref, None, old=pass_oid, reason=f"{verb} pass complete")
     return rows
+
+
+def _warm(store, plan: dict, profile: str, check: AttemptCheck) -> None:
+    """Begin building the base ``check``'s attempt is evaluated on; what fails here is left
+    for its evaluation, which meets it again and says why."""
+    try:
+        evaluate.warm_profile(store, plan, profile, check.handle)
+    except YybError:
+        return
 
 
 def _goals(
