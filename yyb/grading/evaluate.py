@@ -68,12 +68,16 @@ def warm_workspaces(store, plan: dict, case: dict | None, base_listing: str):
     the workspace the candidate starts from). A run calls this as the candidate starts: the
     build overlaps the candidate's run instead of adding to its grading. Returns the
     building thread, or None (no evaluator of those kinds, or no overlay here)."""
-    kinds = [
-        profile_spec(plan, p).get("kind") for p in planned.first_generation_profiles(plan, case)
-    ]
-    # In the order the evaluations come (conclude grades in this order), each form once.
-    forms = list(dict.fromkeys(WORKSPACE_FORMS[k] for k in kinds if k in WORKSPACE_FORMS))
-    return overlay.warm(store, base_listing, forms)
+    # In the order the evaluations come (conclude grades in this order).
+    profiles = planned.first_generation_profiles(plan, case)
+    return overlay.warm(store, base_listing, _forms(plan, profiles))
+
+
+def _forms(plan: dict, profiles) -> list[bool]:
+    """The workspace forms (WORKSPACE_FORMS) the evaluators of ``profiles`` mount, in their
+    order, each once."""
+    kinds = [profile_spec(plan, p).get("kind") for p in profiles]
+    return list(dict.fromkeys(WORKSPACE_FORMS[k] for k in kinds if k in WORKSPACE_FORMS))
 
 
 def warm_profile(store, plan: dict, profile: str, handle: AttemptHandle):
@@ -81,11 +85,11 @@ def warm_profile(store, plan: dict, profile: str, handle: AttemptHandle):
     terminal and evidence are retained): begin building the pristine base ``profile`` will
     mount its workspace over, in the background. A regrade calls this for the attempt after
     the one it is evaluating. Returns the building thread, or None."""
-    form = WORKSPACE_FORMS.get(profile_spec(plan, profile).get("kind"))
-    if form is None or handle.terminal is None:
+    forms = _forms(plan, [profile])
+    if not forms or handle.terminal is None:
         return None
     base = Truth.retained(store, handle).base_listing(store)
-    return None if base is None else overlay.warm(store, base, [form])
+    return None if base is None else overlay.warm(store, base, forms)
 
 
 @dataclass

@@ -41,7 +41,6 @@ REF_UPDATE = "yyb_ref_update.v1"
 
 # Marks "no expectation" in update(); None means "the ref must not exist".
 ANY = object()
-_LISTED = "listed"  # the key of a memo's listings (every other key is a tuple)
 
 
 class LockHandle:
@@ -53,6 +52,17 @@ class LockHandle:
         self.fd = fd
         self.broken = broken
         self.renamed = False  # the lock file became the ref: its path is no longer ours
+
+
+class _Memo:
+    """What a ``memoized`` pass has read: each ref's value and log head, by (is a log head,
+    name), and the ref names of the folders it was given, by folder."""
+
+    __slots__ = ("read", "listed")
+
+    def __init__(self) -> None:
+        self.read: dict[tuple[bool, str], str | None] = {}
+        self.listed: dict[str, list[str]] = {}
 
 
 def now_ms() -> int:
@@ -104,7 +114,7 @@ class RefStore(ABC):
         if memo is None or under is None:
             return self._names(under)
         folder = check_ref_name(under)
-        for top, listed in memo.get(_LISTED, {}).items():
+        for top, listed in memo.listed.items():
             if folder == top or folder.startswith(top + "/"):
                 prefix = folder + "/"
                 start = bisect.bisect_left(listed, prefix)
@@ -119,9 +129,7 @@ class RefStore(ABC):
 
     # --- behaviour --------------------------------------------------------------------------
 
-    # (is a log head, name) -> value, and _LISTED -> {folder: its names}, while
-    # ``memoized``; None otherwise.
-    _memo: dict | None = None
+    _memo: _Memo | None = None  # while ``memoized``
 
     @contextlib.contextmanager
     def memoized(self, listed: dict[str, list[str]] | None = None) -> Iterator[None]:
@@ -131,7 +139,9 @@ class RefStore(ABC):
         them and of the folders below them. An update or adoption through this store forgets
         all of it."""
         outer = self._memo
-        self._memo = {_LISTED: dict(listed or {})} if outer is None else outer
+        if outer is None:
+            self._memo = _Memo()
+        self._memo.listed.update(listed or {})
         try:
             yield
         finally:
@@ -150,14 +160,16 @@ class RefStore(ABC):
         if memo is None:
             return self.log_head_full(name) if head else self.read_full(name)
         try:
-            return memo[head, name]
+            return memo.read[head, name]
         except KeyError:
-            value = memo[head, name] = self.log_head_full(name) if head else self.read_full(name)
+            value = self.log_head_full(name) if head else self.read_full(name)
+            memo.read[head, name] = value
             return value
 
     def _forget(self) -> None:
         if self._memo is not None:
-            self._memo.clear()
+            self._memo.read.clear()
+            self._memo.listed.clear()
 
     def update(
         self,
