@@ -57,6 +57,7 @@ from bench_store import (  # noqa: E402  (tools/ is put on sys.path just above)
     fill_bytecode_cache,
     find_yyb,
     fmt_s,
+    fresh_install,
     interleave,
     run_child,
     runs_note,
@@ -336,6 +337,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--workdir", help="scratch folder (default: a new temp folder, removed)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
     parser.add_argument("--yyb", help="the yyb executable (default: next to sys.executable)")
+    parser.add_argument(
+        "--fresh-install",
+        action="store_true",
+        help="measure this checkout installed as a wheel into a new virtual environment (as a "
+        "user installs it) rather than the yyb next to sys.executable, whose editable "
+        "install's console script and path finder cost every start-up a few milliseconds",
+    )
     args = parser.parse_args(argv)
     if min(args.count, args.repeat) < 1:
         parser.error("--count and --repeat must be positive")
@@ -344,11 +352,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    yyb = find_yyb(args.yyb)
     if shutil.which("git") is None:
         raise SystemExit("bench: git is needed for the comparison")
     work = Path(args.workdir or tempfile.mkdtemp(prefix="yyb-bench-packs-"))
     work.mkdir(parents=True, exist_ok=True)
+    yyb = fresh_install(work) if args.fresh_install else find_yyb(args.yyb)
     env = bench_env(work)
     report = Report()
     load_before = os.getloadavg()

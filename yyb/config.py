@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 
 from yyb.errors import InvalidArgument, InvalidRecord, UsageError
 from yyb.store import file
@@ -13,7 +12,7 @@ from yyb.store.objects import codec
 CONFIG_NAME = "yylo-benchmark.config.json"
 DEFAULT_EXCLUDED = (".yylo-benchmark/", ".juno_task/", CONFIG_NAME)
 DEFAULT_TIMEOUT_MS = 30 * 60 * 1000
-MODEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._:@+/-]*")
+MODEL_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._:@+/-]*"
 
 
 class ConfigError(UsageError):
@@ -145,7 +144,7 @@ class Config:
                 known = ", ".join(sorted(self.data.get("models", {}))) or "none configured"
                 raise UsageError(f"unknown model selector {requested!r} (known: {known})")
             return model_id(entry)
-        if not MODEL_RE.fullmatch(requested):
+        if not _fullmatch(MODEL_PATTERN, requested):
             raise UsageError(
                 f"not a model identity: {requested!r} (expected provider/model "
                 "or a configured :selector)"
@@ -171,13 +170,21 @@ class Config:
         return self.data["evaluators"]
 
 
+def _fullmatch(pattern: str, text: str) -> bool:
+    """Whether ``pattern`` matches all of ``text`` (``re`` imported here: plumbing reads the
+    configuration and never needs it)."""
+    import re
+
+    return re.fullmatch(pattern, text) is not None
+
+
 def model_id(entry: str | dict) -> str:
     """The exact provider/model of a ``models`` entry (an id, or ``{id, accept}``)."""
     return entry if isinstance(entry, str) else entry["id"]
 
 
 # Variables the harness's ``env`` may not set: the launcher's own (docs/attempts.md, step 4).
-RESERVED_ENV = re.compile(r"PATH|HOME|TMPDIR|GIT_CONFIG_NOSYSTEM|XDG_[A-Z_]*|YYB_[A-Z0-9_]*")
+RESERVED_ENV = r"PATH|HOME|TMPDIR|GIT_CONFIG_NOSYSTEM|XDG_[A-Z_]*|YYB_[A-Z0-9_]*"
 
 
 def _model_problems(data: dict) -> list[tuple[str, str]]:
@@ -208,7 +215,7 @@ def _harness_problems(data: dict) -> list[tuple[str, str]]:
     for name, spec in sorted(data.get("harnesses", {}).items()):
         secrets = set(spec.get("secrets", []))
         for variable in sorted(spec.get("env", {})):
-            if RESERVED_ENV.fullmatch(variable):
+            if _fullmatch(RESERVED_ENV, variable):
                 found.append(
                     (
                         pointer(("harnesses", name, "env", variable)),

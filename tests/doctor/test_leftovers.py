@@ -85,3 +85,46 @@ def test_another_users_run_folder_is_neither_judged_nor_removed(tmp_path, monkey
     assert scratch.leftovers() == []
     assert scratch.sweep() == []
     assert os.path.isdir(theirs)
+
+
+TEMP_TOPS = """
+import json, sys
+from yyb.harness import scratch
+mine = scratch.temp_top()  # before anything imports tempfile
+assert "tempfile" not in sys.modules, "temp_top imported tempfile"
+import tempfile
+print(json.dumps([mine, tempfile.gettempdir()]))
+"""
+
+
+def test_the_temp_folder_doctor_searches_is_the_one_run_folders_are_made_in(tmp_path):
+    """``scratch.temp_top`` (doctor's, without tempfile) finds the folder tempfile would, in a
+    fresh process, whatever $TMPDIR, $TEMP and $TMP say: set, empty, missing, a file, not
+    writable (unless root, who may write anywhere), relative."""
+    import json
+
+    writable, locked, a_file = tmp_path / "w", tmp_path / "locked", tmp_path / "file"
+    writable.mkdir()
+    locked.mkdir(mode=0o500)
+    a_file.write_text("")
+    cases = [
+        {},
+        {"TMPDIR": str(writable)},
+        {"TMPDIR": ""},
+        {"TMPDIR": str(tmp_path / "missing"), "TEMP": str(writable)},
+        {"TMPDIR": str(a_file), "TMP": str(writable)},
+        {"TMPDIR": str(locked), "TMP": str(writable)},
+        {"TMPDIR": "w"},  # relative to the current folder
+    ]
+    base = {k: v for k, v in os.environ.items() if k not in ("TMPDIR", "TEMP", "TMP")}
+    for case in cases:
+        done = subprocess.run(
+            [sys.executable, "-c", TEMP_TOPS],
+            env={**base, **case},
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, (case, done.stderr)
+        ours, theirs = json.loads(done.stdout)
+        assert ours == theirs, case

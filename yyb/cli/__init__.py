@@ -8,7 +8,9 @@ that each pays only for what it uses.
 
 from __future__ import annotations
 
-import signal
+# The C module under ``signal``: the Python one builds its enums, which would cost each command
+# a few milliseconds before it starts.
+import _signal
 import sys
 
 # The command table lives in a module of its own, so that the commands which read it do
@@ -19,7 +21,7 @@ from yyb.cli.commands import COMMANDS  # noqa: F401 - re-exported
 def main(argv: list[str] | None = None) -> None:
     """Run the command line ``argv`` (default: the process's) and exit with its code."""
     # Behave like other Unix tools in pipelines: `yyb ... | head` ends quietly.
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    _signal.signal(_signal.SIGPIPE, _signal.SIG_DFL)
     args = sys.argv[1:] if argv is None else list(argv)
     from yyb.cli import fast
 

@@ -5,9 +5,7 @@ calls, so a command line means the same whichever path runs it."""
 from __future__ import annotations
 
 import os
-import re
 import sys
-from collections.abc import Callable, Iterator
 
 from yyb.cli.failure import fail
 from yyb.errors import CorruptObject, NotFound, UsageError, YybError
@@ -19,6 +17,7 @@ from yyb.store.objects.store import STREAM_THRESHOLD, hash_stream, record_body, 
 
 TYPE_CHECKING = False  # typing is not imported at run time (docs/performance.md)
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
     from typing import BinaryIO, Literal
 
     HashKind = Literal["blob", "record"]
@@ -151,7 +150,6 @@ def _stream_verified(oid: str, kind: str, size: int, stream: BinaryIO) -> int:
     return 0
 
 
-_FULL_OID = re.compile(rb"[0-9a-f]{64}")
 _HEX = b"0123456789abcdef"
 GATHER = 1024  # pieces a writev takes at most (Linux's IOV_MAX)
 READ_SIZE = 64 << 10
@@ -283,7 +281,7 @@ def _fulls(lines: list[bytes]) -> list[bytes | None]:
     """Each line that is a full oid, else None; all at once when every line is one."""
     if not b"".join(lines).translate(None, _HEX) and set(map(len, lines)) <= {OID_HEX}:
         return lines
-    return [line if _FULL_OID.fullmatch(line) else None for line in lines]
+    return [line if len(line) == OID_HEX and not line.strip(_HEX) else None for line in lines]
 
 
 def _answer_chunk(store, lines: list[bytes], bodies: list, out: BinaryIO, with_body: bool) -> bool:

@@ -27,11 +27,16 @@ refs/transparency/checkpoint                       the newest checkpoint of the 
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+TYPE_CHECKING = False  # typing is not imported at run time (docs/performance.md)
+if TYPE_CHECKING:
+    from typing import Literal
 
-Leaf = Literal["intent", "execution", "terminal", "evidence"]
-# Each of these refs is written once, from nothing, by compare-and-swap; never moved after.
-LEAVES: tuple[Leaf, ...] = get_args(Leaf)
+    Leaf = Literal["intent", "execution", "terminal", "evidence"]
+    GovernedLeaf = Literal["intent", "terminal"]
+
+# An attempt's leaves (``Leaf``). Each of these refs is written once, from nothing, by
+# compare-and-swap; never moved after.
+LEAVES: tuple[Leaf, ...] = ("intent", "execution", "terminal", "evidence")
 
 PLANS = "refs/plans"
 RUNS = "refs/runs"
@@ -42,9 +47,9 @@ GOVERNED = "refs/governed"
 READINESS = "refs/release-readiness"
 READINESS_LATEST = "refs/release-readiness/latest"
 
-GovernedLeaf = Literal["intent", "terminal"]
-# intent moves (by compare-and-swap) to each new dispatch of the step; terminal is written once.
-GOVERNED_LEAVES: tuple[GovernedLeaf, ...] = get_args(GovernedLeaf)
+# A governed step's leaves (``GovernedLeaf``): intent moves (by compare-and-swap) to each new
+# dispatch of the step; terminal is written once.
+GOVERNED_LEAVES: tuple[GovernedLeaf, ...] = ("intent", "terminal")
 
 
 def plan(plan_oid: str) -> str:

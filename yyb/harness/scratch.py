@@ -11,11 +11,11 @@ folder whose owner is gone (``sweep``), and ``yyb doctor`` names those of its st
 
 from __future__ import annotations
 
+import _thread
 import atexit
 import os
 import stat
-import tempfile
-import threading
+import sys
 
 from yyb.store import file
 
@@ -23,7 +23,7 @@ PREFIX = "yyb-run-"
 LOCK = "owner.lock"
 STORE = "store"
 
-_mutex = threading.Lock()
+_mutex = _thread.allocate_lock()
 _run: dict = {}  # pid -> (run folder, lock fd): a forked worker makes its own
 
 
@@ -33,6 +33,8 @@ def run_folder(store_path: str | None = None) -> str:
         made = _run.get(os.getpid())
         if made is not None and os.path.isdir(made[0]):
             return made[0]
+        import tempfile
+
         folder = tempfile.mkdtemp(prefix=PREFIX)
         from yyb.harness import worktree  # not for leftovers, which doctor runs
 
@@ -49,6 +51,8 @@ def run_folder(store_path: str | None = None) -> str:
 
 def folder(kind: str, store_path: str | None = None) -> str:
     """A new private folder (``yyb-<kind>-<random>``) in this process's run folder."""
+    import tempfile
+
     return tempfile.mkdtemp(prefix=f"yyb-{kind}-", dir=run_folder(store_path))
 
 
@@ -76,10 +80,26 @@ def _store_of(path: str) -> str | None:
         return None
 
 
+def temp_top() -> str:
+    """Where run folders are made: ``tempfile.gettempdir()``, found the way it documents
+    (the first of $TMPDIR, $TEMP, $TMP, /tmp, /var/tmp, /usr/tmp that is a folder this
+    process may write, else the current folder) without importing tempfile, which with shutil
+    and random would cost ``doctor`` a few milliseconds, unless something imported it already
+    (and may have set ``tempfile.tempdir``)."""
+    loaded = sys.modules.get("tempfile")
+    if loaded is not None:
+        return loaded.gettempdir()
+    names = [os.environ.get(name) for name in ("TMPDIR", "TEMP", "TMP")]
+    for folder in [*names, "/tmp", "/var/tmp", "/usr/tmp"]:
+        if folder and os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK):
+            return os.path.abspath(folder)
+    return os.getcwd()
+
+
 def leftovers(store_path: str | None = None) -> list[str]:
     """Run folders of processes that are gone (those tagged with ``store_path``, when given;
     a library caller that named no store leaves untagged ones, which only ``sweep`` sees)."""
-    top = tempfile.gettempdir()
+    top = temp_top()
     try:
         names = sorted(n for n in os.listdir(top) if n.startswith(PREFIX))
     except OSError:

@@ -9,14 +9,15 @@ write does so in the parent, after the results are in.
 
 from __future__ import annotations
 
-import contextlib
+import _signal  # signal without its enums (docs/performance.md: start-up)
 import os
-import pickle
-import signal
-from collections.abc import Callable, Sequence
 
 from yyb.errors import UsageError, YybError
 from yyb.store import heap
+
+TYPE_CHECKING = False  # typing is not imported at run time (docs/performance.md)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
 
 # Below MINIMUM items everything runs in the calling process; above, workers take CHUNK items
 # at a time (read when map_chunks is called, so tests can make them small).
@@ -75,6 +76,8 @@ def _forked(function: Callable, args: tuple, parts: list, workers: int) -> list:
     """Fork ``workers`` children; child k computes parts k, k + workers, ... and sends its
     results back through a pipe. A child that dies without sending them fails the whole call
     (nothing waits for it forever); on any failure or Ctrl-C every child is killed."""
+    import pickle  # here, before the fork: a command that forks no workers never loads it
+
     results: list = [None] * len(parts)
     children: dict[int, tuple[int, list[int]]] = {}
     try:
@@ -104,17 +107,23 @@ def _forked(function: Callable, args: tuple, parts: list, workers: int) -> list:
                 results[index] = result
     finally:
         for pid, (reader, _) in children.items():
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
+            try:
+                os.kill(pid, _signal.SIGKILL)
                 os.waitpid(pid, 0)
-            with contextlib.suppress(OSError):
+            except OSError:
+                pass
+            try:
                 os.close(reader)
+            except OSError:
+                pass
     return results
 
 
 def _child(function: Callable, args: tuple, parts: list, indexes: list[int], writer: int):
     # Ctrl-C reaches the whole process group: the caller stops the workers and says so once.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    import pickle  # loaded already, by _forked
+
+    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
     try:
         payload = pickle.dumps(("ok", [function(*args, parts[i]) for i in indexes]))
     except BaseException as exc:  # noqa: BLE001 - carried to the caller, raised there

@@ -266,6 +266,16 @@ def break_abandoned(path: str) -> dict | None:
         os.close(fd)
 
 
+def release_lock(path: str, fd: int) -> None:
+    """Let a lock ``acquire_lock`` took go: the file is removed while still locked, then
+    closed, so a waiter finds either the lock held or no lock at all."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    os.close(fd)
+
+
 def acquire_lock(path: str, timeout: float) -> tuple[int, dict | None]:
     """Create the lock file ``path``; return (fd, holder of an abandoned lock it replaced).
 

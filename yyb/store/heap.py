@@ -9,25 +9,30 @@ cycles, and nesting is safe: only the outermost pause turns the collector back o
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import gc
-from collections.abc import Callable, Iterator
+
+TYPE_CHECKING = False  # typing is not imported at run time (docs/performance.md)
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
+class gc_paused:  # lowercase: used as a function, ``with gc_paused():``
+    """The collector paused for the ``with`` block (a class: plumbing imports no contextlib)."""
+
+    __slots__ = ("enabled",)
+
+    def __enter__(self) -> None:
+        self.enabled = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc_info) -> None:
+        if self.enabled:
             gc.enable()
 
 
 def without_gc(function: Callable) -> Callable:
     """Run ``function`` with the cyclic collector paused (see gc_paused)."""
+    import functools
 
     @functools.wraps(function)
     def paused(*args, **kwargs):

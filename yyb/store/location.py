@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable
 
 from yyb.errors import StoreNotFound, StoreOverlapsRepository
+
+TYPE_CHECKING = False  # typing is not imported at run time (docs/performance.md)
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 ENV_STORE = "YYB_STORE"
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Iterator
 
 from yyb.errors import RefNotFound, StoreNotFound, UsageError
 from yyb.store import file
@@ -115,25 +113,21 @@ class Store:
         file.write_atomic(os.path.join(path, FORMAT_FILE), FORMAT_TEXT.encode("ascii"))
         return cls.open(path), True
 
-    @contextlib.contextmanager
-    def exclusive(self, name: str, timeout: float = 0.0) -> Iterator[dict | None]:
-        """Hold the store-wide lock ``locks/<name>.lock`` (one component, ref-name rules).
-
-        Yields the holder of an abandoned lock this one replaced (a crashed process), or None.
+    def exclusive(self, name: str, timeout: float = 0.0) -> store_lock:
+        """The store-wide lock ``locks/<name>.lock`` (one component, ref-name rules), to hold
+        with ``with``; its value is the holder of an abandoned lock this one replaced (a
+        crashed process), or None. A store in memory holds nothing.
 
         Raises:
-            LockHeld: another live process holds it past ``timeout`` seconds.
+            InvalidRefName, UsageError: ``name`` cannot name a lock.
+            LockHeld: (on entry) another live process holds it past ``timeout`` seconds.
         """
         from yyb.store.refs.names import check_ref_name  # as refs: plumbing on oids never pays
 
         check_ref_name(name)
         if "/" in name:
             raise UsageError(f"a lock name is one component: {name!r}")
-        if self.path is None:
-            yield None
-            return
-        with store_lock(self.path, name, timeout) as broken:
-            yield broken
+        return store_lock(self.path, name, timeout)
 
     def rev_parse(self, name: str) -> str:
         """Resolve a full oid, a unique abbreviation (4+ hex digits) or a ref name to an oid.

@@ -8,41 +8,46 @@ pays for either.
 
 from __future__ import annotations
 
-import json
+import os
 from functools import cache
-from importlib import resources
-from pathlib import Path
-from typing import Any
 
 from yyb.errors import SchemaViolation
 from yyb.store.objects.codec import json_path
+
+TYPE_CHECKING = False  # typing is not imported at run time (docs/performance.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 SUFFIX = ".schema.json"
 
 
 @cache
-def _folder() -> Any:
-    """The schemas: package data when installed, the top-level folder in a source tree."""
-    try:
-        return resources.files("yyb.schemas")
-    except ModuleNotFoundError:
-        return Path(__file__).resolve().parents[2] / "schemas"
+def _folder() -> str:
+    """The schemas: package data (``yyb/schemas``) when installed, the top-level folder in a
+    source tree. (A path, not ``importlib.resources``: that and pathlib would cost every
+    ``doctor`` a few milliseconds; yyb is never imported from a zip.)"""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    installed = os.path.join(package, "schemas")
+    if os.path.isdir(installed):
+        return installed
+    return os.path.join(os.path.dirname(package), "schemas")
 
 
 def schema_names() -> list[str]:
     """Every schema_version this installation knows, sorted."""
-    return sorted(
-        entry.name[: -len(SUFFIX)] for entry in _folder().iterdir() if entry.name.endswith(SUFFIX)
-    )
+    return sorted(name[: -len(SUFFIX)] for name in os.listdir(_folder()) if name.endswith(SUFFIX))
 
 
 @cache
 def load_schema(schema_version: str) -> dict | None:
     """The JSON Schema document for ``schema_version``, or None when there is none."""
-    entry = _folder().joinpath(f"{schema_version}{SUFFIX}")
-    if not entry.is_file():
+    entry = os.path.join(_folder(), f"{schema_version}{SUFFIX}")
+    if not os.path.isfile(entry):
         return None
-    return json.loads(entry.read_text(encoding="utf-8"))
+    import json  # here: json brings re, and a store of blobs alone needs no schema
+
+    with open(entry, encoding="utf-8") as handle:
+        return json.loads(handle.read())
 
 
 @cache

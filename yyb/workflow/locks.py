@@ -57,18 +57,12 @@ class Lease:
     replaced: dict | None  # the holder of an abandoned lock this one replaced
 
     def release(self) -> None:
-        """Let the resource go: the file is removed while still locked, then closed, so a
-        waiter finds either the lock held or no lock at all. (A lock whose descriptor was
+        """Let the resource go (``file.release_lock``). (A lock whose descriptor was
         handed to a dispatch that outlives this process is never released: it stays held by
         them, and is abandoned, to be replaced, once the last of them is gone.)"""
-        if self.fd < 0:
-            return
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass
-        os.close(self.fd)
-        self.fd = -1
+        if self.fd >= 0:
+            file.release_lock(self.path, self.fd)
+            self.fd = -1
 
     def __enter__(self) -> Lease:
         return self

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import re
 
 from yyb.errors import ChecksumMismatch, CorruptObject, InvalidOid, InvalidRecord
 from yyb.store.objects import codec
@@ -21,16 +20,30 @@ MAX_HEADER = 32
 # Records are metadata; bulk bytes belong in blobs. Readers refuse larger record bodies.
 MAX_RECORD = 64 << 20
 
-_OID_RE = re.compile(r"[0-9a-f]{64}")
-_HEX_RE = re.compile(r"[0-9a-f]*")
-_PREFIX_RE = re.compile(r"[0-9a-f]{4,64}")
-# The stored header: kind, space, decimal length without sign or leading zeros, NUL. Readers
-# that match it in a mapped file (packs, bundles) use this pattern too: one grammar.
-HEADER_RE = re.compile(rb"(blob|record) (0|[1-9][0-9]{0,19})\x00")
+# Lowercase hexadecimal: a string is made of these alone when stripping them leaves nothing.
+# (Plain string methods rather than regular expressions: plumbing does not import ``re``.)
+HEX = "0123456789abcdef"
+_KIND_BYTES = (b"blob", b"record")
+_VERSION_NAME = "abcdefghijklmnopqrstuvwxyz0123456789_"
+# The stored header: kind, space, decimal length without sign or leading zeros, NUL
+# (``parse_header``). Readers that match it in a mapped file (packs, bundles) compile this
+# pattern (``header_re``): one grammar.
+HEADER_PATTERN = rb"(blob|record) (0|[1-9][0-9]{0,19})\x00"
+_header_re = None
+
+
+def header_re():
+    """HEADER_PATTERN compiled (once, on first use: most commands never need it)."""
+    global _header_re
+    if _header_re is None:
+        import re
+
+        _header_re = re.compile(HEADER_PATTERN)
+    return _header_re
 
 
 def is_oid(text: str) -> bool:
-    return isinstance(text, str) and _OID_RE.fullmatch(text) is not None
+    return isinstance(text, str) and len(text) == OID_HEX and not text.strip(HEX)
 
 
 def loose_path(oid: str) -> str:
@@ -47,7 +60,7 @@ def check_oid(text: str) -> str:
 
 def check_prefix(text: str) -> str:
     """Return ``text`` if it can name an object (4 to 64 lowercase hex digits)."""
-    if not isinstance(text, str) or _PREFIX_RE.fullmatch(text) is None:
+    if not isinstance(text, str) or not MIN_ABBREV <= len(text) <= OID_HEX or text.strip(HEX):
         raise InvalidOid(text)
     return text
 
@@ -71,14 +84,22 @@ def parse_header(data: bytes, oid: str | None = None) -> tuple[str, int, int]:
     Raises:
         CorruptObject: the header is malformed.
     """
-    match = HEADER_RE.match(data[:MAX_HEADER])
-    if match is None:
-        if b"\x00" not in data[:MAX_HEADER]:
-            raise CorruptObject(oid, "truncated or missing header", "truncated")
+    head = data[:MAX_HEADER]
+    end = head.find(b"\x00")
+    if end < 0:
+        raise CorruptObject(oid, "truncated or missing header", "truncated")
+    kind, space, digits = head[:end].partition(b" ")
+    if (
+        kind not in _KIND_BYTES
+        or not space
+        or not 0 < len(digits) <= 20
+        or not digits.isdigit()  # ASCII digits only, for bytes; no sign, no space
+        or (digits[0] == 0x30 and len(digits) > 1)  # no leading zero
+    ):
         raise CorruptObject(
             oid, "malformed header (expected '<blob|record> <length>\\0')", "malformed"
         )
-    return match.group(1).decode("ascii"), int(match.group(2)), match.end()
+    return kind.decode("ascii"), int(digits), end + 1
 
 
 def split(data: bytes, oid: str | None = None) -> tuple[str, bytes]:
@@ -135,9 +156,7 @@ def _all_oids(items: list) -> bool:
         joined = "".join(items)
     except TypeError:  # not every item is a string
         return False
-    return (
-        min(map(len, items)) == max(map(len, items)) == 64 and _HEX_RE.fullmatch(joined) is not None
-    )
+    return min(map(len, items)) == max(map(len, items)) == 64 and not joined.strip(HEX)
 
 
 def check_record(value: dict) -> str:
@@ -150,11 +169,19 @@ def checked_record(value: dict) -> tuple[str, dict[str, list[str]]]:
     version = value.get("schema_version")
     if version is None:
         raise InvalidRecord("$.schema_version", "missing: every record names its schema_version")
-    if type(version) is not str or not re.fullmatch(r"[a-z0-9_]+\.v[0-9]+", version):
+    if type(version) is not str or not _is_version(version):
         raise InvalidRecord(
             "$.schema_version", f"{version!r} is not a schema version like 'name.v1'"
         )
     return version, check_links(value)
+
+
+def _is_version(text: str) -> bool:
+    """Whether ``text`` is ``[a-z0-9_]+\\.v[0-9]+`` (a name, ".v", a decimal number)."""
+    name, dot_v, number = text.rpartition(".v")
+    return bool(
+        dot_v and name and number.isascii() and number.isdigit() and not name.strip(_VERSION_NAME)
+    )
 
 
 class StoredObject:

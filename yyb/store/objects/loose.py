@@ -14,7 +14,6 @@ import io
 import os
 import stat
 import time
-from collections.abc import Iterable, Iterator
 
 from yyb.errors import CorruptObject, ObjectMissing, StoreIOError
 from yyb.store import file
@@ -35,6 +34,7 @@ from yyb.store.objects.store import (
 
 TYPE_CHECKING = False  # typing is not imported at run time (docs/performance.md)
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
     from typing import BinaryIO
 
     from yyb.store.objects import pack

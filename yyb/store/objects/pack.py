@@ -28,12 +28,15 @@ import operator
 import os
 import struct
 import sys
-from collections.abc import Iterable, Iterator
 
 from yyb.errors import CorruptObject
 from yyb.store import file
-from yyb.store.objects.format import HEADER_RE, MAX_HEADER, parse_header
+from yyb.store.objects.format import MAX_HEADER, header_re, parse_header
 from yyb.store.objects.pack_hashing import Prover
+
+TYPE_CHECKING = False  # typing is not imported at run time (docs/performance.md)
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
 
 PACK_MAGIC = b"YYBPACK\0"
 INDEX_MAGIC = b"YYBIDX\0\0"
@@ -590,7 +593,7 @@ class Pack:
         if starts and starts[0] != HEAD.size:
             raise PackError(self.path, f"{oids[order[0]].hex()}: the objects do not tile the pack")
         ends = list(map(min, map(MAX_HEADER.__add__, starts), stops))
-        found = list(map(HEADER_RE.match, itertools.repeat(self.data), starts, ends))
+        found = list(map(header_re().match, itertools.repeat(self.data), starts, ends))
         found = [
             m if m is not None and m.end() + int(m[2]) == stop else None
             for m, stop in zip(found, stops, strict=True)

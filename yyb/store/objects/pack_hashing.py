@@ -15,20 +15,24 @@ bytes; the answer is ``n`` body starts then ``n`` body stops (u64 each), in the 
 
 from __future__ import annotations
 
+# The C module under ``signal``, whose Python side builds enums; nor contextlib nor
+# collections: a reader of a pack pays for none of them (docs/performance.md: start-up).
+import _signal
 import array
-import collections
-import contextlib
 import os
-import signal
 import struct
 import sys
-from collections.abc import Callable
+
+TYPE_CHECKING = False  # typing is not imported at run time (docs/performance.md)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    Work = Callable[[bytes], tuple[list[int], list[int]]]
 
 COUNT = struct.Struct("<Q")
 KEY = 32
 ANSWER = 16  # a start and a stop
 PIPE_SIZE = 1 << 20  # Linux's default /proc/sys/fs/pipe-max-size
-Work = Callable[[bytes], tuple[list[int], list[int]]]
 
 
 def wanted() -> bool:
@@ -50,7 +54,7 @@ class Prover:
         self.pid = pid
         self._requests = requests
         self._answers = answers
-        self._asked: collections.deque[int] = collections.deque()  # key counts unanswered
+        self._asked: list[int] = []  # key counts unanswered, oldest first (a handful)
         self._room = (_widen(requests), _widen(answers))  # what each pipe holds unread
 
     @classmethod
@@ -120,7 +124,7 @@ class Prover:
         answering (it is then closed)."""
         if not self.pid or not self._asked:
             return None
-        count = self._asked.popleft()
+        count = self._asked.pop(0)
         try:
             data = _read_exact(self._answers, ANSWER * count)
         except OSError:
@@ -139,18 +143,25 @@ class Prover:
         if not self.pid:
             return
         for fd in (self._requests, self._answers):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        with contextlib.suppress(OSError):
-            os.kill(self.pid, signal.SIGKILL)
-        with contextlib.suppress(OSError):
-            os.waitpid(self.pid, 0)
+            _quietly(os.close, fd)
+        _quietly(os.kill, self.pid, _signal.SIGKILL)
+        _quietly(os.waitpid, self.pid, 0)
         self.pid = 0
         self._asked.clear()
 
     def __del__(self) -> None:
-        with contextlib.suppress(Exception):  # at interpreter exit, modules may be gone
+        try:
             self.close()
+        except Exception:  # noqa: BLE001 - at interpreter exit, modules may be gone
+            pass
+
+
+def _quietly(call: Callable, *args) -> None:
+    """``call(*args)``, an OSError ignored (the descriptor or process may be gone already)."""
+    try:
+        call(*args)
+    except OSError:
+        pass
 
 
 def _widen(fd: int) -> int:
@@ -158,8 +169,7 @@ def _widen(fd: int) -> int:
     try:
         import fcntl
 
-        with contextlib.suppress(OSError):
-            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
+        _quietly(fcntl.fcntl, fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
         return fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
     except (ImportError, AttributeError, OSError):
         return 512  # what POSIX promises (PIPE_BUF)
@@ -167,7 +177,7 @@ def _widen(fd: int) -> int:
 
 def _serve(work: Work, requests: int, answers: int) -> None:
     # Ctrl-C reaches the whole process group: the parent stops, and this sees its pipe close.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):  # never hold the reader's pipes open once the parent is gone
         os.dup2(null, fd)
@@ -199,17 +209,15 @@ def _write_all(fd: int, data: bytes) -> None:
     end this process where its disposition is the default (the CLI restores it, so that
     ``yyb ... | head`` ends quietly): the signal is blocked while writing, and one the write
     raised is taken before it is unblocked."""
-    import signal
-
     view = memoryview(data)
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPIPE})
+    before = _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGPIPE})
     try:
         while view:
             view = view[os.write(fd, view) :]
     finally:
-        if signal.SIGPIPE in signal.sigpending():
-            signal.sigtimedwait({signal.SIGPIPE}, 0)
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+        if _signal.SIGPIPE in _signal.sigpending():
+            _signal.sigtimedwait({_signal.SIGPIPE}, 0)
+        _signal.pthread_sigmask(_signal.SIG_SETMASK, before)
 
 
 def _read_exact(fd: int, size: int) -> bytes | None:

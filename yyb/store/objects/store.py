@@ -8,7 +8,6 @@ import hashlib
 import io
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
 
 from yyb.errors import (
     AmbiguousOid,
@@ -33,6 +32,7 @@ from yyb.store.objects.format import (
 
 TYPE_CHECKING = False  # typing is not imported at run time (docs/performance.md)
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
     from typing import Any, BinaryIO
 
 # 64 KiB reads: small enough to come from the heap, large enough that the loop costs nothing.
