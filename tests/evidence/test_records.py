@@ -9,9 +9,10 @@ Three kinds are no store's records: the grader's input and output (JSON files be
 evaluation, taken from the example's blobs) and the configuration (the example's file). Two
 kinds nothing writes any more were put together from the example's records and checked against
 their schemas: a grade v2 (from an evaluation and its result) and a longitudinal layer v2 (a v3
-layer with its cohorts inline). The gateway's kinds (a price table, a streamed call, a refused
-call and their meter) come from an attempt through the gateway against the scripted provider
-(tests/gateway/).
+layer with its cohorts inline). The report layer v4 and its cases records are what yyb's
+writer (yyb/reports/layer.py) makes of the golden v3 layer's report, which they follow. The
+gateway's kinds (a price table, a streamed call, a refused call and their meter) come from an
+attempt through the gateway against the scripted provider (tests/gateway/).
 """
 
 from __future__ import annotations

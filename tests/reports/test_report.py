@@ -83,7 +83,14 @@ def test_report_of_a_complete_experiment(bench, tmp_path):
     stored = store.objects.get_record(head)
     schema.validate(stored, layer.LAYER)
     assert stored["links"]["plan"] == plan.oid and "attempts" not in stored["report"]
-    assert stored["report"] == {k: v for k, v in doc.items() if k not in ("attempts", "layer")}
+    assert layer.layer_report(store, stored) == {k: v for k, v in doc.items() if k != "layer"}
+    assert all("cases" not in model for model in stored["report"]["models"])
+    cases = [store.objects.get_record(oid) for oid in stored["links"]["cases"]]
+    for part in cases:
+        schema.validate(part, layer.CASES)
+    assert [(part["model"], part["cases"]) for part in cases] == [
+        (model["model"], model["cases"]) for model in doc["models"] if model["cases"]
+    ]
     (rows_oid,) = stored["links"]["rows"]  # four attempts: one rows record
     rows = store.objects.get_record(rows_oid)
     schema.validate(rows, layer.ROWS)

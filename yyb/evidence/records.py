@@ -39,9 +39,11 @@ JUDGE_INTENT = "yylo_benchmark_judge_intent.v1"
 GRADER_INPUT = "yylo_benchmark_grader_input.v2"
 GRADER_OUTPUT = "yylo_benchmark_grader_output.v2"
 REEVALUATION_PASS = "yylo_benchmark_reevaluation_pass.v2"
-REPORT_LAYER = "yylo_benchmark_report_layer.v3"
+REPORT_LAYER = "yylo_benchmark_report_layer.v4"
+REPORT_LAYER_V3 = "yylo_benchmark_report_layer.v3"  # written before v4; still verified
 REPORT_LAYER_V2 = "yylo_benchmark_report_layer.v2"  # written before v3; still verified
 REPORT_ROWS = "yylo_benchmark_report_rows.v3"
+REPORT_CASES = "yylo_benchmark_report_cases.v4"
 LONGITUDINAL_LAYER = "yylo_benchmark_longitudinal_layer.v3"
 LONGITUDINAL_LAYER_V2 = "yylo_benchmark_longitudinal_layer.v2"
 LONGITUDINAL_COHORTS = "yylo_benchmark_longitudinal_cohorts.v3"
@@ -104,6 +106,7 @@ SIGNED_KINDS = frozenset(
         TERMINAL,
         EVALUATION,
         REPORT_LAYER_V2,
+        REPORT_LAYER_V3,
         REPORT_LAYER,
         LONGITUDINAL_LAYER_V2,
         LONGITUDINAL_LAYER,

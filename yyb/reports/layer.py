@@ -1,20 +1,22 @@
 """Report layers: each report stored as derived records, chained under ``refs/reports/<plan>``.
 
-A layer (``yylo_benchmark_report_layer.v3``) holds the report document without its attempt
-rows and links the plan, the rows records (``yylo_benchmark_report_rows.v3``: up to 1,000
-consecutive rows each, linking the terminals, evidence and evaluations they name) and the
-previous layer of the plan. Rows records are content-addressed, so the rows a new layer shares
-with an older one are stored once. The ref moves by compare-and-swap, so older layers stay
-reachable through ``previous``. When an attempt's verdict differs from the one the nearest
-earlier layer with the same grader pin showed (a regrade changed it), the report shows the new
-verdict beside the displaced one, and later layers carry that disagreement forward while the
-verdict stays the same.
+A layer (``yylo_benchmark_report_layer.v4``) holds the report document without its attempt
+rows and without its models' case rows, and links the plan, the rows records
+(``yylo_benchmark_report_rows.v3``: up to 1,000 consecutive rows each, linking the terminals,
+evidence and evaluations they name), the cases records (``yylo_benchmark_report_cases.v4``: up
+to 1,000 consecutive case rows of one model each) and the previous layer of the plan. Rows and
+cases records are content-addressed, so what a new layer shares with an older one is stored
+once, and a new layer checks and writes only its own figures and the parts that changed. The
+ref moves by compare-and-swap, so older layers stay reachable through ``previous``. When an
+attempt's verdict differs from the one the nearest earlier layer with the same grader pin
+showed (a regrade changed it), the report shows the new verdict beside the displaced one, and
+later layers carry that disagreement forward while the verdict stays the same.
 """
 
 from __future__ import annotations
 
 from yyb.evidence import names
-from yyb.evidence.kinds.report import ReportLayer, ReportRows
+from yyb.evidence.kinds.report import ReportCases, ReportLayer, ReportRows
 from yyb.evidence.record import Record, kind_of
 from yyb.store import heap
 from yyb.store.objects import codec
@@ -23,6 +25,7 @@ from yyb.store.objects.store import record_body
 
 LAYER = ReportLayer.schema_version
 ROWS = ReportRows.schema_version
+CASES = ReportCases.schema_version
 PART_SIZE = 1000
 
 
@@ -44,10 +47,27 @@ def _previous_same_pin(
 
 
 def layer_rows(store, layer: dict) -> list[dict]:
-    """A layer's attempt rows: in its linked rows records (v3), or in its report (v2)."""
+    """A layer's attempt rows: in its linked rows records (v3, v4), or in its report (v2)."""
     if "attempts" in layer["report"]:
         return layer["report"]["attempts"]
     return part_items(store, layer["links"].get("rows", []), "rows")
+
+
+def layer_report(store, layer: dict) -> dict:
+    """The report document a layer of any version stored (the JSON output without its
+    ``layer`` key): its figures, with the attempt rows and each model's case rows put back
+    from the parts it links (v4 links both, v3 the rows, v2 holds everything)."""
+    report = dict(layer["report"], attempts=layer_rows(store, layer))
+    links = layer["links"]
+    if "cases" in links or any("cases" not in model for model in report["models"]):
+        by_model: dict[str, list] = {}
+        for oid in links.get("cases", []):
+            part = store.objects.read_record(oid)
+            by_model.setdefault(part["model"], []).extend(part["cases"])
+        report["models"] = [
+            dict(model, cases=by_model.get(model["model"], [])) for model in report["models"]
+        ]
+    return report
 
 
 def part_items(store, oids: list[str], field: str) -> list[dict]:
@@ -115,6 +135,16 @@ def rows_records(plan_oid: str, rows: list[dict]) -> list[dict]:
     return parts(ReportRows, "rows", rows, links_of, {"plan": plan_oid})
 
 
+def cases_records(plan_oid: str, models: list[dict]) -> list[dict]:
+    """The cases records of the report's ``models`` (in their order), each holding up to
+    PART_SIZE consecutive case rows of one model."""
+    records = []
+    for model in models:
+        fixed = {"plan": plan_oid, "model": model["model"]}
+        records += parts(ReportCases, "cases", model["cases"], lambda _: {"plan": plan_oid}, fixed)
+    return records
+
+
 def put_parts(store, records: list[dict]) -> list[str]:
     """Store the part records that are not in the store yet; return every one's oid.
 
@@ -127,16 +157,23 @@ def put_parts(store, records: list[dict]) -> list[str]:
     return oids
 
 
-def record(plan_oid: str, report: dict, rows: list[str]) -> dict:
-    """The layer record of ``report`` whose rows are in the records ``rows`` (no ``previous``)."""
+def record(plan_oid: str, report: dict, rows: list[str], cases: list[str]) -> dict:
+    """The layer record of ``report`` whose attempt rows are in the records ``rows`` and whose
+    models' case rows are in the records ``cases`` (no ``previous``)."""
     links: dict = {"plan": plan_oid}
     if rows:
         links["rows"] = rows
+    if cases:
+        links["cases"] = cases
+    figures = {key: value for key, value in report.items() if key != "attempts"}
+    figures["models"] = [
+        {key: value for key, value in model.items() if key != "cases"} for model in report["models"]
+    ]
     return ReportLayer(
         plan=plan_oid,
         grader_version=report["grader_version"],
         status=report["status"],
-        report={key: value for key, value in report.items() if key != "attempts"},
+        report=figures,
         links=links,
     ).to_value()
 
@@ -158,7 +195,9 @@ def store_layer(store, plan_oid: str, report: dict, write: bool = True, signer=N
     _displace(store, report, _previous_same_pin(store, head, current, report["grader_version"]))
     if not write:
         return unstored(head)
-    value = record(plan_oid, report, put_parts(store, rows_records(plan_oid, report["attempts"])))
+    rows = put_parts(store, rows_records(plan_oid, report["attempts"]))
+    cases = put_parts(store, cases_records(plan_oid, report["models"]))
+    value = record(plan_oid, report, rows, cases)
     reason = f"report layer ({report['status']})"
     return append_layer(store, ref, head, value, reason, current, signer)
 

@@ -407,7 +407,7 @@ def report_html(store, plan_oid: str) -> str:
         html.require()
     except YybError as exc:
         raise NotInStore(str(exc)) from None
-    report = dict(layer["report"], attempts=layers_of.layer_rows(store, layer))
+    report = layers_of.layer_report(store, layer)
     stored = {"oid": head, "previous": layer["links"].get("previous"), "reused": False}
     return html.document(report, stored)
 

@@ -10,16 +10,18 @@ from yyb.evidence.records import (
     LONGITUDINAL_COHORTS,
     LONGITUDINAL_LAYER,
     LONGITUDINAL_LAYER_V2,
+    REPORT_CASES,
     REPORT_LAYER,
     REPORT_LAYER_V2,
+    REPORT_LAYER_V3,
     REPORT_ROWS,
 )
 
 
 @shape
 class ReportLayer(Record):
-    """A per-experiment report layer: the report document without its attempt rows, which are in
-    the linked rows records.
+    """A per-experiment report layer: the report document without its attempt rows and its
+    models' case rows, which are in the linked rows and cases records.
     """
 
     schema_version: ClassVar[str] = REPORT_LAYER
@@ -32,16 +34,21 @@ class ReportLayer(Record):
 
 
 @shape
-class ReportLayerV2(Record):
-    """A per-experiment report layer: the report document and the evidence it read."""
+class ReportLayerV3(ReportLayer):
+    """A per-experiment report layer as written before v4: the report document without its
+    attempt rows, which are in the linked rows records (the same fields as v4's).
+    """
+
+    schema_version: ClassVar[str] = REPORT_LAYER_V3
+
+
+@shape
+class ReportLayerV2(ReportLayer):
+    """A per-experiment report layer as written before v3: the report document and the
+    evidence it read (the same fields as v4's).
+    """
 
     schema_version: ClassVar[str] = REPORT_LAYER_V2
-
-    plan: str
-    grader_version: str | None
-    status: Literal["complete", "incomplete"]
-    report: Mapping[str, Any]
-    links: Mapping[str, Any]
 
 
 @shape
@@ -54,6 +61,19 @@ class ReportRows(Record):
 
     plan: str
     rows: tuple[Mapping[str, Any], ...]
+    links: Mapping[str, Any]
+
+
+@shape
+class ReportCases(Record):
+    """Up to 1,000 consecutive case rows of one model of a per-experiment report (each case's
+    summary over its attempts, in case order)."""
+
+    schema_version: ClassVar[str] = REPORT_CASES
+
+    plan: str
+    model: str
+    cases: tuple[Mapping[str, Any], ...]
     links: Mapping[str, Any]
 
 
