@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import re
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from yyb.errors import ChecksumMismatch, CorruptObject, InvalidOid, InvalidRecord
 from yyb.store.objects import format as objects
@@ -81,3 +84,61 @@ def test_schema_version_is_required_and_shaped(version):
     with pytest.raises(InvalidRecord) as caught:
         objects.check_record(value)
     assert caught.value.path == "$.schema_version"
+
+
+# --- the grammar, checked without regular expressions --------------------------------------
+# The readers of ids, prefixes, headers and schema versions use string methods (plumbing does
+# not import re); each must accept exactly what its documented pattern accepts.
+
+_NEAR_HEX = st.text(alphabet="0123456789abcdefABCDEFg \n\x00\u0660\uff10", max_size=70)
+_NEAR_HEADER = st.binary(max_size=40) | st.builds(
+    lambda kind, digits, tail: kind + b" " + digits + tail,
+    st.sampled_from([b"blob", b"record", b"blo", b"Blob", b" blob", b"recordx"]),
+    st.sampled_from(["0", "00", "01", "10", "007", "9" * 20, "9" * 21, "", "+1", "-0", " 1"]).map(
+        str.encode
+    )
+    | st.text(alphabet="0123456789+- ", max_size=23).map(str.encode),
+    st.sampled_from([b"\x00", b"\x00body", b"", b" \x00", b"\n\x00"]),
+)
+
+
+@given(_NEAR_HEX)
+def test_ids_and_prefixes_are_exactly_their_patterns(text):
+    assert objects.is_oid(text) == bool(re.fullmatch(r"[0-9a-f]{64}", text))
+    try:
+        objects.check_prefix(text)
+        accepted = True
+    except InvalidOid:
+        accepted = False
+    assert accepted == bool(re.fullmatch(r"[0-9a-f]{4,64}", text))
+    try:  # a list of links is checked all at once (``_all_oids``)
+        objects.check_links({"links": {"x": ["0" * 64, text, "f" * 64]}})
+        linked = True
+    except InvalidRecord:
+        linked = False
+    assert linked == bool(re.fullmatch(r"[0-9a-f]{64}", text))
+
+
+@given(_NEAR_HEADER)
+@example(b"blob 00\x00")
+@example(b"record " + b"9" * 20 + b"\x00")
+@example(b"record " + b"9" * 21 + b"\x00")
+@example(b"blob 5 \x00")
+def test_headers_are_exactly_the_header_pattern(data):
+    match = objects.header_re().match(data[: objects.MAX_HEADER])
+    try:
+        parsed = objects.parse_header(data)
+    except CorruptObject:
+        parsed = None
+    expected = None if match is None else (match[1].decode(), int(match[2]), match.end())
+    assert parsed == expected
+
+
+@given(st.text(alphabet="abz09_.vV\u0661 ", max_size=16))
+def test_schema_versions_are_exactly_their_pattern(text):
+    try:
+        objects.check_record({"schema_version": text, "links": {}})
+        accepted = True
+    except InvalidRecord:
+        accepted = False
+    assert accepted == bool(re.fullmatch(r"[a-z0-9_]+\.v[0-9]+", text))
