@@ -361,3 +361,34 @@ def test_a_regrade_builds_each_attempts_base_before_its_turn(bench, monkeypatch)
         ("evaluate", rows[0].attempt),
         ("evaluate", rows[1].attempt),
     ]
+
+
+def test_a_regrade_builds_the_first_base_while_it_checks_the_other_chains(bench, monkeypatch):
+    """The first attempt's chain is checked first and its base begins building before the
+    other attempts' chains are checked (a regrade of many attempts overlaps the two); it is
+    not built a second time once the goals are known, and a dry run builds nothing."""
+    from yyb.grading import regrade
+    from yyb.harness import overlay
+
+    bench.configure()
+    plan, _ = bench.run(["zz/fixer", "zz/idler"])
+    events: list[tuple] = []
+    real_warm, real_check = overlay.warm, regrade.check_attempt
+
+    def warm(store, key, forms):
+        events.append(("warm", key))
+        return real_warm(store, key, forms)
+
+    def check(store, plan_oid, plan, attempt_oid, attempt):
+        events.append(("check", attempt["ordinal"]))
+        return real_check(store, plan_oid, plan, attempt_oid, attempt)
+
+    monkeypatch.setattr(overlay, "warm", warm)
+    monkeypatch.setattr(regrade, "check_attempt", check)
+    bench.reevaluate(plan, "tests", dry_run=True)
+    assert [e[0] for e in events] == ["check", "check"]
+    events.clear()
+    rows = bench.reevaluate(plan, "tests")
+    assert [r.action for r in rows] == ["evaluated", "evaluated"]
+    assert [e[0] for e in events] == ["check", "warm", "check", "warm"]
+    assert events[0] == ("check", 0) and events[2] == ("check", 1)  # one warm each, in turn

@@ -86,18 +86,32 @@ def reevaluate(
         # Each attempt's chain is read once, by the check a new generation rests on; the
         # pass's goals, the evaluation and the current verdict all come from that one read.
         # An attempt with no retained evidence has not run yet: there is nothing to check.
-        checks = {
-            oid: check_attempt(store, plan_oid, plan, oid, attempts[oid])
+        order = sorted(attempts, key=lambda a: attempts[a]["ordinal"])
+        retained = {
+            oid
             for oid in attempts
             if store.refs.read(names.attempt(plan_oid, oid, "evidence")) is not None
         }
+        # The first retained attempt is checked first, and its base begins building while
+        # the other chains are checked: it is the first evaluated, unless an interrupted pass
+        # evaluated it already (its base is then built in the background for nothing).
+        leading = next((oid for oid in order if oid in retained), None)
+        early = {}
+        if leading is not None:
+            early[leading] = check_attempt(store, plan_oid, plan, leading, attempts[leading])
+            if not request.dry_run:
+                _warm(store, plan, request.profile, early[leading])
+        checks = {
+            oid: early.get(oid) or check_attempt(store, plan_oid, plan, oid, attempts[oid])
+            for oid in attempts
+            if oid in retained
+        }
         goals, pass_oid = _goals(store, plan_oid, checks, request)
-        order = sorted(attempts, key=lambda a: attempts[a]["ordinal"])
         # The bases of the attempts to evaluate, in order: each is built while the one
         # before it is evaluated (the first as soon as it is known), not at its own turn.
         upcoming = [] if request.dry_run else [a for a in order if a in goals and a in checks]
         after = dict(zip(upcoming, upcoming[1:], strict=False))
-        if upcoming:
+        if upcoming and upcoming[0] not in early:
             _warm(store, plan, request.profile, checks[upcoming[0]])
         for attempt_oid in order:
             check = checks.get(attempt_oid)
