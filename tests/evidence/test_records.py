@@ -32,6 +32,7 @@ from yyb.evidence.records import TERMINAL
 from yyb.store.objects import codec
 from yyb.store.objects.format import hash_object
 from yyb.store.schema import load_schema, schema_names
+from yyb.store.schema import validate as schema_check
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "records.json").read_text())
 
@@ -199,3 +200,18 @@ def test_read_takes_a_stored_record_of_its_kind_and_refuses_another():
     with pytest.raises(InvalidRecord) as caught:
         Execution.read(store.objects, oid)
     assert caught.value.path == "$.schema_version" and oid in caught.value.reason
+
+
+def test_a_v4_layer_carrying_case_rows_inline_or_an_oversized_cases_record_is_refused():
+    """A v4 layer keeps its case rows in cases records: one that carries them inline (as v3
+    did), or a cases record past 1,000 rows, is refused by its schema."""
+    layer = _with_all_keys("yylo_benchmark_report_layer.v4")
+    cases = _with_all_keys("yylo_benchmark_report_cases.v4")
+    schema_check(layer, layer["schema_version"])
+    schema_check(cases, cases["schema_version"])
+    layer["report"]["models"][0]["cases"] = list(cases["cases"])
+    with pytest.raises(SchemaViolation):
+        schema_check(layer, layer["schema_version"])
+    cases["cases"] = list(cases["cases"]) * (1001 // len(cases["cases"]) + 1)
+    with pytest.raises(SchemaViolation):
+        schema_check(cases, cases["schema_version"])

@@ -11,7 +11,7 @@ from yyb.cli.failure import fail
 from yyb.errors import CorruptObject, NotFound, UsageError, YybError
 from yyb.store import heap
 from yyb.store.objects import codec
-from yyb.store.objects.format import OID_HEX
+from yyb.store.objects.format import HEX, OID_HEX
 from yyb.store.objects.format import hash_object as oid_of
 from yyb.store.objects.store import STREAM_THRESHOLD, hash_stream, record_body, spool
 
@@ -150,7 +150,7 @@ def _stream_verified(oid: str, kind: str, size: int, stream: BinaryIO) -> int:
     return 0
 
 
-_HEX = b"0123456789abcdef"
+_HEX = HEX.encode()
 GATHER = 1024  # pieces a writev takes at most (Linux's IOV_MAX)
 READ_SIZE = 64 << 10
 # Bytes of a batch input line before its LF (a CR included): past any name (a ref name is at

@@ -102,7 +102,9 @@ def reevaluate(
             if not request.dry_run:
                 _warm(store, plan, request.profile, early[leading])
         checks = {
-            oid: early.get(oid) or check_attempt(store, plan_oid, plan, oid, attempts[oid])
+            oid: early[oid]
+            if oid in early
+            else check_attempt(store, plan_oid, plan, oid, attempts[oid])
             for oid in attempts
             if oid in retained
         }

@@ -58,10 +58,9 @@ def layer_report(store, layer: dict) -> dict:
     ``layer`` key): its figures, with the attempt rows and each model's case rows put back
     from the parts it links (v4 links both, v3 the rows, v2 holds everything)."""
     report = dict(layer["report"], attempts=layer_rows(store, layer))
-    links = layer["links"]
-    if "cases" in links or any("cases" not in model for model in report["models"]):
+    if any("cases" not in model for model in report["models"]):  # v4: they are in parts
         by_model: dict[str, list] = {}
-        for oid in links.get("cases", []):
+        for oid in layer["links"].get("cases", []):
             part = store.objects.read_record(oid)
             by_model.setdefault(part["model"], []).extend(part["cases"])
         report["models"] = [
